@@ -1,0 +1,93 @@
+/// Argon2id (libsodium `crypto_pwhash`, version 0x13, one lane).
+public enum Argon2id {
+    /// Salts are exactly 16 bytes (`crypto_pwhash_SALTBYTES`).
+    public static let saltByteCount = 16
+
+    /// Cost parameters. They travel with what they protect and are authenticated there.
+    ///
+    /// The public initialiser and `Decodable` refuse anything below ``floor``, so
+    /// parameters that arrive from a server cannot lower the cost unnoticed.
+    public struct Parameters: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// Passes over memory (libsodium's `opslimit`, Argon2's `t`).
+        public let iterations: UInt32
+        /// Memory in KiB (Argon2's `m`; libsodium's `memlimit` is this times 1024).
+        public let memoryKiB: UInt32
+
+        /// The compiled-in floor: t = 2, m = 19 MiB, the smallest Argon2id
+        /// configuration OWASP's password-storage guidance accepts.
+        public static let floor = Parameters(unchecked: 2, memoryKiB: 19 * 1024)
+        /// Below a second on a phone: t = 2, 64 MiB (libsodium's INTERACTIVE).
+        public static let interactive = Parameters(unchecked: 2, memoryKiB: 64 * 1024)
+        /// The default for recovery codes: t = 3, 64 MiB.
+        public static let recovery = Parameters(unchecked: 3, memoryKiB: 64 * 1024)
+        /// t = 3, 256 MiB (libsodium's MODERATE).
+        public static let moderate = Parameters(unchecked: 3, memoryKiB: 256 * 1024)
+        /// t = 4, 1 GiB (libsodium's SENSITIVE).
+        public static let sensitive = Parameters(unchecked: 4, memoryKiB: 1024 * 1024)
+
+        /// The named presets, for command lines and docs.
+        public static let presets: [(name: String, parameters: Parameters)] = [
+            ("floor", .floor), ("interactive", .interactive), ("recovery", .recovery),
+            ("moderate", .moderate), ("sensitive", .sensitive),
+        ]
+
+        /// Largest memory accepted from outside: 4 GiB.
+        public static let maximumMemoryKiB: UInt32 = 4 * 1024 * 1024
+        /// Largest pass count accepted from outside.
+        public static let maximumIterations: UInt32 = 64
+
+        /// - Throws: `parameters_below_floor` below ``floor`` (the message names the
+        ///   floor); `invalid_parameter` above the maxima.
+        public init(iterations: UInt32, memoryKiB: UInt32) throws {
+            guard iterations >= Self.floor.iterations, memoryKiB >= Self.floor.memoryKiB else {
+                throw CryptoError(
+                    .parametersBelowFloor,
+                    "Argon2id parameters t=\(iterations), m=\(memoryKiB) KiB are below the floor of t=\(Self.floor.iterations), m=\(Self.floor.memoryKiB) KiB (19 MiB)")
+            }
+            guard iterations <= Self.maximumIterations, memoryKiB <= Self.maximumMemoryKiB else {
+                throw CryptoError(
+                    .invalidParameter,
+                    "Argon2id parameters t=\(iterations), m=\(memoryKiB) KiB exceed the maximum of t=\(Self.maximumIterations), m=\(Self.maximumMemoryKiB) KiB")
+            }
+            self.iterations = iterations
+            self.memoryKiB = memoryKiB
+        }
+
+        /// For known-answer tests and presets only: skips the floor.
+        init(unchecked iterations: UInt32, memoryKiB: UInt32) {
+            self.iterations = iterations
+            self.memoryKiB = memoryKiB
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            try self.init(iterations: container.decode(UInt32.self, forKey: .iterations),
+                          memoryKiB: container.decode(UInt32.self, forKey: .memoryKiB))
+        }
+
+        public var description: String { "t=\(iterations), m=\(memoryKiB) KiB, p=1" }
+    }
+
+    /// Derives `outputByteCount` secret bytes from `password`.
+    ///
+    /// - Throws: `invalid_parameter` for a salt that is not 16 bytes or an output
+    ///   under 16 bytes; `backend_failure` when the memory cannot be had.
+    public static func deriveKey(from password: some RawBytes, salt: [UInt8], parameters: Parameters,
+                                 outputByteCount: Int = 32) throws -> SecureBytes {
+        guard salt.count == saltByteCount else {
+            throw CryptoError(.invalidParameter, "an Argon2id salt has \(saltByteCount) bytes, not \(salt.count)")
+        }
+        guard outputByteCount >= Sodium.argon2MinOutput else {
+            throw CryptoError(.invalidParameter, "Argon2id output must be at least \(Sodium.argon2MinOutput) bytes")
+        }
+        return try SecureBytes(count: outputByteCount) { out in
+            try password.withUnsafeBytes { password in
+                try salt.withUnsafeBytes { salt in
+                    try Sodium.argon2id(output: out, password: password, salt: salt,
+                                        opsLimit: UInt64(parameters.iterations),
+                                        memLimitBytes: Int(parameters.memoryKiB) * 1024)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The key that content addresses are computed under: HKDF-SHA256 of a member
+/// key with its own label, so addresses reveal nothing about the member key and
+/// the server cannot compute one for content it guesses. docs/formats/content-address.md.
+public struct ContentAddressKey: Sendable {
+    static let info = Array("keyvault/v1/content-address".utf8)
+
+    let key: SymmetricKey
+    /// The member key generation this key (and every address it makes) belongs to.
+    public let generation: UInt32
+
+    /// Derives the content-address key of one member key generation.
+    public init(memberKey: SymmetricKey, generation: UInt32) throws {
+        key = try HKDF.deriveKey(from: memberKey, info: Self.info)
+        self.generation = generation
+    }
+
+    /// The address of bytes in memory.
+    public func address(of content: some RawBytes) throws -> ContentAddress {
+        var hasher = try ContentAddressHasher(key: self)
+        try hasher.update(content)
+        return try hasher.finalize()
+    }
+
+    /// The address of a file, read in 1 MiB chunks: memory stays flat for any size.
+    ///
+    /// - Parameter progress: called after each chunk with the bytes read so far.
+    /// - Throws: `io` when the file cannot be opened or read.
+    public func address(ofFileAt path: String, progress: ((UInt64) -> Void)? = nil) throws -> ContentAddress {
+        var hasher = try ContentAddressHasher(key: self)
+        try forEachChunk(ofFileAt: path) { chunk, total in
+            try hasher.update(chunk)
+            progress?(total)
+        }
+        return try hasher.finalize()
+    }
+}
+
+/// Calls `body` with successive chunks of a file (1 MiB, one reused buffer).
+///
+/// - Throws: `io` with the path and the system's reason.
+public func forEachChunk(ofFileAt path: String, chunkSize: Int = 1 << 20,
+                         _ body: (UnsafeRawBufferPointer, UInt64) throws -> Void) throws {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+        throw CryptoError(.io, "cannot open \(path): \(String(cString: strerror(errno)))")
+    }
+    defer { close(fd) }
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 64)
+    defer { buffer.deallocate() }
+    var total: UInt64 = 0
+    while true {
+        let n = read(fd, buffer.baseAddress, chunkSize)
+        if n < 0 {
+            if errno == EINTR { continue }
+            throw CryptoError(.io, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        if n == 0 { return }
+        total += UInt64(n)
+        try body(UnsafeRawBufferPointer(rebasing: buffer[..<n]), total)
+    }
+}
+
+/// Streaming computation of one content address.
+public struct ContentAddressHasher: ~Copyable {
+    private var mac: HMACSHA256
+    private let generation: UInt32
+
+    public init(key: ContentAddressKey) throws {
+        mac = try HMACSHA256(key: key.key)
+        generation = key.generation
+    }
+
+    public mutating func update(_ data: some RawBytes) throws { try mac.update(data) }
+    public mutating func update(_ data: UnsafeRawBufferPointer) throws { try mac.update(data) }
+
+    public consuming func finalize() throws -> ContentAddress {
+        ContentAddress(generation: generation, mac: try mac.finalize())
+    }
+}
+
+/// A keyed content address: `ca1.<generation>.<64 lowercase hex digits>`.
+///
+/// The generation names the member key generation that made it, so lookups keep
+/// working after rotation. It is safe to put in a URL path.
+public struct ContentAddress: Sendable, Hashable, Codable, CustomStringConvertible, LosslessStringConvertible {
+    public static let prefix = "ca1"
+    public let generation: UInt32
+    /// HMAC-SHA256(content-address key, content).
+    public let mac: [UInt8]
+
+    init(generation: UInt32, mac: [UInt8]) {
+        self.generation = generation
+        self.mac = mac
+    }
+
+    /// Parses `ca1.<generation>.<hex>`; `nil` for anything else.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == Self.prefix,
+              !parts[1].isEmpty, parts[1].count <= 10, parts[1].allSatisfy({ $0.isASCII && $0.isNumber }),
+              !(parts[1].count > 1 && parts[1].hasPrefix("0")),
+              let generation = UInt32(parts[1]),
+              parts[2].count == 64, parts[2].utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }),
+              let mac = try? Hex.decode(parts[2])
+        else { return nil }
+        self.init(generation: generation, mac: mac)
+    }
+
+    /// Parses, throwing `malformed` with the expected shape.
+    public init(parsing text: String) throws {
+        guard let address = ContentAddress(text) else {
+            throw CryptoError(.malformed, "not a content address: expected ca1.<generation>.<64 lowercase hex digits>")
+        }
+        self = address
+    }
+
+    public var description: String { "\(Self.prefix).\(generation).\(Hex.encode(mac))" }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        try self.init(parsing: text)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -1,0 +1,113 @@
+/// Bytes that may be read as a contiguous buffer: `[UInt8]`, `ArraySlice<UInt8>`,
+/// ``SecureBytes`` and the key types.
+public protocol RawBytes {
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+}
+
+extension Array: RawBytes where Element == UInt8 {}
+extension ArraySlice: RawBytes where Element == UInt8 {}
+extension UnsafeRawBufferPointer: RawBytes {
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try body(self) }
+}
+
+/// Guarded memory from `sodium_malloc`: guard pages around it, locked against
+/// swapping where the system allows, and wiped when freed.
+final class SecureStorage: @unchecked Sendable {
+    // Immutable after `init` returns, hence safe to share across threads.
+    let pointer: UnsafeMutableRawPointer
+    let count: Int
+
+    init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        guard let pointer = Sodium.secureAllocate(count) else {
+            // Failing to get memory for a key is not something to recover from
+            // by falling back to ordinary (swappable, unwiped) memory.
+            fatalError("sodium_malloc failed for \(count) bytes")
+        }
+        self.pointer = pointer
+        self.count = count
+        do {
+            try initialize(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+        } catch {
+            Sodium.secureFree(pointer)
+            throw error
+        }
+    }
+
+    deinit { Sodium.secureFree(pointer) }
+
+    var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
+}
+
+/// Secret bytes in guarded memory, wiped when the last copy goes away.
+///
+/// `==` runs in constant time. Printing, dumping or reflecting a value shows
+/// only its length. It is neither `Codable` nor `Hashable`, on purpose.
+public struct SecureBytes: RawBytes, Sendable, Equatable, CustomStringConvertible,
+    CustomDebugStringConvertible, CustomReflectable
+{
+    let storage: SecureStorage
+
+    /// Allocates `count` bytes and lets `initialize` fill them.
+    public init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        precondition(count >= 0)
+        storage = try SecureStorage(count: count, initialize: initialize)
+    }
+
+    /// `count` bytes from the system CSPRNG.
+    public init(randomCount count: Int) {
+        self.init(count: count) { Sodium.randomFill($0) }
+    }
+
+    /// Copies `source` into guarded memory and wipes `source`.
+    public init(wiping source: inout [UInt8]) {
+        self.init(count: source.count) { destination in
+            source.withUnsafeBytes { destination.copyMemory(from: $0) }
+        }
+        source.withUnsafeMutableBytes { Sodium.wipe($0) }
+    }
+
+    /// Copies bytes that are not themselves secret-bearing storage (for example a
+    /// buffer the caller wipes afterwards).
+    public init(copying source: some RawBytes) {
+        let count = source.withUnsafeBytes { $0.count }
+        self.init(count: count) { destination in
+            source.withUnsafeBytes { destination.copyMemory(from: $0) }
+        }
+    }
+
+    public var count: Int { storage.count }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(storage.buffer)
+    }
+
+    /// Constant-time comparison; values of different lengths are unequal.
+    public static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
+        Sodium.constantTimeEqual(lhs.storage.buffer, rhs.storage.buffer)
+    }
+
+    /// A copy of the bytes in ordinary memory.
+    ///
+    /// - Important: the copy is not wiped for you. Use it only to hand the bytes to
+    ///   something that needs them outside guarded memory (output the user asked for).
+    public func unprotectedCopy() -> [UInt8] { Array(storage.buffer) }
+
+    public var description: String { "SecureBytes(\(count) bytes, redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["count": count], displayStyle: .struct) }
+}
+
+/// Constant-time comparison of two byte strings (for tags, MACs and addresses).
+public func constantTimeEquals(_ lhs: some RawBytes, _ rhs: some RawBytes) -> Bool {
+    lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
+}
+
+/// Overwrites `bytes` with zeros in a way the optimiser does not remove.
+public func secureWipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { Sodium.wipe($0) }
+}
+
+/// Overwrites a buffer with zeros in a way the optimiser does not remove.
+public func secureWipe(_ buffer: UnsafeMutableRawBufferPointer) {
+    Sodium.wipe(buffer)
+}
