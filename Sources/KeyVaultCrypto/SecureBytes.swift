@@ -25,12 +25,9 @@ final class SecureStorage: @unchecked Sendable {
         }
         self.pointer = pointer
         self.count = count
-        do {
-            try initialize(UnsafeMutableRawBufferPointer(start: pointer, count: count))
-        } catch {
-            Sodium.secureFree(pointer)
-            throw error
-        }
+        // If this throws, every stored property is already set, so Swift runs
+        // `deinit`, which frees (and wipes) the memory: no cleanup here.
+        try initialize(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 
     deinit { Sodium.secureFree(pointer) }
@@ -102,9 +99,10 @@ public func constantTimeEquals(_ lhs: some RawBytes, _ rhs: some RawBytes) -> Bo
     lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
 }
 
-/// Overwrites `bytes` with zeros in a way the optimiser does not remove.
-public func secureWipe(_ bytes: inout [UInt8]) {
-    bytes.withUnsafeMutableBytes { Sodium.wipe($0) }
+/// Overwrites an array of plain values (bytes, word indices) with zeros in a way
+/// the optimiser does not remove.
+public func secureWipe<T: BitwiseCopyable>(_ values: inout [T]) {
+    values.withUnsafeMutableBytes { Sodium.wipe($0) }
 }
 
 /// Overwrites a buffer with zeros in a way the optimiser does not remove.

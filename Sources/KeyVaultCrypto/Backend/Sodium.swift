@@ -50,6 +50,21 @@ enum Sodium {
         return randombytes_uniform(upperBound)
     }
 
+    // MARK: BLAKE2b
+
+    /// BLAKE2b-512. Not part of the public API: it checks the RFC 9106 vector's
+    /// pre-hash, the one piece of that vector libsodium's Argon2id API can reach.
+    static func blake2b512(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+        ensureSodium()
+        var out = [UInt8](repeating: 0, count: 64)
+        let rc = out.withUnsafeMutableBytes { out in
+            crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), 64,
+                               input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count), nil, 0)
+        }
+        precondition(rc == 0, "BLAKE2b failed")
+        return out
+    }
+
     // MARK: Argon2id
 
     static let argon2SaltBytes = Int(crypto_pwhash_SALTBYTES)

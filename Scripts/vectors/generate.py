@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Generates KeyVault's committed test vectors with independent implementations.
+
+Nothing here shares code with the Swift implementation: envelopes and content
+addresses are built from the specs in docs/formats/ with pyca/cryptography
+(HKDF, HMAC, AES-GCM) and PyNaCl (XChaCha20-Poly1305, sealed boxes); BIP39 with
+trezor's python-mnemonic, the BIP's reference implementation. RFC vectors are
+transcribed from the RFCs and re-checked here before they are written.
+
+    pip install cryptography pynacl mnemonic
+    python3 Scripts/vectors/generate.py
+
+CI does not run this; the JSON it writes is committed.
+"""
+import hashlib
+import hmac
+import json
+import pathlib
+import random
+
+import nacl.bindings as sodium
+from nacl.public import PrivateKey, SealedBox
+from nacl.signing import SigningKey
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from mnemonic import Mnemonic
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CRYPTO = ROOT / "Tests" / "KeyVaultCryptoTests" / "Vectors"
+MNEMONIC = ROOT / "Tests" / "KeyVaultMnemonicTests" / "Vectors"
+rng = random.Random(20261121)  # deterministic, so regenerating changes nothing
+
+
+def rand(n: int) -> bytes:
+    return bytes(rng.getrandbits(8) for _ in range(n))
+
+
+def write(path: pathlib.Path, doc: dict) -> None:
+    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print("wrote", path.relative_to(ROOT))
+
+
+# --------------------------------------------------------------------------- RFC 8032
+
+ED25519 = [  # RFC 8032 section 7.1: TEST 1, 2, 3 and SHA(abc)
+    ("TEST 1", "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+     "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "",
+     "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"),
+    ("TEST 2", "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+     "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72",
+     "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"),
+    ("TEST 3", "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
+     "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025", "af82",
+     "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a"),
+    ("TEST SHA(abc)", "833fe62409237b9d62ec77587520911e9a759cec1d19755b7da901b96dca3d42",
+     "ec172b93ad5e563bf4932c70e1245034c35467ef2efd4d64ebf819683467e2bf",
+     "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+     "dc2a4459e7369633a52b1bf277839a00201009a3efbf3ecb69bea2186c26b58909351fc9ac90b3ecfdfbc7c66431e0303dca179c138ac17ad9bef1177331a704"),
+]
+
+
+def ed25519_vectors() -> None:
+    tests = []
+    for name, sk, pk, msg, sig in ED25519:
+        key = SigningKey(bytes.fromhex(sk))
+        assert key.verify_key.encode().hex() == pk, name
+        assert key.sign(bytes.fromhex(msg)).signature.hex() == sig, name
+        tests.append({"name": name, "outcome": "valid", "secretKey": sk, "publicKey": pk, "message": msg, "signature": sig})
+        bad = bytearray(bytes.fromhex(sig)); bad[0] ^= 1
+        tests.append({"name": name + ", signature bit 0 flipped", "outcome": "authentication_failure",
+                      "secretKey": sk, "publicKey": pk, "message": msg, "signature": bad.hex()})
+        tests.append({"name": name + ", message changed", "outcome": "authentication_failure",
+                      "secretKey": sk, "publicKey": pk, "message": msg + "00", "signature": sig})
+    write(CRYPTO / "ed25519-rfc8032.json", {
+        "source": "RFC 8032 section 7.1 (TEST 1, 2, 3, SHA(abc)); failure cases derived here. Checked with PyNaCl.",
+        "tests": tests})
+
+
+# --------------------------------------------------------------------------- RFC 7748
+
+def x25519_vectors() -> None:
+    scalar_mult = [  # RFC 7748 section 5.2
+        ("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4",
+         "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c",
+         "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"),
+        ("4b66e9d4d1b4673c5ad22691957d6af5c11b6421e0ea01d42ca4169e7918ba0d",
+         "e5210f12786811d3f4b7959d0538ae2c31dbe7106fc03c3efc4cd549c715a493",
+         "95cbde9476e8907d7aade45cb4b873f88b595a68799fa152e6f8f7647aac7957"),
+    ]
+    tests = []
+    for k, u, out in scalar_mult:
+        got = X25519PrivateKey.from_private_bytes(bytes.fromhex(k)).exchange(X25519PublicKey.from_public_bytes(bytes.fromhex(u)))
+        assert got.hex() == out
+        tests.append({"name": "section 5.2", "scalar": k, "uCoordinate": u, "output": out})
+    alice = "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a"
+    alice_pub = "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
+    bob = "5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb"
+    bob_pub = "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"
+    shared = "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742"
+    a = X25519PrivateKey.from_private_bytes(bytes.fromhex(alice))
+    assert a.public_key().public_bytes_raw().hex() == alice_pub
+    assert a.exchange(X25519PublicKey.from_public_bytes(bytes.fromhex(bob_pub))).hex() == shared
+    # A sealed box made by PyNaCl (libsodium's crypto_box_seal) to Bob's key.
+    box = SealedBox(PrivateKey(bytes.fromhex(bob)).public_key).encrypt(b"sealed to bob by pynacl")
+    write(CRYPTO / "x25519-rfc7748.json", {
+        "source": "RFC 7748 section 5.2 (scalar multiplication) and 6.1 (Diffie-Hellman); checked with pyca/cryptography. "
+                  "sealedBox: made by PyNaCl's SealedBox to Bob's public key.",
+        "scalarMultiplication": tests,
+        "diffieHellman": {"alicePrivate": alice, "alicePublic": alice_pub, "bobPrivate": bob, "bobPublic": bob_pub, "shared": shared},
+        "sealedBox": {"recipientPrivate": bob, "box": box.hex(), "plaintext": b"sealed to bob by pynacl".hex()},
+    })
+
+
+# --------------------------------------------------------------------------- AEADs
+
+def aead_vectors() -> None:
+    key = bytes(range(0x80, 0xa0))
+    nonce = bytes(range(0x40, 0x58))
+    aad = bytes.fromhex("50515253c0c1c2c3c4c5c6c7")
+    pt = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it."
+    expected = ("bd6d179d3e83d43b9576579493c0e939572a1700252bfaccbed2902c21396cbb731c7f1b0b4aa6440bf3a82f4eda7e39ae64c6708c54c216cb96b72e1213b452"
+                "2f8c9ba40db5d945b11b69b982c1bb9e3f3fac2bc369488f76b2383565d3fff921f9664c97637da9768812f615c68b13b52e")
+    tag = "c0875924c1c7987947deafd8780acf49"
+    assert sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(pt, aad, nonce, key).hex() == expected + tag
+    tests = [{"name": "draft-irtf-cfrg-xchacha-03 A.3.1", "algorithm": "xchacha20poly1305", "outcome": "valid",
+              "key": key.hex(), "nonce": nonce.hex(), "aad": aad.hex(), "plaintext": pt.hex(), "ciphertext": expected, "tag": tag}]
+    bad = bytearray(bytes.fromhex(tag)); bad[15] ^= 0x80
+    tests.append(dict(tests[0], name="A.3.1, tag bit flipped", outcome="authentication_failure", tag=bad.hex()))
+    tests.append(dict(tests[0], name="A.3.1, other associated data", outcome="authentication_failure", aad=aad[:-1].hex()))
+    # AES-256-GCM from pyca/cryptography; `combined` is CryptoKit's nonce ‖ ciphertext ‖ tag.
+    for i, (n_pt, n_aad) in enumerate([(0, 0), (16, 0), (61, 13), (1000, 32)]):
+        k, n, p, a = rand(32), rand(12), rand(n_pt), rand(n_aad)
+        sealed = AESGCM(k).encrypt(n, p, a)
+        tests.append({"name": f"AES-256-GCM random {i + 1}", "algorithm": "aes256gcm", "outcome": "valid",
+                      "key": k.hex(), "nonce": n.hex(), "aad": a.hex(), "plaintext": p.hex(),
+                      "ciphertext": sealed[:-16].hex(), "tag": sealed[-16:].hex(), "combined": (n + sealed).hex()})
+    last = tests[-1]
+    bad = bytearray(bytes.fromhex(last["ciphertext"])); bad[7] ^= 1
+    tests.append(dict(last, name="AES-256-GCM, ciphertext bit flipped", outcome="authentication_failure", ciphertext=bad.hex(), combined=None))
+    write(CRYPTO / "aead.json", {
+        "source": "XChaCha20-Poly1305: draft-irtf-cfrg-xchacha-03 Appendix A.3.1, checked with PyNaCl. "
+                  "AES-256-GCM: generated with pyca/cryptography AESGCM.",
+        "tests": tests})
+
+
+# --------------------------------------------------------------------------- envelope v1
+
+ALGORITHMS = {"xchacha20poly1305": 1, "aes256gcm": 2}
+
+
+def hkdf(ikm: bytes, info: bytes, length: int) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(ikm)
+
+
+def key_id(key: bytes) -> bytes:
+    return hkdf(key, b"keyvault/v1/key-id", 16)
+
+
+def encode_context(purpose: str, fields: dict) -> bytes:
+    out = bytes([len(fields) + 1])
+    items = [("purpose", purpose)] + sorted(fields.items(), key=lambda kv: kv[0].encode())
+    for name, value in items:
+        n, v = name.encode(), value.encode()
+        out += bytes([len(n)]) + n + len(v).to_bytes(2, "big") + v
+    return out
+
+
+def seal_envelope(alg: str, key: bytes, generation: int, purpose: str, fields: dict, nonce: bytes, pt: bytes) -> bytes:
+    header = bytes([1, ALGORITHMS[alg]]) + key_id(key) + generation.to_bytes(4, "big")
+    aad = b"keyvault/v1/envelope\x00" + header + encode_context(purpose, fields)
+    if alg == "xchacha20poly1305":
+        sealed = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(pt, aad, nonce, key)
+    else:
+        sealed = AESGCM(key).encrypt(nonce, pt, aad)
+    return header + nonce + sealed
+
+
+def envelope_vectors() -> None:
+    tests = []
+    member_ctx = {"account": "acct-7f3a", "member": "emma", "member-generation": "3", "master-generation": "2"}
+    cases = [
+        ("member key under master key", "xchacha20poly1305", 2, "member-key", member_ctx, 32),
+        ("member key under master key, AES-256-GCM", "aes256gcm", 2, "member-key", member_ctx, 32),
+        ("attachment key, no fields", "xchacha20poly1305", 7, "attachment-dek", {}, 32),
+        ("empty plaintext", "xchacha20poly1305", 0, "test", {"object": "x"}, 0),
+        ("content, 300 bytes, unicode field", "aes256gcm", 4294967295, "attachment-content", {"object": "fiche-médicale"}, 300),
+    ]
+    valid = []
+    for name, alg, gen, purpose, fields, size in cases:
+        key, pt = rand(32), rand(size)
+        nonce = rand(24 if alg == "xchacha20poly1305" else 12)
+        env = seal_envelope(alg, key, gen, purpose, fields, nonce, pt)
+        v = {"name": name, "outcome": "valid", "algorithm": alg, "key": key.hex(), "generation": gen,
+             "purpose": purpose, "fields": fields, "nonce": nonce.hex(), "plaintext": pt.hex(), "envelope": env.hex()}
+        tests.append(v)
+        valid.append(v)
+    base = valid[0]
+    env = bytes.fromhex(base["envelope"])
+
+    def variant(name, outcome, **changes):
+        tests.append(dict(base, name=name, outcome=outcome, **changes))
+
+    variant("opened as another member", "authentication_failure", fields=dict(member_ctx, member="noah"))
+    variant("opened for another purpose", "authentication_failure", purpose="attachment-dek")
+    variant("opened with an extra context field", "authentication_failure", fields=dict(member_ctx, object="1"))
+    gen_changed = bytearray(env); gen_changed[21] ^= 1
+    variant("generation in header changed", "authentication_failure", envelope=gen_changed.hex())
+    for offset, label in [(22, "nonce"), (22 + 24 + 5, "ciphertext"), (len(env) - 1, "tag")]:
+        flipped = bytearray(env); flipped[offset] ^= 0x01
+        variant(f"{label} bit flipped", "authentication_failure", envelope=flipped.hex())
+    wrong = bytearray(env); wrong[2] ^= 0xff
+    variant("key id changed", "key_mismatch", envelope=wrong.hex())
+    variant("opened with another key", "key_mismatch", key=rand(32).hex())
+    variant("truncated to 40 bytes", "malformed", envelope=env[:40].hex())
+    variant("truncated inside the tag", "malformed", envelope=env[:22 + 24 + 15].hex())
+    variant("empty", "malformed", envelope="")
+    variant("version 2", "unsupported_version", envelope=(bytes([2]) + env[1:]).hex())
+    variant("version 0", "unsupported_version", envelope=(bytes([0]) + env[1:]).hex())
+    variant("algorithm 9", "unsupported_algorithm", envelope=(env[:1] + bytes([9]) + env[2:]).hex())
+    write(CRYPTO / "envelope-v1.json", {
+        "source": "Generated by Scripts/vectors/generate.py from docs/formats/envelope.md with PyNaCl and pyca/cryptography.",
+        "outcomes": ["valid", "authentication_failure", "key_mismatch", "malformed", "unsupported_version", "unsupported_algorithm"],
+        "tests": tests})
+
+
+# --------------------------------------------------------------------------- content address v1
+
+def content_address_vectors() -> None:
+    tests = []
+    member_a, member_b = rand(32), rand(32)
+    contents = [b"", b"abc", rand(1000), rand(1 << 20 | 17)]
+    for member_name, member_key in [("a", member_a), ("b", member_b)]:
+        for generation in [1, 7]:
+            cak = hkdf(member_key, b"keyvault/v1/content-address", 32)
+            for content in contents[:3]:
+                mac = hmac.new(cak, content, hashlib.sha256).hexdigest()
+                tests.append({"member": member_name, "memberKey": member_key.hex(), "generation": generation,
+                              "content": content.hex(), "address": f"ca1.{generation}.{mac}"})
+    big = contents[3]
+    cak = hkdf(member_a, b"keyvault/v1/content-address", 32)
+    write(CRYPTO / "content-address-v1.json", {
+        "source": "Generated by Scripts/vectors/generate.py from docs/formats/content-address.md with pyca/cryptography HKDF and Python hmac.",
+        "tests": tests,
+        "large": {"memberKey": member_a.hex(), "generation": 3, "seed": "bytes i*31+7 mod 251 for i in 0..<n",
+                  "length": len(big), "address": "ca1.3." + hmac.new(cak, bytes((i * 31 + 7) % 251 for i in range(len(big))), hashlib.sha256).hexdigest()},
+        "invalid": ["", "ca1", "ca1.1", "ca2.1." + "0" * 64, "ca1.01." + "0" * 64, "ca1.-1." + "0" * 64,
+                    "ca1.4294967296." + "0" * 64, "ca1.1." + "0" * 63, "ca1.1." + "A" * 64, "ca1.1." + "g" * 64,
+                    "ca1..0" + "0" * 63, "ca1.1." + "0" * 64 + ".x"],
+    })
+
+
+# --------------------------------------------------------------------------- BIP39, all languages
+
+def bip39_vectors() -> None:
+    languages = ["english", "japanese", "korean", "spanish", "chinese_simplified", "chinese_traditional",
+                 "french", "italian", "czech", "portuguese"]
+    tests = []
+    for language in languages:
+        m = Mnemonic(language)
+        entropies = [bytes(16), b"\x7f" * 16, b"\x80" * 20, b"\xff" * 32, rand(24), rand(28), rand(32), rand(32)]
+        for entropy in entropies:
+            phrase = m.to_mnemonic(entropy)
+            assert m.check(phrase)
+            tests.append({"language": language, "entropy": entropy.hex(), "mnemonic": phrase,
+                          "passphrase": "TREZOR", "seed": Mnemonic.to_seed(phrase, "TREZOR").hex()})
+    write(MNEMONIC / "bip39-all-languages.json", {
+        "source": "Generated by Scripts/vectors/generate.py with trezor/python-mnemonic (the BIP39 reference implementation). "
+                  "Japanese mnemonics are joined with U+3000, as python-mnemonic does.",
+        "tests": tests})
+
+
+if __name__ == "__main__":
+    ed25519_vectors()
+    x25519_vectors()
+    aead_vectors()
+    envelope_vectors()
+    content_address_vectors()
+    bip39_vectors()

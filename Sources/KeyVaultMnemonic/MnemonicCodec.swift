@@ -1,0 +1,291 @@
+import Foundation
+import KeyVaultCrypto
+
+/// The parsing engine behind ``Mnemonic``. It works on lowercase NFKD UTF-8 bytes
+/// in temporary buffers that are wiped before they are released.
+enum MnemonicCodec {
+    /// Tokens kept; one more than the longest code, so that 25 words are reported as such.
+    static let tokenCapacity = 25
+
+    struct Parsed {
+        let language: MnemonicLanguage
+        let indices: [UInt16]
+        let entropy: SecureBytes
+    }
+
+    // MARK: Entry points
+
+    static func quickCheck(_ input: UnsafeRawBufferPointer) -> MnemonicLanguage? {
+        withTokens(input) { text, tokens, count in
+            guard Mnemonic.allowedWordCounts.contains(count) else { return nil }
+            return withUnsafeTemporaryAllocation(of: UInt16.self, capacity: count) { indices in
+                for table in WordTable.all
+                where table.index(of: UnsafeRawBufferPointer(rebasing: text[tokens[0]])) != nil {
+                    if unknownCount(text, tokens, in: table, into: indices) == 0,
+                       checksumMatches(UnsafeBufferPointer(indices)) {
+                        return table.language
+                    }
+                }
+                return nil
+            }
+        }
+    }
+
+    static func parse(_ input: UnsafeRawBufferPointer, language: MnemonicLanguage?) throws -> Parsed {
+        try withTokens(input) { text, tokens, count in
+            guard Mnemonic.allowedWordCounts.contains(count) else {
+                let message = count == 0
+                    ? "no words were read; a recovery code has 12, 15, 18, 21 or 24 words"
+                    : "a recovery code has 12, 15, 18, 21 or 24 words; this one has \(count)"
+                throw MnemonicError(.wordCount, message, wordCount: count)
+            }
+            let tables = language.map { [WordTable.table(for: $0)] } ?? WordTable.all
+            var best: (table: WordTable, indices: [UInt16], unknown: [Int])?
+            for table in tables {
+                var indices = [UInt16](repeating: 0, count: count)
+                var unknown = [Int]()
+                for (position, range) in tokens.enumerated() {
+                    if let index = table.index(of: UnsafeRawBufferPointer(rebasing: text[range])) {
+                        indices[position] = UInt16(index)
+                    } else {
+                        unknown.append(position)
+                    }
+                }
+                if unknown.isEmpty, indices.withUnsafeBufferPointer(checksumMatches) {
+                    let entropy = indices.withUnsafeBufferPointer(entropy(of:))
+                    return Parsed(language: table.language, indices: indices, entropy: entropy)
+                }
+                if best == nil || unknown.count < best!.unknown.count {
+                    best = (table, indices, unknown)
+                }
+                secureWipe(&indices)
+            }
+            let (table, indices, unknown) = best!
+            let typed = tokens.map { Array(String(decoding: UnsafeRawBufferPointer(rebasing: text[$0]), as: UTF8.self).unicodeScalars) }
+            // A language is only claimed when at least one word was found in it.
+            let claimed = unknown.count < count ? table.language : language
+            if let first = unknown.first {
+                let listName = claimed.map { "the \($0.displayName) word list" } ?? "any of the 10 BIP39 word lists"
+                let others = unknown.count > 1 ? " (and \(unknown.count - 1) other word\(unknown.count > 2 ? "s" : ""): positions \(unknown.dropFirst().map { String($0 + 1) }.joined(separator: ", ")))" : ""
+                let suggestions = closestWords(to: typed[first], in: table, limit: 3)
+                    .map { MnemonicError.Suggestion(position: first + 1, word: table.words[$0]) }
+                throw MnemonicError(.unknownWord, "word \(first + 1) is not in \(listName)\(others)",
+                                    position: first + 1, suggestions: suggestions,
+                                    unknownPositions: unknown.map { $0 + 1 }, language: claimed, wordCount: count)
+            }
+            let suggestions = checksumRepairs(indices, typed: typed, in: table, limit: 5)
+            let positions = Set(suggestions.map(\.position))
+            throw MnemonicError(
+                .checksum,
+                "every word is in the \(table.language.displayName) list, but the checksum does not match: a word is wrong or two are swapped",
+                position: positions.count == 1 ? positions.first : nil, suggestions: suggestions,
+                language: table.language, wordCount: count)
+        }
+    }
+
+    // MARK: Normalising and splitting
+
+    /// Lowercase NFKD bytes of `input` and the ranges of its first 25 tokens, with
+    /// the total token count. ASCII input takes a fast path with no allocation.
+    static func withTokens<R>(_ input: UnsafeRawBufferPointer,
+                              _ body: (UnsafeRawBufferPointer, UnsafeBufferPointer<Range<Int>>, Int) throws -> R) rethrows -> R {
+        let isASCII = input.allSatisfy { $0 < 0x80 }
+        if isASCII {
+            return try withUnsafeTemporaryAllocation(byteCount: max(input.count, 1), alignment: 1) { buffer in
+                defer { secureWipe(buffer) }
+                for i in 0..<input.count {
+                    let c = input[i]
+                    buffer[i] = (c >= 0x41 && c <= 0x5A) ? c | 0x20 : c
+                }
+                let text = UnsafeRawBufferPointer(rebasing: buffer[..<input.count])
+                return try withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: tokenCapacity) { ranges in
+                    var count = 0
+                    var i = 0
+                    let n = text.count
+                    while i < n {
+                        while i < n, isASCIISpace(text[i]) { i += 1 }
+                        if i == n { break }
+                        let start = i
+                        while i < n, !isASCIISpace(text[i]) { i += 1 }
+                        if count < tokenCapacity { ranges.initializeElement(at: count, to: start..<i) }
+                        count += 1
+                    }
+                    return try body(text, UnsafeBufferPointer(rebasing: ranges[..<min(count, tokenCapacity)]), count)
+                }
+            }
+        }
+        // Unicode: lowercase, then NFKD (which also turns U+3000 and U+00A0 into U+0020).
+        let normalized = String(decoding: input, as: UTF8.self).lowercased().decomposedStringWithCompatibilityMapping
+        var bytes = Array(normalized.utf8)
+        defer { secureWipe(&bytes) }
+        var ranges = [Range<Int>]()
+        var count = 0
+        var offset = 0
+        var start: Int?
+        for scalar in normalized.unicodeScalars {
+            let width = UTF8.width(scalar)
+            if scalar.properties.isWhitespace {
+                if let s = start {
+                    if count < tokenCapacity { ranges.append(s..<offset) }
+                    count += 1
+                    start = nil
+                }
+            } else if start == nil {
+                start = offset
+            }
+            offset += width
+        }
+        if let s = start {
+            if count < tokenCapacity { ranges.append(s..<offset) }
+            count += 1
+        }
+        return try bytes.withUnsafeBytes { text in
+            try ranges.withUnsafeBufferPointer { try body(text, $0, count) }
+        }
+    }
+
+    @inline(__always)
+    private static func isASCIISpace(_ c: UInt8) -> Bool {
+        c == 0x20 || (c >= 0x09 && c <= 0x0D)
+    }
+
+    private static func unknownCount(_ text: UnsafeRawBufferPointer, _ tokens: UnsafeBufferPointer<Range<Int>>,
+                                     in table: WordTable, into indices: UnsafeMutableBufferPointer<UInt16>) -> Int {
+        var unknown = 0
+        for (position, range) in tokens.enumerated() {
+            if let index = table.index(of: UnsafeRawBufferPointer(rebasing: text[range])) {
+                indices[position] = UInt16(index)
+            } else {
+                unknown += 1
+            }
+        }
+        return unknown
+    }
+
+    // MARK: Bits
+
+    /// Packs 11-bit indices big-endian into `buffer` (33 bytes).
+    private static func pack(_ indices: UnsafeBufferPointer<UInt16>, into buffer: UnsafeMutableRawBufferPointer) {
+        var accumulator: UInt32 = 0
+        var bits = 0
+        var out = 0
+        for index in indices {
+            accumulator = accumulator << 11 | UInt32(index & 0x7FF)
+            bits += 11
+            while bits >= 8 {
+                bits -= 8
+                buffer[out] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                out += 1
+            }
+            accumulator &= (1 << UInt32(bits)) - 1
+        }
+        if bits > 0 { buffer[out] = UInt8(truncatingIfNeeded: accumulator << UInt32(8 - bits)) }
+    }
+
+    /// Whether the last ENT/32 bits are the first bits of SHA-256(entropy).
+    static func checksumMatches(_ indices: UnsafeBufferPointer<UInt16>) -> Bool {
+        withUnsafeTemporaryAllocation(byteCount: 33 + 32, alignment: 8) { scratch in
+            defer { secureWipe(scratch) }
+            scratch.initializeMemory(as: UInt8.self, repeating: 0)
+            let packed = UnsafeMutableRawBufferPointer(rebasing: scratch[..<33])
+            pack(indices, into: packed)
+            let entropyCount = indices.count * 4 / 3
+            let checksumBits = indices.count / 3
+            let digest = UnsafeMutableRawBufferPointer(rebasing: scratch[33...])
+            SHA256.hash(UnsafeRawBufferPointer(rebasing: packed[..<entropyCount]), into: digest)
+            let shift = UInt8(8 - checksumBits)
+            return digest[0] >> shift == packed[entropyCount] >> shift
+        }
+    }
+
+    static func entropy(of indices: UnsafeBufferPointer<UInt16>) -> SecureBytes {
+        withUnsafeTemporaryAllocation(byteCount: 33, alignment: 8) { packed in
+            defer { secureWipe(packed) }
+            packed.initializeMemory(as: UInt8.self, repeating: 0)
+            pack(indices, into: packed)
+            return SecureBytes(copying: UnsafeRawBufferPointer(rebasing: packed[..<(indices.count * 4 / 3)]))
+        }
+    }
+
+    /// The word indices for `entropy` (16-32 bytes), checksum included.
+    static func indices(forEntropy entropy: UnsafeRawBufferPointer) -> [UInt16] {
+        withUnsafeTemporaryAllocation(byteCount: 33 + 32, alignment: 8) { scratch in
+            defer { secureWipe(scratch) }
+            scratch.initializeMemory(as: UInt8.self, repeating: 0)
+            let digest = UnsafeMutableRawBufferPointer(rebasing: scratch[33...])
+            SHA256.hash(entropy, into: digest)
+            scratch.copyMemory(from: entropy)
+            scratch[entropy.count] = digest[0]
+            let wordCount = entropy.count * 3 / 4
+            var indices = [UInt16](repeating: 0, count: wordCount)
+            for w in 0..<wordCount {
+                var value: UInt16 = 0
+                for bit in (w * 11)..<(w * 11 + 11) {
+                    value = value << 1 | UInt16(scratch[bit / 8] >> UInt8(7 - bit % 8) & 1)
+                }
+                indices[w] = value
+            }
+            return indices
+        }
+    }
+
+    // MARK: Suggestions
+
+    /// Indices of the `limit` words closest to `typed` (edit distance on letters
+    /// without accents, then with them), best first.
+    static func closestWords(to typed: [Unicode.Scalar], in table: WordTable, limit: Int) -> [Int] {
+        let folded = WordTable.fold(typed)
+        let ranked = (0..<2048).map { index in
+            (index, distance(folded, table.foldedWords[index]), distance(typed, table.scalarWords[index]))
+        }
+        return ranked.sorted { ($0.1, $0.2, $0.0) < ($1.1, $1.2, $1.0) }.prefix(limit).map(\.0)
+    }
+
+    /// Every single-word replacement that makes the checksum valid, ranked by how
+    /// close the replacement is to what was typed at that position.
+    static func checksumRepairs(_ indices: [UInt16], typed: [[Unicode.Scalar]], in table: WordTable,
+                                limit: Int) -> [MnemonicError.Suggestion] {
+        var candidate = indices
+        defer { secureWipe(&candidate) }
+        var repairs = [(position: Int, index: Int, folded: Int, full: Int)]()
+        for position in 0..<candidate.count {
+            let original = candidate[position]
+            let foldedTyped = WordTable.fold(typed[position])
+            for replacement in 0..<2048 where replacement != Int(original) {
+                candidate[position] = UInt16(replacement)
+                if candidate.withUnsafeBufferPointer(checksumMatches) {
+                    repairs.append((position, replacement,
+                                    distance(foldedTyped, table.foldedWords[replacement]),
+                                    distance(typed[position], table.scalarWords[replacement])))
+                }
+            }
+            candidate[position] = original
+        }
+        return repairs.sorted { ($0.folded, $0.full, $0.position, $0.index) < ($1.folded, $1.full, $1.position, $1.index) }
+            .prefix(limit)
+            .map { MnemonicError.Suggestion(position: $0.position + 1, word: table.words[$0.index]) }
+    }
+
+    /// Optimal string alignment distance: insertions, deletions, substitutions and
+    /// transpositions of neighbours each cost 1.
+    static func distance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous2 = [Int](repeating: 0, count: b.count + 1)
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                var best = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    best = min(best, previous2[j - 2] + 1)
+                }
+                current[j] = best
+            }
+            (previous2, previous, current) = (previous, current, previous2)
+        }
+        return previous[b.count]
+    }
+}

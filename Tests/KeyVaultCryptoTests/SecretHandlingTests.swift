@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+@testable import KeyVaultCrypto
+
+/// A key whose bytes are easy to spot in any rendering (hex, decimal, raw).
+func markerKey() throws -> SymmetricKey {
+    var bytes = [UInt8](repeating: 0xAB, count: 32)
+    return try SymmetricKey(SecureBytes(wiping: &bytes))
+}
+
+func renderings(of value: Any) -> [String] {
+    var dumped = ""
+    dump(value, to: &dumped)
+    return [String(describing: value), String(reflecting: value), "\(value)", dumped,
+            Mirror(reflecting: value).children.map { "\($0.label ?? ""): \($0.value)" }.joined()]
+}
+
+@Test func printingDumpingOrReflectingAKeyShowsNoKeyBytes() throws {
+    let key = try markerKey()
+    var seedBytes = [UInt8](repeating: 0xAB, count: 32)
+    let signing = try Ed25519.PrivateKey(seed: SecureBytes(wiping: &seedBytes))
+    var xBytes = [UInt8](repeating: 0xAB, count: 32)
+    let agreement = try X25519.PrivateKey(rawRepresentation: SecureBytes(wiping: &xBytes))
+    for value in [key, key.bytes, signing, agreement, signing.seed] as [Any] {
+        for text in renderings(of: value) {
+            #expect(!text.lowercased().contains("abab"), "\(text)")
+            #expect(!text.contains("171, 171"), "\(text)")
+        }
+    }
+}
+
+@Test func wipingSourceZeroesIt() {
+    var source: [UInt8] = [1, 2, 3, 4]
+    let secure = SecureBytes(wiping: &source)
+    #expect(source == [0, 0, 0, 0])
+    #expect(secure.unprotectedCopy() == [1, 2, 3, 4])
+}
+
+@Test func secureBytesCompareByValue() {
+    let a = SecureBytes(copying: [1, 2, 3] as [UInt8])
+    #expect(a == SecureBytes(copying: [1, 2, 3] as [UInt8]))
+    #expect(a != SecureBytes(copying: [1, 2, 4] as [UInt8]))
+    #expect(a != SecureBytes(copying: [1, 2] as [UInt8]))
+    #expect(SecureBytes(randomCount: 32) != SecureBytes(randomCount: 32))
+}
+
+@Test func keyIDIsStableAndDiffersPerKey() throws {
+    let key = try markerKey()
+    #expect(key.keyID == (try markerKey()).keyID)
+    #expect(key.keyID != SymmetricKey().keyID)
+    #expect(key.keyID.bytes.count == 16)
+}
+
+@Test func hexRoundTripsAndRefusesGarbage() throws {
+    #expect(Hex.encode([0x00, 0xff, 0x10]) == "00ff10")
+    #expect(try Hex.decode("00FF10") == [0x00, 0xff, 0x10])
+    #expect(throws: CryptoError.self) { try Hex.decode("abc") }
+    #expect(throws: CryptoError.self) { try Hex.decode("zz") }
+}
