@@ -61,6 +61,21 @@ public struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringConv
         MnemonicCodec.quickCheck(phrase)
     }
 
+    /// Whether `typed` names the word at a 1-based `position`, by the same rules as
+    /// parsing (case, NFKD, unique 4-letter prefixes). For quizzes.
+    public func isWord(_ typed: String, at position: Int) -> Bool {
+        guard (1...wordCount).contains(position) else { return false }
+        let table = WordTable.table(for: language)
+        var bytes = Array(typed.utf8)
+        defer { secureWipe(&bytes) }
+        let index: Int? = bytes.withUnsafeBytes { raw in
+            MnemonicCodec.withTokens(raw) { text, tokens, count in
+                count == 1 ? table.index(of: UnsafeRawBufferPointer(rebasing: text[tokens[0]])) : nil
+            }
+        }
+        return index == Int(indices[position - 1])
+    }
+
     /// The words, in order.
     public var words: [String] {
         let table = WordTable.table(for: language)

@@ -1,0 +1,171 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where a command reads and writes. Commands never touch the process's standard
+/// streams directly, so tests drive them in-process with a ``BufferConsole``.
+public protocol Console: AnyObject, Sendable {
+    /// Whether standard input is a terminal (then secrets are read without echo).
+    var inputIsTerminal: Bool { get }
+    /// Whether standard output is a terminal (then output is laid out for people).
+    var outputIsTerminal: Bool { get }
+    /// Whether standard error is a terminal (then progress may be drawn there).
+    var errorIsTerminal: Bool { get }
+    /// Everything left on standard input.
+    func readToEnd() throws -> [UInt8]
+    /// One line without its line ending, or `nil` at end of input.
+    func readLine() throws -> [UInt8]?
+    /// One line read with echo off when input is a terminal; the prompt goes to standard error.
+    func readSecretLine(prompt: String) throws -> [UInt8]?
+    func write(_ text: String)
+    func writeError(_ text: String)
+}
+
+/// The process's real standard streams.
+public final class StandardConsole: Console, @unchecked Sendable {
+    // Standard input is read by one command at a time; `pending` needs no lock.
+    private var pending: [UInt8] = []
+    private var atEnd = false
+
+    public init() {}
+
+    public var inputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+    public var outputIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+    public var errorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+    public func readToEnd() throws -> [UInt8] {
+        while try fill() {}
+        defer { pending = [] }
+        return pending
+    }
+
+    public func readLine() throws -> [UInt8]? {
+        while true {
+            if let newline = pending.firstIndex(of: 10) {
+                var line = Array(pending[..<newline])
+                pending.removeSubrange(...newline)
+                if line.last == 13 { line.removeLast() }
+                return line
+            }
+            if try !fill() {
+                guard !pending.isEmpty else { return nil }
+                defer { pending = [] }
+                return pending
+            }
+        }
+    }
+
+    public func readSecretLine(prompt: String) throws -> [UInt8]? {
+        guard inputIsTerminal else { return try readLine() }
+        writeError(prompt)
+        let restore = TerminalEcho.disable()
+        defer {
+            restore()
+            writeError("\n")
+        }
+        return try readLine()
+    }
+
+    public func write(_ text: String) { Self.write(text, to: STDOUT_FILENO) }
+    public func writeError(_ text: String) { Self.write(text, to: STDERR_FILENO) }
+
+    private static func write(_ text: String, to fd: Int32) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return  // a closed pipe: nothing sensible left to do with the output
+            }
+            offset += n
+        }
+        bytes.removeAll()
+    }
+
+    /// Reads more of standard input into `pending`; false at end of input.
+    private func fill() throws -> Bool {
+        guard !atEnd else { return false }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        defer { buffer.withUnsafeMutableBytes { _ = memset($0.baseAddress!, 0, $0.count) } }
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress!, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw KeyctlError(.io, "cannot read standard input: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 {
+                atEnd = true
+                return false
+            }
+            pending += buffer[..<n]
+            return true
+        }
+    }
+}
+
+/// Turns terminal echo off for a hidden prompt, and back on afterwards, also when
+/// the user presses Ctrl-C at the prompt.
+enum TerminalEcho {
+    nonisolated(unsafe) private static var saved = termios()
+    nonisolated(unsafe) private static var active = false
+
+    static func disable() -> () -> Void {
+        var settings = termios()
+        guard tcgetattr(STDIN_FILENO, &settings) == 0 else { return {} }
+        saved = settings
+        active = true
+        settings.c_lflag &= ~tcflag_t(ECHO)
+        settings.c_lflag |= tcflag_t(ECHONL)
+        _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &settings)
+        signal(SIGINT) { signalNumber in
+            if TerminalEcho.active { _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &TerminalEcho.saved) }
+            _exit(128 + signalNumber)
+        }
+        return {
+            _ = tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            active = false
+            signal(SIGINT, SIG_DFL)
+        }
+    }
+}
+
+/// An in-memory console for tests.
+public final class BufferConsole: Console, @unchecked Sendable {
+    private var input: [UInt8]
+    public private(set) var output = ""
+    public private(set) var errorOutput = ""
+    public var inputIsTerminal: Bool
+    public var outputIsTerminal: Bool
+    public var errorIsTerminal: Bool
+
+    public init(input: String = "", terminal: Bool = false) {
+        self.input = Array(input.utf8)
+        inputIsTerminal = terminal
+        outputIsTerminal = terminal
+        errorIsTerminal = terminal
+    }
+
+    public func readToEnd() throws -> [UInt8] {
+        defer { input = [] }
+        return input
+    }
+
+    public func readLine() throws -> [UInt8]? {
+        guard !input.isEmpty else { return nil }
+        let newline = input.firstIndex(of: 10) ?? input.endIndex
+        let line = Array(input[..<newline])
+        input.removeSubrange(..<min(newline + 1, input.endIndex))
+        return line
+    }
+
+    public func readSecretLine(prompt: String) throws -> [UInt8]? {
+        if inputIsTerminal { errorOutput += prompt }
+        return try readLine()
+    }
+
+    public func write(_ text: String) { output += text }
+    public func writeError(_ text: String) { errorOutput += text }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+
+/// `keyctl`: the KeyVault command line.
+public struct Keyctl: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "keyctl",
+        abstract: "KeyVault: zero-knowledge keys for end-to-end encrypted apps.",
+        discussion: """
+            Recovery codes are 24 words (BIP39) that can rebuild your keys on a new
+            device. Generate one, write it down, and check your copy:
+
+              keyctl recovery generate
+              keyctl recovery quiz
+
+            Exit codes: 0 success, 1 the answer is no (invalid code, failed quiz),
+            2 the command could not do its work, 64 the command line is wrong.
+
+            This is KeyVault's keyctl, not the Linux keyutils tool of the same name:
+            run it as ./keyctl or from .build/release/, or check with `keyctl --version`.
+            """,
+        version: "keyctl (KeyVault) 0.1.0",
+        subcommands: [Recovery.self])
+
+    public init() {}
+}
+
+/// Runs `keyctl` with `arguments` against `console` and returns the exit code.
+/// `main.swift` calls this with the real process; tests call it in-process.
+public enum KeyctlMain {
+    /// The console a running command uses; set for the duration of one run.
+    @TaskLocal static var console: any Console = StandardConsole()
+
+    public static func run(_ arguments: [String], console: any Console = StandardConsole()) async -> Int32 {
+        await $console.withValue(console) {
+            do {
+                var command = try Keyctl.parseAsRoot(arguments)
+                if var asyncCommand = command as? AsyncParsableCommand {
+                    try await asyncCommand.run()
+                } else {
+                    try command.run()
+                }
+                return KeyctlError.ExitCode.success.rawValue
+            } catch let error as KeyctlError {
+                report(error, to: console, json: arguments.contains("--json"))
+                return error.exitCode.rawValue
+            } catch {
+                let code = Keyctl.exitCode(for: error).rawValue
+                let message = Keyctl.fullMessage(for: error)
+                if code == 0 {
+                    console.write(message.isEmpty ? "" : message + "\n")  // --help, --version
+                } else {
+                    console.writeError(message.hasSuffix("\n") ? message : message + "\n")
+                }
+                return code
+            }
+        }
+    }
+
+    static func report(_ error: KeyctlError, to console: any Console, json: Bool) {
+        if json {
+            var body: [String: Any] = ["code": error.code.rawValue, "message": error.message]
+            if let hint = error.hint { body["hint"] = hint }
+            console.write(jsonLine(["error": body]))
+        }
+        console.writeError("keyctl: error: \(error.message)\n")
+        if let hint = error.hint { console.writeError("keyctl: hint: \(hint)\n") }
+    }
+}

@@ -1,0 +1,38 @@
+/// An error a command reports to its user: what happened, what to do next, and
+/// the exit code. Messages never contain secrets.
+public struct KeyctlError: Error, Sendable, CustomStringConvertible {
+    /// The documented exit codes (README, "Exit codes").
+    public enum ExitCode: Int32, Sendable {
+        case success = 0
+        /// The answer is no: an invalid code, a failed quiz or check.
+        case rejected = 1
+        /// The command could not do its work: unreadable input, a file problem.
+        case failure = 2
+        /// The command line itself is wrong (argument-parser's EX_USAGE).
+        case usage = 64
+    }
+
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let io = Code(rawValue: "io")
+        public static let invalidInput = Code(rawValue: "invalid_input")
+        public static let invalidCode = Code(rawValue: "invalid_recovery_code")
+        public static let quizFailed = Code(rawValue: "quiz_failed")
+        public static let crypto = Code(rawValue: "crypto")
+    }
+
+    public let code: Code
+    public let message: String
+    public let hint: String?
+    public let exitCode: ExitCode
+
+    public init(_ code: Code, _ message: String, hint: String? = nil, exitCode: ExitCode = .failure) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.exitCode = exitCode
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,4 @@
+import Foundation
+import KeyVaultCommands
+
+exit(await KeyctlMain.run(Array(CommandLine.arguments.dropFirst())))
