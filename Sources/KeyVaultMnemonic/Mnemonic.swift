@@ -70,7 +70,7 @@ public struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringConv
         defer { secureWipe(&bytes) }
         let index: Int? = bytes.withUnsafeBytes { raw in
             MnemonicCodec.withTokens(raw) { text, tokens, count in
-                count == 1 ? table.index(of: UnsafeRawBufferPointer(rebasing: text[tokens[0]])) : nil
+                count == 1 ? table.index(of: tokens[0], in: text) : nil
             }
         }
         return index == Int(indices[position - 1])

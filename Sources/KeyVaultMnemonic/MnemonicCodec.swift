@@ -7,6 +7,14 @@ enum MnemonicCodec {
     /// Tokens kept; one more than the longest code, so that 25 words are reported as such.
     static let tokenCapacity = 25
 
+    /// A word as typed: where it is in the normalised text, and its lookup key
+    /// (first 16 bytes, zero-padded), computed while tokenising.
+    struct Token {
+        var range: Range<Int>
+        var low: UInt64
+        var high: UInt64
+    }
+
     struct Parsed {
         let language: MnemonicLanguage
         let indices: [UInt16]
@@ -19,8 +27,7 @@ enum MnemonicCodec {
         withTokens(input) { text, tokens, count in
             guard Mnemonic.allowedWordCounts.contains(count) else { return nil }
             return withUnsafeTemporaryAllocation(of: UInt16.self, capacity: count) { indices in
-                for table in WordTable.all
-                where table.index(of: UnsafeRawBufferPointer(rebasing: text[tokens[0]])) != nil {
+                for table in WordTable.all where table.index(of: tokens[0], in: text) != nil {
                     if unknownCount(text, tokens, in: table, into: indices) == 0,
                        checksumMatches(UnsafeBufferPointer(indices)) {
                         return table.language
@@ -44,8 +51,8 @@ enum MnemonicCodec {
             for table in tables {
                 var indices = [UInt16](repeating: 0, count: count)
                 var unknown = [Int]()
-                for (position, range) in tokens.enumerated() {
-                    if let index = table.index(of: UnsafeRawBufferPointer(rebasing: text[range])) {
+                for (position, token) in tokens.enumerated() {
+                    if let index = table.index(of: token, in: text) {
                         indices[position] = UInt16(index)
                     } else {
                         unknown.append(position)
@@ -61,7 +68,7 @@ enum MnemonicCodec {
                 secureWipe(&indices)
             }
             let (table, indices, unknown) = best!
-            let typed = tokens.map { Array(String(decoding: UnsafeRawBufferPointer(rebasing: text[$0]), as: UTF8.self).unicodeScalars) }
+            let typed = tokens.map { Array(String(decoding: UnsafeRawBufferPointer(rebasing: text[$0.range]), as: UTF8.self).unicodeScalars) }
             // A language is only claimed when at least one word was found in it.
             let claimed = unknown.count < count ? table.language : language
             if let first = unknown.first {
@@ -88,37 +95,60 @@ enum MnemonicCodec {
     /// Lowercase NFKD bytes of `input` and the ranges of its first 25 tokens, with
     /// the total token count. ASCII input takes a fast path with no allocation.
     static func withTokens<R>(_ input: UnsafeRawBufferPointer,
-                              _ body: (UnsafeRawBufferPointer, UnsafeBufferPointer<Range<Int>>, Int) throws -> R) rethrows -> R {
-        let isASCII = input.allSatisfy { $0 < 0x80 }
-        if isASCII {
-            return try withUnsafeTemporaryAllocation(byteCount: max(input.count, 1), alignment: 1) { buffer in
-                defer { secureWipe(buffer) }
+                              _ body: (UnsafeRawBufferPointer, UnsafeBufferPointer<Token>, Int) throws -> R) rethrows -> R {
+        // ASCII: one pass that lowercases into a wiped buffer, records the tokens
+        // and builds their lookup keys; the first byte over 0x7F sends the input
+        // down the Unicode path.
+        let ascii: R?? = try withUnsafeTemporaryAllocation(byteCount: max(input.count, 1), alignment: 8) { buffer in
+            defer { secureWipe(buffer) }
+            return try withUnsafeTemporaryAllocation(of: Token.self, capacity: tokenCapacity) { tokens in
+                var count = 0
+                var start = -1
+                var low: UInt64 = 0, high: UInt64 = 0
                 for i in 0..<input.count {
-                    let c = input[i]
-                    buffer[i] = (c >= 0x41 && c <= 0x5A) ? c | 0x20 : c
+                    var c = input[i]
+                    if c >= 0x80 { return R??.none }
+                    if c == 0x20 || (c >= 0x09 && c <= 0x0D) {
+                        if start >= 0 {
+                            if count < tokenCapacity {
+                                tokens.initializeElement(at: count, to: Token(range: start..<i, low: low, high: high))
+                            }
+                            count += 1
+                            start = -1
+                        }
+                        continue
+                    }
+                    if c &- 0x41 < 26 { c |= 0x20 }
+                    buffer[i] = c
+                    if start < 0 {
+                        start = i
+                        low = 0
+                        high = 0
+                    }
+                    let offset = i - start
+                    if offset < 8 {
+                        low |= UInt64(c) << UInt64(offset &* 8)
+                    } else if offset < 16 {
+                        high |= UInt64(c) << UInt64((offset &- 8) &* 8)
+                    }
+                }
+                if start >= 0 {
+                    if count < tokenCapacity {
+                        tokens.initializeElement(at: count, to: Token(range: start..<input.count, low: low, high: high))
+                    }
+                    count += 1
                 }
                 let text = UnsafeRawBufferPointer(rebasing: buffer[..<input.count])
-                return try withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: tokenCapacity) { ranges in
-                    var count = 0
-                    var i = 0
-                    let n = text.count
-                    while i < n {
-                        while i < n, isASCIISpace(text[i]) { i += 1 }
-                        if i == n { break }
-                        let start = i
-                        while i < n, !isASCIISpace(text[i]) { i += 1 }
-                        if count < tokenCapacity { ranges.initializeElement(at: count, to: start..<i) }
-                        count += 1
-                    }
-                    return try body(text, UnsafeBufferPointer(rebasing: ranges[..<min(count, tokenCapacity)]), count)
-                }
+                return .some(try body(text, UnsafeBufferPointer(rebasing: tokens[..<min(count, tokenCapacity)]), count))
             }
         }
+        if let ascii, let result = ascii { return result }
         // Unicode: lowercase, then NFKD (which also turns U+3000 and U+00A0 into U+0020).
         let normalized = String(decoding: input, as: UTF8.self).lowercased().decomposedStringWithCompatibilityMapping
         var bytes = Array(normalized.utf8)
         defer { secureWipe(&bytes) }
         var ranges = [Range<Int>]()
+        defer { ranges.removeAll() }
         var count = 0
         var offset = 0
         var start: Int?
@@ -140,7 +170,12 @@ enum MnemonicCodec {
             count += 1
         }
         return try bytes.withUnsafeBytes { text in
-            try ranges.withUnsafeBufferPointer { try body(text, $0, count) }
+            var tokens = ranges.map { range in
+                let key = WordTable.key(UnsafeRawBufferPointer(rebasing: text[range]))
+                return Token(range: range, low: key.low, high: key.high)
+            }
+            defer { tokens.withUnsafeMutableBytes { secureWipe($0) } }
+            return try tokens.withUnsafeBufferPointer { try body(text, $0, count) }
         }
     }
 
@@ -149,11 +184,11 @@ enum MnemonicCodec {
         c == 0x20 || (c >= 0x09 && c <= 0x0D)
     }
 
-    private static func unknownCount(_ text: UnsafeRawBufferPointer, _ tokens: UnsafeBufferPointer<Range<Int>>,
+    private static func unknownCount(_ text: UnsafeRawBufferPointer, _ tokens: UnsafeBufferPointer<Token>,
                                      in table: WordTable, into indices: UnsafeMutableBufferPointer<UInt16>) -> Int {
         var unknown = 0
-        for (position, range) in tokens.enumerated() {
-            if let index = table.index(of: UnsafeRawBufferPointer(rebasing: text[range])) {
+        for (position, token) in tokens.enumerated() {
+            if let index = table.index(of: token, in: text) {
                 indices[position] = UInt16(index)
             } else {
                 unknown += 1

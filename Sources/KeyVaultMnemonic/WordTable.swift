@@ -3,7 +3,7 @@ import Foundation
 /// One wordlist, indexed for lookups on normalised UTF-8 bytes: an exact table
 /// and a table of 4-character prefixes, both open addressing over one contiguous
 /// byte store. Built once per process from the compiled-in lists.
-final class WordTable: Sendable {
+final class WordTable: @unchecked Sendable {  // immutable after init
     static let all: [WordTable] = MnemonicLanguage.allCases.map(WordTable.init)
 
     static func table(for language: MnemonicLanguage) -> WordTable {
@@ -20,8 +20,14 @@ final class WordTable: Sendable {
     /// Every word's NFKD UTF-8 bytes, back to back; word i is store[offsets[i]..<offsets[i+1]].
     private let store: [UInt8]
     private let offsets: [Int]
-    /// Exact lookup: 0 empty, otherwise word index + 1.
-    private let slots: [UInt16]
+    /// Exact lookup, the hot path: each word's first 16 bytes zero-padded as two
+    /// integers, its length, and an open-addressing table of word index + 1 (0 empty).
+    /// Raw buffers, allocated once per process and never freed, avoid bounds checks
+    /// and reference counting in the inner loop.
+    private let keyLow: UnsafeMutablePointer<UInt64>
+    private let keyHigh: UnsafeMutablePointer<UInt64>
+    private let lengths: UnsafeMutablePointer<Int>
+    private let slots: UnsafeMutablePointer<UInt16>
     /// Prefix lookup by the first 4 characters: the slot's key word, and the
     /// word index + 1 (or `ambiguous` when several words share that prefix).
     private let prefixKeys: [UInt16]
@@ -50,13 +56,21 @@ final class WordTable: Sendable {
         scalarWords = words.map { Array($0.unicodeScalars) }
         foldedWords = scalarWords.map(WordTable.fold)
 
-        var slots = [UInt16](repeating: 0, count: Self.slotCount)
+        keyLow = .allocate(capacity: 2048)
+        keyHigh = .allocate(capacity: 2048)
+        lengths = .allocate(capacity: 2048)
+        slots = .allocate(capacity: Self.slotCount)
+        slots.initialize(repeating: 0, count: Self.slotCount)
         var prefixKeys = [UInt16](repeating: 0, count: Self.slotCount)
         var prefixValues = [UInt16](repeating: 0, count: Self.slotCount)
         var prefixByteCounts = [Int](repeating: 0, count: 2048)
         for index in 0..<2048 {
             let word = Array(store[offsets[index]..<offsets[index + 1]])
-            var slot = Int(Self.hash(word[...])) & (Self.slotCount - 1)
+            let key = word.withUnsafeBytes(Self.key)
+            (keyLow + index).initialize(to: key.low)
+            (keyHigh + index).initialize(to: key.high)
+            (lengths + index).initialize(to: word.count)
+            var slot = Self.slot(key, length: word.count)
             while slots[slot] != 0 { slot = (slot + 1) & (Self.slotCount - 1) }
             slots[slot] = UInt16(index + 1)
 
@@ -79,7 +93,6 @@ final class WordTable: Sendable {
                 prefixValues[slot] = UInt16(index + 1)
             }
         }
-        self.slots = slots
         self.prefixKeys = prefixKeys
         self.prefixValues = prefixValues
         self.prefixByteCounts = prefixByteCounts
@@ -87,8 +100,20 @@ final class WordTable: Sendable {
 
     /// The index of the word `token` names: the word itself, or a prefix of at least
     /// 4 characters that only one word starts with.
+    @inline(__always)
+    func index(of token: MnemonicCodec.Token, in text: UnsafeRawBufferPointer) -> Int? {
+        let bytes = UnsafeRawBufferPointer(rebasing: text[token.range])
+        if let exact = exactIndex(of: bytes, key: (token.low, token.high)) { return exact }
+        return prefixIndex(of: bytes)
+    }
+
+    /// The same for a token that has no precomputed key.
     func index(of token: UnsafeRawBufferPointer) -> Int? {
-        if let exact = exactIndex(of: token) { return exact }
+        if let exact = exactIndex(of: token, key: Self.key(token)) { return exact }
+        return prefixIndex(of: token)
+    }
+
+    private func prefixIndex(of token: UnsafeRawBufferPointer) -> Int? {
         let prefixCount = Self.byteCount(ofFirst: Self.prefixCharacters, in: token)
         guard prefixCount > 0 else { return nil }
         var slot = Int(Self.hash(UnsafeRawBufferPointer(rebasing: token[..<prefixCount]))) & (Self.slotCount - 1)
@@ -111,17 +136,36 @@ final class WordTable: Sendable {
         return nil
     }
 
-    private func exactIndex(of token: UnsafeRawBufferPointer) -> Int? {
-        var slot = Int(Self.hash(token)) & (Self.slotCount - 1)
+    @inline(__always)
+    private func exactIndex(of token: UnsafeRawBufferPointer, key: (low: UInt64, high: UInt64)) -> Int? {
+        var slot = Self.slot(key, length: token.count)
         while true {
             let value = slots[slot]
             if value == 0 { return nil }
             let index = Int(value) - 1
-            if offsets[index + 1] - offsets[index] == token.count, wordBytes(index, equalTo: token, count: token.count) {
+            if keyLow[index] == key.low, keyHigh[index] == key.high, lengths[index] == token.count,
+               token.count <= 16 || wordBytes(index, equalTo: token, count: token.count) {
                 return index
             }
             slot = (slot + 1) & (Self.slotCount - 1)
         }
+    }
+
+    /// The first 16 bytes, zero-padded, as two little-endian integers.
+    @inline(__always)
+    static func key(_ bytes: UnsafeRawBufferPointer) -> (low: UInt64, high: UInt64) {
+        var low: UInt64 = 0, high: UInt64 = 0
+        let n = min(bytes.count, 16)
+        for i in 0..<min(n, 8) { low |= UInt64(bytes[i]) << UInt64(8 * i) }
+        if n > 8 { for i in 8..<n { high |= UInt64(bytes[i]) << UInt64(8 * (i - 8)) } }
+        return (low, high)
+    }
+
+    /// Multiplicative hashing of the key; the top bits are the best mixed.
+    @inline(__always)
+    private static func slot(_ key: (low: UInt64, high: UInt64), length: Int) -> Int {
+        let h = (key.low &* 0x9E37_79B9_7F4A_7C15) ^ (key.high &* 0xC2B2_AE3D_27D4_EB4F) ^ (UInt64(length) &* 0x1656_67B1_9E37_79F9)
+        return Int(truncatingIfNeeded: h >> 52) & (slotCount - 1)
     }
 
     private func wordBytes(_ index: Int, equalTo token: UnsafeRawBufferPointer, count: Int) -> Bool {

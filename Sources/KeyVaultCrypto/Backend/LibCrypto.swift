@@ -3,10 +3,17 @@ internal import CLibCrypto
 // Every OpenSSL call of the package lives here (through the `static inline`
 // helpers of shim.h). Each helper returns 1 or 0; the result is checked once.
 
+/// Fetched once per process (a global `let` initialises exactly once, thread-safely)
+/// and never freed; the pointer is immutable, hence safe to share.
+nonisolated(unsafe) private let sha256Implementation: OpaquePointer = {
+    guard let md = kv_sha256_fetch() else { fatalError("OpenSSL has no SHA-256 implementation") }
+    return md
+}()
+
 enum LibCrypto {
     static func sha256(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
         precondition(out.count == 32)
-        let ok = kv_sha256(out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+        let ok = kv_sha256(sha256Implementation, out.baseAddress!.assumingMemoryBound(to: UInt8.self),
                            data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count)
         // SHA-256 of in-memory bytes has no failure mode short of a broken library.
         precondition(ok == 1, "OpenSSL SHA-256 failed")
