@@ -24,9 +24,11 @@ enum MnemonicCodec {
     // MARK: Entry points
 
     static func quickCheck(_ input: UnsafeRawBufferPointer) -> MnemonicLanguage? {
-        withTokens(input) { text, tokens, count in
+        if let decided = ASCIIScanner.quickCheck(input) { return decided }
+        return withTokens(input) { text, tokens, count in
             guard Mnemonic.allowedWordCounts.contains(count) else { return nil }
             return withUnsafeTemporaryAllocation(of: UInt16.self, capacity: count) { indices in
+                defer { secureWipe(UnsafeMutableRawBufferPointer(indices)) }
                 for table in WordTable.all where table.index(of: tokens[0], in: text) != nil {
                     if unknownCount(text, tokens, in: table, into: indices) == 0,
                        checksumMatches(UnsafeBufferPointer(indices)) {
@@ -96,50 +98,22 @@ enum MnemonicCodec {
     /// the total token count. ASCII input takes a fast path with no allocation.
     static func withTokens<R>(_ input: UnsafeRawBufferPointer,
                               _ body: (UnsafeRawBufferPointer, UnsafeBufferPointer<Token>, Int) throws -> R) rethrows -> R {
-        // ASCII: one pass that lowercases into a wiped buffer, records the tokens
-        // and builds their lookup keys; the first byte over 0x7F sends the input
-        // down the Unicode path.
-        let ascii: R?? = try withUnsafeTemporaryAllocation(byteCount: max(input.count, 1), alignment: 8) { buffer in
+        // ASCII fast path (SWAR): lowercase and classify 8 bytes at a time into a
+        // wiped, space-padded buffer; find word boundaries with bit scans; build each
+        // lookup key from two masked 8-byte loads. Non-ASCII input takes the Unicode path.
+        let n = input.count
+        let padded = (n + 7) & ~7
+        let ascii: R?? = try withUnsafeTemporaryAllocation(byteCount: padded + 24, alignment: 8) { buffer in
             defer { secureWipe(buffer) }
-            return try withUnsafeTemporaryAllocation(of: Token.self, capacity: tokenCapacity) { tokens in
-                var count = 0
-                var start = -1
-                var low: UInt64 = 0, high: UInt64 = 0
-                for i in 0..<input.count {
-                    var c = input[i]
-                    if c >= 0x80 { return R??.none }
-                    if c == 0x20 || (c >= 0x09 && c <= 0x0D) {
-                        if start >= 0 {
-                            if count < tokenCapacity {
-                                tokens.initializeElement(at: count, to: Token(range: start..<i, low: low, high: high))
-                            }
-                            count += 1
-                            start = -1
-                        }
-                        continue
-                    }
-                    if c &- 0x41 < 26 { c |= 0x20 }
-                    buffer[i] = c
-                    if start < 0 {
-                        start = i
-                        low = 0
-                        high = 0
-                    }
-                    let offset = i - start
-                    if offset < 8 {
-                        low |= UInt64(c) << UInt64(offset &* 8)
-                    } else if offset < 16 {
-                        high |= UInt64(c) << UInt64((offset &- 8) &* 8)
-                    }
+            guard ASCIIScanner.lowercase(input, into: buffer) else { return R??.none }
+            return try withUnsafeTemporaryAllocation(of: UInt64.self, capacity: (padded + 8) / 64 + 1) { spaces in
+                ASCIIScanner.spaceBits(buffer, chunks: padded / 8 + 1, into: spaces)
+                return try withUnsafeTemporaryAllocation(of: Token.self, capacity: tokenCapacity) { tokens in
+                    defer { secureWipe(UnsafeMutableRawBufferPointer(tokens)) }  // keys hold word bytes
+                    let count = ASCIIScanner.tokens(UnsafeRawBufferPointer(buffer), count: n, spaces: UnsafeBufferPointer(spaces), into: tokens)
+                    let text = UnsafeRawBufferPointer(rebasing: buffer[..<n])
+                    return .some(try body(text, UnsafeBufferPointer(rebasing: tokens[..<min(count, tokenCapacity)]), count))
                 }
-                if start >= 0 {
-                    if count < tokenCapacity {
-                        tokens.initializeElement(at: count, to: Token(range: start..<input.count, low: low, high: high))
-                    }
-                    count += 1
-                }
-                let text = UnsafeRawBufferPointer(rebasing: buffer[..<input.count])
-                return .some(try body(text, UnsafeBufferPointer(rebasing: tokens[..<min(count, tokenCapacity)]), count))
             }
         }
         if let ascii, let result = ascii { return result }
@@ -322,5 +296,156 @@ enum MnemonicCodec {
             (previous2, previous, current) = (previous, current, previous2)
         }
         return previous[b.count]
+    }
+}
+
+/// Eight-bytes-at-a-time helpers for the ASCII path of ``MnemonicCodec/withTokens(_:_:)``.
+enum ASCIIScanner {
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    @inline(__always)
+    private static func load(_ p: UnsafeRawPointer, _ offset: Int) -> UInt64 {
+        UInt64(littleEndian: p.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    /// Copies `input` lowercased into `buffer` and pads it with at least 16 spaces.
+    /// Returns false (buffer contents unspecified) when a byte is not ASCII.
+    @inline(__always)
+    static func lowercase(_ input: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        let n = input.count
+        let out = buffer.baseAddress!
+        var seen: UInt64 = 0
+        var i = 0
+        if let source = input.baseAddress {
+            while i + 8 <= n {
+                let x = load(source, i)
+                seen |= x
+                // For bytes below 0x80: high bit of a = byte >= 'A', of b = byte > 'Z'.
+                let a = x &+ 0x3F3F_3F3F_3F3F_3F3F, b = x &+ 0x2525_2525_2525_2525
+                let upper = a & ~b & highs
+                out.storeBytes(of: (x | upper &>> 2).littleEndian, toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < n {
+                var c = source.load(fromByteOffset: i, as: UInt8.self)
+                seen |= UInt64(c)
+                if c &- 0x41 < 26 { c |= 0x20 }
+                out.storeBytes(of: c, toByteOffset: i, as: UInt8.self)
+                i += 1
+            }
+        }
+        (out + n).initializeMemory(as: UInt8.self, repeating: 0x20, count: buffer.count - n)
+        return seen & highs == 0
+    }
+
+    /// One bit per byte of `buffer` (first `chunks` × 8 bytes), set where the byte is
+    /// ASCII whitespace (space, tab, LF, VT, FF, CR).
+    @inline(__always)
+    static func spaceBits(_ buffer: UnsafeMutableRawBufferPointer, chunks: Int, into words: UnsafeMutableBufferPointer<UInt64>) {
+        words.initialize(repeating: 0)
+        let p = UnsafeRawPointer(buffer.baseAddress!)
+        for chunk in 0..<chunks {
+            let x = load(p, chunk * 8)
+            let t = x ^ 0x2020_2020_2020_2020
+            let isSpace = ~(((t & 0x7F7F_7F7F_7F7F_7F7F) &+ 0x7F7F_7F7F_7F7F_7F7F) | t) & highs
+            let inControlRange = (x &+ 0x7777_7777_7777_7777) & ~(x &+ 0x7272_7272_7272_7272) & highs  // 0x09...0x0D
+            // Gather the 8 high bits into one byte (bit k = byte k).
+            let bits = (((isSpace | inControlRange) &>> 7) &* 0x0102_0408_1020_4080) &>> 56
+            words[chunk / 8] |= bits &<< UInt64((chunk % 8) * 8)
+        }
+    }
+
+    /// The hot path of ``MnemonicCodec/quickCheck(_:)`` for ASCII input: each word
+    /// is looked up as soon as it is found, in the list its first word picks, with
+    /// nothing stored but the indices (wiped). `nil` means undecided: non-ASCII
+    /// input, or a word missing from that list (another list may still fit), and
+    /// the general path decides.
+    static func quickCheck(_ input: UnsafeRawBufferPointer) -> MnemonicLanguage?? {
+        let n = input.count
+        let padded = (n + 7) & ~7
+        return withUnsafeTemporaryAllocation(byteCount: padded + 24, alignment: 8) { buffer -> MnemonicLanguage?? in
+            defer { secureWipe(buffer) }
+            guard lowercase(input, into: buffer) else { return nil }
+            return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: (padded + 8) / 64 + 1) { spaces in
+                spaceBits(buffer, chunks: padded / 8 + 1, into: spaces)
+                let words = UnsafeBufferPointer(spaces)
+                return withUnsafeTemporaryAllocation(of: UInt16.self, capacity: 24) { indices -> MnemonicLanguage?? in
+                    defer { secureWipe(UnsafeMutableRawBufferPointer(indices)) }
+                    let p = UnsafeRawPointer(buffer.baseAddress!)
+                    let text = UnsafeRawBufferPointer(buffer)
+                    var table: WordTable?
+                    var count = 0
+                    var position = 0
+                    while true {
+                        position = next(in: words, from: position, space: false)
+                        if position >= n { break }
+                        let end = next(in: words, from: position, space: true)
+                        guard count < 24 else { return .some(nil) }  // too many words
+                        let length = end - position
+                        let token = MnemonicCodec.Token(
+                            range: position..<end, low: load(p, position) & mask(min(length, 8)),
+                            high: length > 8 ? load(p, position + 8) & mask(min(length - 8, 8)) : 0)
+                        if table == nil {
+                            table = WordTable.all.first { $0.index(of: token, in: text) != nil }
+                            guard table != nil else { return .some(nil) }  // in no list at all
+                        }
+                        guard let index = table!.index(of: token, in: text) else { return nil }
+                        indices[count] = UInt16(index)
+                        count += 1
+                        position = end
+                    }
+                    guard Mnemonic.allowedWordCounts.contains(count) else { return .some(nil) }
+                    guard MnemonicCodec.checksumMatches(UnsafeBufferPointer(rebasing: indices[..<count])) else {
+                        // English and French share words; the Chinese lists do not apply here (not ASCII).
+                        return table!.language == .english ? nil : .some(nil)
+                    }
+                    return .some(table!.language)
+                }
+            }
+        }
+    }
+
+    /// Records up to `tokens.count` words with their keys; returns how many words there are.
+    @inline(__always)
+    static func tokens(_ buffer: UnsafeRawBufferPointer, count n: Int, spaces: UnsafeBufferPointer<UInt64>,
+                       into tokens: UnsafeMutableBufferPointer<MnemonicCodec.Token>) -> Int {
+        let p = buffer.baseAddress!
+        var count = 0
+        var position = 0
+        while true {
+            position = next(in: spaces, from: position, space: false)
+            if position >= n { return count }
+            let end = next(in: spaces, from: position, space: true)  // the padding guarantees one
+            if count < tokens.count {
+                let length = end - position
+                let low = load(p, position) & mask(min(length, 8))
+                let high = length > 8 ? load(p, position + 8) & mask(min(length - 8, 8)) : 0
+                tokens.initializeElement(at: count, to: MnemonicCodec.Token(range: position..<end, low: low, high: high))
+            }
+            count += 1
+            position = end
+        }
+    }
+
+    @inline(__always)
+    private static func mask(_ bytes: Int) -> UInt64 {
+        bytes >= 8 ? ~0 : (1 &<< UInt64(bytes * 8)) &- 1
+    }
+
+    /// The first position at or after `from` whose bit is `space`.
+    @inline(__always)
+    private static func next(in words: UnsafeBufferPointer<UInt64>, from: Int, space: Bool) -> Int {
+        var index = from >> 6
+        guard index < words.count else { return Int.max }
+        var word = (space ? words[index] : ~words[index]) &>> UInt64(from & 63)
+        if word != 0 { return from + word.trailingZeroBitCount }
+        index += 1
+        while index < words.count {
+            word = space ? words[index] : ~words[index]
+            if word != 0 { return index * 64 + word.trailingZeroBitCount }
+            index += 1
+        }
+        return Int.max
     }
 }

@@ -12,7 +12,7 @@ final class WordTable: @unchecked Sendable {  // immutable after init
 
     /// Shortest typed prefix (in characters) accepted for a word.
     static let prefixCharacters = 4
-    private static let slotCount = 4096  // power of two, twice the word count
+    private static let slotCount = 8192  // power of two, four times the word count: ~1.2 probes per hit
     private static let ambiguous: UInt16 = .max
 
     let language: MnemonicLanguage
@@ -24,9 +24,14 @@ final class WordTable: @unchecked Sendable {  // immutable after init
     /// integers, its length, and an open-addressing table of word index + 1 (0 empty).
     /// Raw buffers, allocated once per process and never freed, avoid bounds checks
     /// and reference counting in the inner loop.
-    private let keyLow: UnsafeMutablePointer<UInt64>
-    private let keyHigh: UnsafeMutablePointer<UInt64>
-    private let lengths: UnsafeMutablePointer<Int>
+    /// 16 bytes, so the 2048 entries fit in 32 KiB. No length: words hold no NUL
+    /// bytes, so for a token under 16 bytes equal zero-padded keys mean equal words;
+    /// longer tokens are checked against `offsets` and the store.
+    private struct Entry {
+        var low: UInt64
+        var high: UInt64
+    }
+    private let entries: UnsafeMutablePointer<Entry>
     private let slots: UnsafeMutablePointer<UInt16>
     /// Prefix lookup by the first 4 characters: the slot's key word, and the
     /// word index + 1 (or `ambiguous` when several words share that prefix).
@@ -56,9 +61,7 @@ final class WordTable: @unchecked Sendable {  // immutable after init
         scalarWords = words.map { Array($0.unicodeScalars) }
         foldedWords = scalarWords.map(WordTable.fold)
 
-        keyLow = .allocate(capacity: 2048)
-        keyHigh = .allocate(capacity: 2048)
-        lengths = .allocate(capacity: 2048)
+        entries = .allocate(capacity: 2048)
         slots = .allocate(capacity: Self.slotCount)
         slots.initialize(repeating: 0, count: Self.slotCount)
         var prefixKeys = [UInt16](repeating: 0, count: Self.slotCount)
@@ -67,9 +70,7 @@ final class WordTable: @unchecked Sendable {  // immutable after init
         for index in 0..<2048 {
             let word = Array(store[offsets[index]..<offsets[index + 1]])
             let key = word.withUnsafeBytes(Self.key)
-            (keyLow + index).initialize(to: key.low)
-            (keyHigh + index).initialize(to: key.high)
-            (lengths + index).initialize(to: word.count)
+            (entries + index).initialize(to: Entry(low: key.low, high: key.high))
             var slot = Self.slot(key, length: word.count)
             while slots[slot] != 0 { slot = (slot + 1) & (Self.slotCount - 1) }
             slots[slot] = UInt16(index + 1)
@@ -143,8 +144,10 @@ final class WordTable: @unchecked Sendable {  // immutable after init
             let value = slots[slot]
             if value == 0 { return nil }
             let index = Int(value) - 1
-            if keyLow[index] == key.low, keyHigh[index] == key.high, lengths[index] == token.count,
-               token.count <= 16 || wordBytes(index, equalTo: token, count: token.count) {
+            let entry = entries[index]
+            if entry.low == key.low, entry.high == key.high,
+               token.count < 16
+                || (offsets[index + 1] - offsets[index] == token.count && wordBytes(index, equalTo: token, count: token.count)) {
                 return index
             }
             slot = (slot + 1) & (Self.slotCount - 1)
@@ -165,7 +168,7 @@ final class WordTable: @unchecked Sendable {  // immutable after init
     @inline(__always)
     private static func slot(_ key: (low: UInt64, high: UInt64), length: Int) -> Int {
         let h = (key.low &* 0x9E37_79B9_7F4A_7C15) ^ (key.high &* 0xC2B2_AE3D_27D4_EB4F) ^ (UInt64(length) &* 0x1656_67B1_9E37_79F9)
-        return Int(truncatingIfNeeded: h >> 52) & (slotCount - 1)
+        return Int(truncatingIfNeeded: h >> 51) & (slotCount - 1)
     }
 
     private func wordBytes(_ index: Int, equalTo token: UnsafeRawBufferPointer, count: Int) -> Bool {

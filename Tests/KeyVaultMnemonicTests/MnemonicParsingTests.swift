@@ -147,3 +147,26 @@ func parseError(_ phrase: String) -> MnemonicError? {
         return error as? MnemonicError
     }
 }
+
+@Test func fastValidationAgreesWithParsingOnAwkwardASCII() async throws {
+    let words = try Mnemonic.generate().words
+    let phrase = words.joined(separator: " ")
+    let prefixed = words.map { String($0.prefix(4)) }.joined(separator: " ")
+    let cases: [String] = [
+        phrase, phrase.uppercased(), " \t" + phrase + " \r\n", words.joined(separator: "\u{0B}\u{0C}\t"),
+        prefixed, prefixed + "x", phrase + " " + words[0], String(phrase.dropLast()),
+        phrase.replacingOccurrences(of: " ", with: "  "), "", " ", "\n\n",
+        words.dropLast().joined(separator: " ") + " " + String(repeating: "z", count: 40),
+        String(repeating: "abandon ", count: 11) + "about", String(repeating: "ABANDON\t", count: 11) + "ABOUT",
+        String(repeating: "zoo ", count: 30), "abandonabandonabandon " + phrase,
+    ]
+    for text in cases {
+        let parsed = try? Mnemonic(phrase: text)
+        #expect(Mnemonic.validate(utf8: text) == parsed?.language, "\(text.debugDescription)")
+    }
+    // Every length modulo 8, so the 8-byte chunks end everywhere.
+    await propertyCheck(count: 100, input: Gen.int(in: 0...7)) { extra in
+        let padded = phrase + String(repeating: " ", count: extra)
+        #expect(Mnemonic.validate(utf8: padded) == .english)
+    }
+}
