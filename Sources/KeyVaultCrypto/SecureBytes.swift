@@ -1,3 +1,5 @@
+import Foundation
+
 /// Bytes that may be read as a contiguous buffer: `[UInt8]`, `ArraySlice<UInt8>`,
 /// ``SecureBytes`` and the key types.
 public protocol RawBytes {
@@ -10,29 +12,70 @@ extension UnsafeRawBufferPointer: RawBytes {
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try body(self) }
 }
 
-/// Guarded memory from `sodium_malloc`: guard pages around it, locked against
-/// swapping where the system allows, and wiped when freed.
+/// Guarded memory for one secret: locked against swapping where the system allows,
+/// wiped when freed. Secrets of up to 64 bytes (keys, seeds, entropy) share slabs
+/// from ``SecureArena``; larger ones get their own `sodium_malloc` region with
+/// guard pages. `sodium_malloc` costs several system calls and at least three
+/// pages per call, which made every 32-byte key cost tens of microseconds.
 final class SecureStorage: @unchecked Sendable {
     // Immutable after `init` returns, hence safe to share across threads.
     let pointer: UnsafeMutableRawPointer
     let count: Int
+    private let pooled: Bool
 
     init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
-        guard let pointer = Sodium.secureAllocate(count) else {
+        pooled = count <= SecureArena.slotSize
+        guard let pointer = pooled ? SecureArena.shared.allocate() : Sodium.secureAllocate(count) else {
             // Failing to get memory for a key is not something to recover from
             // by falling back to ordinary (swappable, unwiped) memory.
-            fatalError("sodium_malloc failed for \(count) bytes")
+            fatalError("guarded memory allocation failed for \(count) bytes")
         }
         self.pointer = pointer
         self.count = count
         // If this throws, every stored property is already set, so Swift runs
-        // `deinit`, which frees (and wipes) the memory: no cleanup here.
+        // `deinit`, which wipes and frees the memory: no cleanup here.
         try initialize(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 
-    deinit { Sodium.secureFree(pointer) }
+    deinit {
+        if pooled {
+            SecureArena.shared.release(pointer)  // wipes the slot
+        } else {
+            Sodium.secureFree(pointer)  // wipes before unmapping
+        }
+    }
 
     var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
+}
+
+/// Fixed 64-byte slots carved from 64 KiB `sodium_malloc` slabs (guard pages around
+/// each slab, locked memory). A released slot is wiped before it is reused. Slabs
+/// are kept for the life of the process, so memory is bounded by peak use.
+final class SecureArena: @unchecked Sendable {
+    static let shared = SecureArena()
+    static let slotSize = 64
+    private static let slotsPerSlab = 1024
+
+    private let lock = NSLock()  // guards `free`
+    private var free: [UnsafeMutableRawPointer] = []
+
+    func allocate() -> UnsafeMutableRawPointer? {
+        lock.lock()
+        defer { lock.unlock() }
+        if free.isEmpty {
+            guard let slab = Sodium.secureAllocate(Self.slotSize * Self.slotsPerSlab) else { return nil }
+            free.reserveCapacity(free.count + Self.slotsPerSlab)
+            for i in (0..<Self.slotsPerSlab).reversed() { free.append(slab + i * Self.slotSize) }
+        }
+        return free.removeLast()
+    }
+
+    func release(_ slot: UnsafeMutableRawPointer) {
+        Sodium.wipe(UnsafeMutableRawBufferPointer(start: slot, count: Self.slotSize))
+        lock.lock()
+        free.append(slot)
+        lock.unlock()
+    }
 }
 
 /// Secret bytes in guarded memory, wiped when the last copy goes away.

@@ -61,3 +61,47 @@ func contentAddressParserRefuses(_ text: String) {
         #expect(try a.address(of: content) == fromA)
     }
 }
+
+@Test func readAheadOfALargeFileGivesTheSameAddressAsMemory() throws {
+    let content = SystemRandom.bytes(count: 9 << 20 | 123)  // over the 4 MiB read-ahead threshold
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("kv-ra-\(UUID().uuidString)").path
+    try Data(content).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let cak = try ContentAddressKey(memberKey: SymmetricKey(), generation: 2)
+    var last: UInt64 = 0
+    #expect(try cak.address(ofFileAt: path) { last = $0 } == cak.address(of: content))
+    #expect(last == UInt64(content.count))
+}
+
+struct StopHere: Error {}
+
+@Test func aFailingConsumerStopsTheReadAheadCleanly() throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("kv-stop-\(UUID().uuidString)").path
+    try Data(count: 12 << 20).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    for stopAfter in [1, 2, 5] {
+        var chunks = 0
+        #expect(throws: StopHere.self) {
+            try forEachChunk(ofFileAt: path) { _, _ in
+                chunks += 1
+                if chunks == stopAfter { throw StopHere() }
+            }
+        }
+        #expect(chunks == stopAfter)
+    }
+}
+
+@Test func aPipeIsReadToTheEnd() throws {
+    // /dev/zero through `head` is not a regular file: the plain read path.
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("kv-fifo-\(UUID().uuidString)").path
+    #expect(mkfifo(fifo, 0o600) == 0)
+    defer { try? FileManager.default.removeItem(atPath: fifo) }
+    process.arguments = ["-c", "head -c 3000000 /dev/zero > '\(fifo)'"]
+    try process.run()
+    var total: UInt64 = 0
+    try forEachChunk(ofFileAt: fifo) { _, soFar in total = soFar }
+    process.waitUntilExit()
+    #expect(total == 3_000_000)
+}

@@ -57,3 +57,36 @@ func renderings(of value: Any) -> [String] {
     #expect(throws: CryptoError.self) { try Hex.decode("abc") }
     #expect(throws: CryptoError.self) { try Hex.decode("zz") }
 }
+
+@Test func aReleasedSecretIsWipedBeforeItsMemoryIsReused() throws {
+    var pointer: UnsafeRawPointer?
+    do {
+        let secret = SecureBytes(copying: [UInt8](repeating: 0xAB, count: 32))
+        pointer = UnsafeRawPointer(secret.storage.pointer)
+        #expect(secret.unprotectedCopy() == [UInt8](repeating: 0xAB, count: 32))
+    }
+    // The slot stays mapped (arena slabs live for the process), so it can be read.
+    let after = UnsafeRawBufferPointer(start: pointer, count: SecureArena.slotSize)
+    #expect(after.allSatisfy { $0 == 0 })
+}
+
+@Test func secretsCanBeMadeAndDroppedFromManyThreadsAtOnce() async {
+    await withTaskGroup(of: Bool.self) { group in
+        for task in 0..<8 {
+            group.addTask {
+                (0..<2000).allSatisfy { i in
+                    let value = UInt8(truncatingIfNeeded: task &* 31 &+ i)
+                    let secret = SecureBytes(copying: [UInt8](repeating: value, count: 1 + i % 64))
+                    return secret.unprotectedCopy().allSatisfy { $0 == value }
+                }
+            }
+        }
+        for await ok in group { #expect(ok) }
+    }
+}
+
+@Test func largeSecretsGetTheirOwnGuardedRegion() {
+    let big = SecureBytes(randomCount: 4096)
+    #expect(big.count == 4096)
+    #expect(big == SecureBytes(copying: big.unprotectedCopy()))
+}
