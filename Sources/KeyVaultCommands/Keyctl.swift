@@ -47,8 +47,10 @@ public enum KeyctlMain {
             } catch {
                 let code = Keyctl.exitCode(for: error).rawValue
                 let message = Keyctl.fullMessage(for: error)
-                if code == 0 {
-                    console.write(message.isEmpty ? "" : message + "\n")  // --help, --version
+                if message.isEmpty {
+                    // An ExitCode a command threw after reporting for itself.
+                } else if code == 0 {
+                    console.write(message + "\n")  // --help, --version
                 } else {
                     console.writeError(message.hasSuffix("\n") ? message : message + "\n")
                 }

@@ -53,6 +53,7 @@ func generateThenVerifyRoundTrips(_ language: MnemonicLanguage) async throws {
     #expect(words.first == "abandon")
     #expect(result.err.contains("keyctl: error: word 3"))
     #expect(result.err.contains("keyctl: hint: did you mean abandon"))
+    #expect(!result.err.contains("\n\n") && result.err.hasSuffix("?\n"), "stray output: \(result.err.debugDescription)")
 }
 
 @Test func verifyReportsAChecksumFailureWithRepairs() async throws {
