@@ -14,6 +14,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium",
@@ -22,8 +26,25 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .target(name: "KeyVaultCrypto", dependencies: ["CSodium", "CLibCrypto"]),
         .target(name: "KeyVaultMnemonic", dependencies: ["KeyVaultCrypto"]),
+        // Wire and domain types: no crypto, no C.
+        .target(name: "KeyVaultModel"),
+        // The signed formats both sides check (account chain, request signatures):
+        // public-key operations and hashes only.
+        .target(name: "KeyVaultProtocol", dependencies: ["KeyVaultCrypto", "KeyVaultModel"]),
+        .target(name: "KeyVaultStore", dependencies: [
+            "KeyVaultModel",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        // The service. It depends on nothing that unwraps keys (no KeyVaultMnemonic,
+        // no client vault): Scripts/check-layers.sh enforces it.
+        .target(name: "KeyVaultServer", dependencies: [
+            "KeyVaultModel", "KeyVaultProtocol", "KeyVaultStore",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ], resources: [.copy("openapi.json")]),
         .target(name: "KeyVaultCommands", dependencies: [
-            "KeyVaultCrypto", "KeyVaultMnemonic",
+            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "keyctl", dependencies: ["KeyVaultCommands"]),
@@ -40,6 +61,10 @@ let package = Package(
             "KeyVaultMnemonic",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ], resources: [.copy("Vectors")]),
+        .testTarget(name: "KeyVaultServerTests", dependencies: [
+            "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
         .testTarget(name: "KeyVaultCommandsTests", dependencies: ["KeyVaultCommands", "keyctl"]),
     ],
     swiftLanguageModes: [.v6]

@@ -13,6 +13,10 @@ public struct Keyctl: AsyncParsableCommand {
               keyctl recovery generate
               keyctl recovery quiz
 
+            Run the service (embedded SQLite in the current directory):
+
+              keyctl serve
+
             Exit codes: 0 success, 1 the answer is no (invalid code, failed quiz),
             2 the command could not do its work, 64 the command line is wrong.
 
@@ -20,7 +24,7 @@ public struct Keyctl: AsyncParsableCommand {
             run it as ./keyctl or from .build/release/, or check with `keyctl --version`.
             """,
         version: "keyctl (KeyVault) 0.1.0",
-        subcommands: [Recovery.self])
+        subcommands: [Recovery.self, Serve.self])
 
     public init() {}
 }

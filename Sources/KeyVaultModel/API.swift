@@ -1,0 +1,176 @@
+/// Request and response bodies of the HTTP API (docs/api.md, openapi.json).
+/// Binary values travel as standard base64; keys and hashes as lowercase hex.
+
+/// A master key sealed to one recipient (a device's X25519 key, or the recovery
+/// key) for one generation, signed by the device that made it.
+public struct KeyBox: Sendable, Codable, Equatable {
+    public var generation: UInt32
+    /// A device id, or `recovery`.
+    public var recipient: String
+    /// Base64 sealed box.
+    public var box: String
+    /// The device (or `recovery`) that sealed it.
+    public var signer: String
+    /// Base64 Ed25519 signature (docs/formats/account-chain.md, "Key boxes").
+    public var signature: String
+
+    public init(generation: UInt32, recipient: String, box: String, signer: String, signature: String) {
+        self.generation = generation
+        self.recipient = recipient
+        self.box = box
+        self.signer = signer
+        self.signature = signature
+    }
+}
+
+/// A member key of one generation wrapped (an envelope) under one master key generation.
+public struct MemberWrap: Sendable, Codable, Equatable {
+    public var member: MemberID
+    public var memberGeneration: UInt32
+    public var masterGeneration: UInt32
+    /// Base64 envelope (docs/formats/envelope.md).
+    public var envelope: String
+
+    public init(member: MemberID, memberGeneration: UInt32, masterGeneration: UInt32, envelope: String) {
+        self.member = member
+        self.memberGeneration = memberGeneration
+        self.masterGeneration = masterGeneration
+        self.envelope = envelope
+    }
+}
+
+/// What a recovery code needs to find its account (public, fetched before enrolment).
+public struct RecoverySlot: Sendable, Codable, Equatable {
+    /// Hex 16-byte Argon2id salt.
+    public var salt: String
+    public var iterations: UInt32
+    public var memoryKiB: UInt32
+    /// Hex Ed25519 public key of the recovery auth key (RA).
+    public var authKey: String
+    /// Hex X25519 public key of the recovery box key (RX).
+    public var boxKey: String
+    /// Base64 envelope under the recovery wrap key (RW): the account and genesis to expect.
+    public var anchor: String
+
+    public init(salt: String, iterations: UInt32, memoryKiB: UInt32, authKey: String, boxKey: String, anchor: String) {
+        self.salt = salt
+        self.iterations = iterations
+        self.memoryKiB = memoryKiB
+        self.authKey = authKey
+        self.boxKey = boxKey
+        self.anchor = anchor
+    }
+}
+
+/// `POST /v1/accounts`: a self-signed genesis link and its first boxes.
+public struct CreateAccountRequest: Sendable, Codable {
+    public var genesis: ChainLink
+    public var boxes: [KeyBox]
+    public var recovery: RecoverySlot?
+
+    public init(genesis: ChainLink, boxes: [KeyBox], recovery: RecoverySlot?) {
+        self.genesis = genesis
+        self.boxes = boxes
+        self.recovery = recovery
+    }
+}
+
+public struct CreateAccountResponse: Sendable, Codable {
+    public var account: AccountID
+    public var head: String
+    public init(account: AccountID, head: String) {
+        self.account = account
+        self.head = head
+    }
+}
+
+/// `POST /v1/accounts/{account}/chain`: one link and the boxes, wraps and recovery
+/// slot that go with it, stored in one transaction. The link's `previous` is the
+/// head the writer expects; if it moved, the answer is 409 `stale_chain`.
+public struct AppendRequest: Sendable, Codable {
+    public var link: ChainLink
+    public var boxes: [KeyBox]
+    public var wraps: [MemberWrap]
+    public var recovery: RecoverySlot?
+
+    public init(link: ChainLink, boxes: [KeyBox] = [], wraps: [MemberWrap] = [], recovery: RecoverySlot? = nil) {
+        self.link = link
+        self.boxes = boxes
+        self.wraps = wraps
+        self.recovery = recovery
+    }
+}
+
+public struct ChainResponse: Sendable, Codable {
+    public var account: AccountID
+    public var links: [ChainLink]
+    public var head: String
+    public init(account: AccountID, links: [ChainLink], head: String) {
+        self.account = account
+        self.links = links
+        self.head = head
+    }
+}
+
+public struct DeviceInfo: Sendable, Codable, Equatable {
+    public enum Status: String, Sendable, Codable { case active, revoked }
+    public var id: DeviceID
+    public var name: String
+    public var status: Status
+    /// Sequence of the link that added it.
+    public var added: UInt64
+    public var revoked: UInt64?
+    /// Unix seconds of its last signed request, when the server has seen one.
+    public var lastSeen: Int64?
+
+    public init(id: DeviceID, name: String, status: Status, added: UInt64, revoked: UInt64? = nil, lastSeen: Int64? = nil) {
+        self.id = id
+        self.name = name
+        self.status = status
+        self.added = added
+        self.revoked = revoked
+        self.lastSeen = lastSeen
+    }
+}
+
+public struct AttachmentInfo: Sendable, Codable, Equatable {
+    public var address: String
+    public var size: Int
+    public var created: Int64
+    /// True when this upload stored nothing new (the address was already there).
+    public var existed: Bool?
+
+    public init(address: String, size: Int, created: Int64, existed: Bool? = nil) {
+        self.address = address
+        self.size = size
+        self.created = created
+        self.existed = existed
+    }
+}
+
+public struct AuditEntry: Sendable, Codable, Equatable {
+    public var id: Int64
+    public var time: Int64
+    /// `link.<type>`, `refused.<code>`, `attachment.put`, `account.delete`, …
+    public var event: String
+    public var device: String?
+    public var detail: String?
+
+    public init(id: Int64, time: Int64, event: String, device: String?, detail: String?) {
+        self.id = id
+        self.time = time
+        self.event = event
+        self.device = device
+        self.detail = detail
+    }
+}
+
+/// The error body of every 4xx and 5xx: `{"error": {"code", "message"}}`.
+public struct ErrorBody: Sendable, Codable, Equatable {
+    public struct Detail: Sendable, Codable, Equatable {
+        public var code: String
+        public var message: String
+    }
+    public var error: Detail
+    public init(code: String, message: String) { error = Detail(code: code, message: message) }
+}

@@ -1,0 +1,300 @@
+import KeyVaultCrypto
+import KeyVaultModel
+
+// docs/formats/account-chain.md is the specification of everything in this file.
+
+extension ChainLink {
+    /// The bytes a link's signature covers.
+    public var signedBytes: [UInt8] {
+        var w = CanonicalWriter(domain: "keyvault/v1/chain-link")
+        w.u8(UInt8(clamping: version))
+        w.u64(sequence)
+        w.raw((try? Hex.decode(previous)) ?? [])
+        w.short(type.rawValue)
+        w.short(signer)
+        w.u64(UInt64(bitPattern: time))
+        w.u8(UInt8(clamping: body.count))
+        for key in body.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            w.short(key)
+            w.long(Array(body[key]!.utf8))
+        }
+        return w.bytes
+    }
+
+    /// SHA-256 of the signed bytes followed by the 64-byte signature, in hex: the
+    /// next link's `previous`.
+    public var hash: String {
+        Hex.encode(SHA256.hash(signedBytes + (base64Decode(signature) ?? [])))
+    }
+
+    /// Signs the link with `key` (sets `signature`).
+    public mutating func sign(with key: Ed25519.PrivateKey) {
+        signature = base64Encode(key.signature(for: signedBytes))
+    }
+
+    /// The account a genesis link founds: the first 16 bytes of its hash.
+    public var accountID: AccountID { AccountID(unchecked: String(hash.prefix(32))) }
+}
+
+/// A device id: the first 16 bytes of SHA-256("keyvault/v1/device-id" ‖ 0 ‖ signing key), hex.
+public func deviceID(for signingKey: Ed25519.PublicKey) -> DeviceID {
+    let digest = SHA256.hash(Array("keyvault/v1/device-id".utf8) + [0] + signingKey.rawRepresentation)
+    return DeviceID(unchecked: Hex.encode(Array(digest.prefix(16))))
+}
+
+/// What an account chain says at its head, built by replaying every link and
+/// refusing any that does not follow. Server and client both use it.
+public struct ChainState: Sendable, Equatable {
+    public struct Device: Sendable, Equatable {
+        public var id: DeviceID
+        public var name: String
+        public var signingKey: Ed25519.PublicKey
+        public var boxKey: X25519.PublicKey
+        public var added: UInt64
+        public var revoked: UInt64?
+        public var isActive: Bool { revoked == nil }
+    }
+
+    public struct Recovery: Sendable, Equatable {
+        public var authKey: Ed25519.PublicKey
+        public var boxKey: X25519.PublicKey
+        public var generation: UInt32
+    }
+
+    public struct Member: Sendable, Equatable {
+        public var id: MemberID
+        public var generation: UInt32
+        /// Base64 envelope of the member's name, under the master key (opaque to the server).
+        public var name: String
+    }
+
+    public private(set) var account: AccountID
+    public private(set) var head: String
+    public private(set) var sequence: UInt64
+    public private(set) var devices: [DeviceID: Device]
+    public private(set) var recovery: Recovery?
+    public private(set) var masterGeneration: UInt32
+    public private(set) var members: [MemberID: Member]
+
+    public var activeDevices: [Device] { devices.values.filter(\.isActive).sorted { $0.added < $1.added } }
+
+    /// Starts a chain from its genesis link.
+    ///
+    /// - Throws: `ProtocolError` (`malformed_link`, `bad_signature`) when the link
+    ///   is not a valid self-signed genesis.
+    public init(genesis link: ChainLink) throws {
+        try Self.checkShape(link)
+        guard link.type == .genesis, link.sequence == 0, link.previous == ChainLink.noPrevious else {
+            throw ProtocolError.malformed("the first link must be a genesis link with sequence 0 and no previous link")
+        }
+        let device = try Self.newDevice(from: link, sequence: 0)
+        guard link.signer == device.id.rawValue else {
+            throw ProtocolError.malformed("a genesis link is signed by the device it adds")
+        }
+        try Self.verify(link, by: device.signingKey)
+        guard link.body["masterGeneration"] == "1" else {
+            throw ProtocolError.malformed("a genesis link starts master key generation 1")
+        }
+        account = link.accountID
+        head = link.hash
+        sequence = 0
+        devices = [device.id: device]
+        recovery = nil
+        masterGeneration = 1
+        members = [:]
+    }
+
+    /// Replays a whole chain.
+    public init(links: [ChainLink]) throws {
+        guard let first = links.first else { throw ProtocolError.malformed("an account chain has at least a genesis link") }
+        try self.init(genesis: first)
+        for link in links.dropFirst() { try apply(link) }
+    }
+
+    /// Applies the next link, or throws and changes nothing.
+    ///
+    /// - Throws: `stale_chain` when `previous` is not the head (someone else wrote
+    ///   first); `malformed_link`, `bad_signature`, `unknown_signer`,
+    ///   `signer_revoked`, `unknown_device`, `device_revoked`, `stale_generation`,
+    ///   `last_device` for links that do not follow.
+    public mutating func apply(_ link: ChainLink) throws {
+        try Self.checkShape(link)
+        guard link.previous == head, link.sequence == sequence + 1 else {
+            throw ProtocolError("stale_chain", "the link follows \(link.previous.prefix(12))… at \(link.sequence), but the head is \(head.prefix(12))… at \(sequence)")
+        }
+        guard link.type != .genesis else { throw ProtocolError.malformed("only the first link is a genesis link") }
+        // The signer: an active device, or the recovery key for device.add and recovery.set.
+        let signingKey: Ed25519.PublicKey
+        if link.signer == ChainLink.recoverySigner {
+            guard let recovery else { throw ProtocolError("unknown_signer", "no recovery code is set for this account") }
+            guard link.type == .deviceAdd || link.type == .recoverySet else {
+                throw ProtocolError("unknown_signer", "the recovery key may only add a device or set a new recovery code")
+            }
+            signingKey = recovery.authKey
+        } else {
+            guard let id = DeviceID(rawValue: link.signer), let device = devices[id] else {
+                throw ProtocolError("unknown_signer", "the link is signed by a device this account does not have")
+            }
+            guard device.isActive else { throw ProtocolError("signer_revoked", "the link is signed by a revoked device") }
+            signingKey = device.signingKey
+        }
+        try Self.verify(link, by: signingKey)
+
+        var next = self
+        switch link.type {
+        case .genesis:
+            break
+        case .deviceAdd:
+            let device = try Self.newDevice(from: link, sequence: link.sequence)
+            guard devices[device.id] == nil else { throw ProtocolError("device_exists", "that device is already part of this account") }
+            next.devices[device.id] = device
+        case .deviceRevoke:
+            let id = try Self.deviceField(link)
+            guard var device = devices[id] else { throw ProtocolError("unknown_device", "no such device in this account") }
+            guard device.isActive else { throw ProtocolError("device_revoked", "that device is already revoked") }
+            guard activeDevices.count > 1 else {
+                throw ProtocolError("last_device", "the last active device cannot be revoked")
+            }
+            device.revoked = link.sequence
+            next.devices[id] = device
+        case .recoverySet:
+            let authKey = try Ed25519.PublicKey(rawRepresentation: Self.hexField(link, "authKey", count: 32))
+            let boxKey = try X25519.PublicKey(rawRepresentation: Self.hexField(link, "boxKey", count: 32))
+            let generation = try Self.generationField(link, "recoveryGeneration")
+            guard generation == (recovery?.generation ?? 0) + 1 else {
+                throw ProtocolError("stale_generation", "recovery generation \(generation) does not follow \(recovery?.generation ?? 0)")
+            }
+            next.recovery = Recovery(authKey: authKey, boxKey: boxKey, generation: generation)
+        case .masterRotate:
+            let generation = try Self.generationField(link, "masterGeneration")
+            guard generation == masterGeneration + 1 else {
+                throw ProtocolError("stale_generation", "master key generation \(generation) does not follow \(masterGeneration)")
+            }
+            next.masterGeneration = generation
+        case .memberAdd:
+            guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)) else {
+                throw ProtocolError.malformed("member.add needs a member id (32 hex digits)")
+            }
+            guard members[id] == nil else { throw ProtocolError("member_exists", "that member already exists") }
+            guard try Self.generationField(link, "memberGeneration") == 1 else {
+                throw ProtocolError("stale_generation", "a new member starts at generation 1")
+            }
+            next.members[id] = Member(id: id, generation: 1, name: link.body["name"] ?? "")
+        case .memberRotate:
+            guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)), var member = members[id] else {
+                throw ProtocolError("unknown_member", "no such member in this account")
+            }
+            let generation = try Self.generationField(link, "memberGeneration")
+            guard generation == member.generation + 1 else {
+                throw ProtocolError("stale_generation", "member key generation \(generation) does not follow \(member.generation)")
+            }
+            member.generation = generation
+            next.members[id] = member
+        }
+        next.head = link.hash
+        next.sequence = link.sequence
+        self = next
+    }
+
+    // MARK: Checks
+
+    static func checkShape(_ link: ChainLink) throws {
+        guard link.version == 1 else { throw ProtocolError("unsupported_version", "chain link version \(link.version) is not supported") }
+        guard link.previous.utf8.count == 64, (try? Hex.decode(link.previous)) != nil else {
+            throw ProtocolError.malformed("previous must be 64 hex digits")
+        }
+        guard link.signer.utf8.count <= 64, link.body.count <= 32 else {
+            throw ProtocolError.malformed("the link has too many fields or too long a signer")
+        }
+        for (key, value) in link.body {
+            guard (1...64).contains(key.utf8.count), value.utf8.count <= 16 * 1024 else {
+                throw ProtocolError.malformed("link field \(key.prefix(64)) is too long")
+            }
+        }
+        guard let signature = base64Decode(link.signature), signature.count == 64 else {
+            throw ProtocolError.malformed("signature must be a base64 64-byte Ed25519 signature")
+        }
+    }
+
+    static func verify(_ link: ChainLink, by key: Ed25519.PublicKey) throws {
+        guard let signature = base64Decode(link.signature), key.isValidSignature(signature, for: link.signedBytes) else {
+            throw ProtocolError("bad_signature", "the \(link.type.rawValue) link at \(link.sequence) has an invalid signature")
+        }
+    }
+
+    static func newDevice(from link: ChainLink, sequence: UInt64) throws -> Device {
+        let signingKey = try Ed25519.PublicKey(rawRepresentation: hexField(link, "signingKey", count: 32))
+        let boxKey = try X25519.PublicKey(rawRepresentation: hexField(link, "boxKey", count: 32))
+        let id = deviceID(for: signingKey)
+        guard link.body["device"] == id.rawValue else {
+            throw ProtocolError.malformed("the device id must be derived from its signing key")
+        }
+        let name = link.body["name"] ?? ""
+        guard (1...100).contains(name.count) else { throw ProtocolError.malformed("a device name has 1 to 100 characters") }
+        return Device(id: id, name: name, signingKey: signingKey, boxKey: boxKey, added: sequence)
+    }
+
+    static func deviceField(_ link: ChainLink) throws -> DeviceID {
+        guard let id = link.body["device"].flatMap(DeviceID.init(rawValue:)) else {
+            throw ProtocolError.malformed("\(link.type.rawValue) needs a device id (32 hex digits)")
+        }
+        return id
+    }
+
+    static func hexField(_ link: ChainLink, _ name: String, count: Int) throws -> [UInt8] {
+        guard let text = link.body[name], let bytes = try? Hex.decode(text), bytes.count == count else {
+            throw ProtocolError.malformed("\(link.type.rawValue) needs \(name): \(count * 2) hex digits")
+        }
+        return bytes
+    }
+
+    static func generationField(_ link: ChainLink, _ name: String) throws -> UInt32 {
+        guard let text = link.body[name], let value = UInt32(text), value > 0, String(value) == text else {
+            throw ProtocolError.malformed("\(link.type.rawValue) needs \(name): a positive decimal number")
+        }
+        return value
+    }
+}
+
+// MARK: Key boxes
+
+extension KeyBox {
+    /// The bytes a box's signature covers: account, generation, recipient and the
+    /// box's hash, so a box cannot be moved to another slot or account.
+    public func signedBytes(account: AccountID) -> [UInt8] {
+        var w = CanonicalWriter(domain: "keyvault/v1/key-box")
+        w.short(account.rawValue)
+        w.u32(generation)
+        w.short(recipient)
+        w.raw(SHA256.hash(base64Decode(box) ?? []))
+        return w.bytes
+    }
+
+    public mutating func sign(with key: Ed25519.PrivateKey, account: AccountID) {
+        signature = base64Encode(key.signature(for: signedBytes(account: account)))
+    }
+
+    /// Checks that the box is signed by an active device of `state` (or the
+    /// recovery key) and addressed to a known recipient.
+    public func verify(in state: ChainState) throws {
+        guard let bytes = base64Decode(box), bytes.count >= X25519.sealedBoxOverhead, bytes.count <= 4096 else {
+            throw ProtocolError("malformed_box", "a key box is a base64 sealed box")
+        }
+        if recipient != ChainLink.recoverySigner {
+            guard let id = DeviceID(rawValue: recipient), state.devices[id]?.isActive == true else {
+                throw ProtocolError("unknown_recipient", "a key box is addressed to an active device or the recovery key")
+            }
+        }
+        let key: Ed25519.PublicKey
+        if signer == ChainLink.recoverySigner, let recovery = state.recovery {
+            key = recovery.authKey
+        } else if let id = DeviceID(rawValue: signer), let device = state.devices[id], device.isActive {
+            key = device.signingKey
+        } else {
+            throw ProtocolError("unknown_signer", "a key box is signed by an active device")
+        }
+        guard let signature = base64Decode(signature), key.isValidSignature(signature, for: signedBytes(account: state.account)) else {
+            throw ProtocolError("bad_signature", "the key box for \(recipient) at generation \(generation) has an invalid signature")
+        }
+    }
+}

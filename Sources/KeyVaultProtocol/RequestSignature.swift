@@ -1,0 +1,78 @@
+import KeyVaultCrypto
+import KeyVaultModel
+
+/// Signed requests (docs/formats/request-signature.md): every request after
+/// enrolment carries these headers, and the server checks them before anything else.
+public enum RequestSignature {
+    public static let deviceHeader = "KeyVault-Device"
+    public static let timestampHeader = "KeyVault-Timestamp"
+    public static let nonceHeader = "KeyVault-Nonce"
+    public static let signatureHeader = "KeyVault-Signature"
+    /// Accepted clock difference, either way.
+    public static let defaultWindowSeconds: Int64 = 300
+
+    /// The bytes a device signs for one request.
+    public static func signedBytes(method: String, path: String, query: String, bodyHash: [UInt8],
+                                   timestamp: Int64, nonce: String, device: DeviceID) -> [UInt8] {
+        var w = CanonicalWriter(domain: "keyvault/v1/request")
+        w.short(method.uppercased())
+        w.long(Array(path.utf8))
+        w.long(Array(query.utf8))
+        w.raw(bodyHash)
+        w.u64(UInt64(bitPattern: timestamp))
+        w.short(nonce)
+        w.short(device.rawValue)
+        return w.bytes
+    }
+
+    /// The four headers for a request, signed by `key` (whose device id is `device`).
+    public static func headers(method: String, path: String, query: String, body: [UInt8], device: DeviceID,
+                               key: Ed25519.PrivateKey, timestamp: Int64,
+                               nonce: String = Hex.encode(SystemRandom.bytes(count: 16))) -> [(String, String)] {
+        let bytes = signedBytes(method: method, path: path, query: query, bodyHash: SHA256.hash(body),
+                                timestamp: timestamp, nonce: nonce, device: device)
+        return [
+            (deviceHeader, device.rawValue),
+            (timestampHeader, String(timestamp)),
+            (nonceHeader, nonce),
+            (signatureHeader, base64Encode(key.signature(for: bytes))),
+        ]
+    }
+
+    /// The parsed headers of an incoming request.
+    public struct Claim: Sendable {
+        public let device: DeviceID
+        public let timestamp: Int64
+        public let nonce: String
+        public let signature: [UInt8]
+
+        /// - Throws: `unsigned_request` when a header is missing, `malformed_signature` when one is ill-formed.
+        public init(device: String?, timestamp: String?, nonce: String?, signature: String?) throws {
+            guard let device, let timestamp, let nonce, let signature else {
+                throw ProtocolError("unsigned_request", "this request needs the KeyVault-Device, -Timestamp, -Nonce and -Signature headers")
+            }
+            guard let id = DeviceID(rawValue: device) else {
+                throw ProtocolError("malformed_signature", "KeyVault-Device is 32 lowercase hex digits")
+            }
+            guard let time = Int64(timestamp) else {
+                throw ProtocolError("malformed_signature", "KeyVault-Timestamp is Unix seconds")
+            }
+            guard (16...64).contains(nonce.utf8.count), nonce.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+                throw ProtocolError("malformed_signature", "KeyVault-Nonce is 16 to 64 lowercase hex digits")
+            }
+            guard let bytes = base64Decode(signature), bytes.count == 64 else {
+                throw ProtocolError("malformed_signature", "KeyVault-Signature is a base64 64-byte Ed25519 signature")
+            }
+            self.device = id
+            self.timestamp = time
+            self.nonce = nonce
+            self.signature = bytes
+        }
+
+        /// Whether the signature covers this request under `key`.
+        public func isValid(method: String, path: String, query: String, bodyHash: [UInt8], key: Ed25519.PublicKey) -> Bool {
+            key.isValidSignature(signature, for: signedBytes(method: method, path: path, query: query, bodyHash: bodyHash,
+                                                             timestamp: timestamp, nonce: nonce, device: device))
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Hummingbird
+import KeyVaultModel
+import KeyVaultProtocol
+
+/// Every refusal the service makes: an HTTP status, a stable snake_case code and
+/// a message. The body is always `{"error": {"code", "message"}}`.
+struct APIError: HTTPResponseError, Sendable {
+    let status: HTTPResponse.Status
+    let code: String
+    let message: String
+    /// Extra headers (Retry-After).
+    var headers: HTTPFields = [:]
+
+    init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var fields = headers
+        fields[.contentType] = "application/json"
+        let body = try JSONEncoder().encode(ErrorBody(code: code, message: message))
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// The HTTP status for each protocol refusal.
+    init(_ error: ProtocolError) {
+        let status: HTTPResponse.Status = switch error.code {
+        case "stale_chain", "device_exists", "member_exists", "stale_generation": .conflict
+        case "unsigned_request", "malformed_signature", "unknown_device", "bad_signature", "stale_timestamp", "replayed_nonce": .unauthorized
+        case "device_revoked", "signer_revoked", "wrong_account": .forbidden
+        default: .badRequest
+        }
+        self.init(status, error.code, error.message)
+    }
+
+    static func badRequest(_ message: String) -> APIError { APIError(.badRequest, "bad_request", message) }
+    static func notFound(_ what: String) -> APIError { APIError(.notFound, "not_found", "\(what) not found") }
+}
+
+/// Turns every error into the JSON error body, so no handler can leak a stack
+/// trace or an empty 500, and logs each refusal with the request id (never a body
+/// or a header value).
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            context.logger.info("refused", metadata: ["code": .string(error.code), "status": .stringConvertible(error.status.code)])
+            throw error
+        } catch let error as ProtocolError {
+            context.logger.info("refused", metadata: ["code": .string(error.code)])
+            throw APIError(error)
+        } catch let error as HTTPError {
+            let (code, message): (String, String) = switch error.status {
+            case .notFound: ("not_found", "no such route: \(request.method.rawValue) \(request.uri.path)")
+            case .methodNotAllowed: ("method_not_allowed", "\(request.method.rawValue) is not allowed on \(request.uri.path)")
+            case .contentTooLarge: ("payload_too_large", "the request body is larger than this endpoint accepts")
+            default: (error.status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_"), error.body ?? error.status.reasonPhrase)
+            }
+            throw APIError(error.status, code, message)
+        } catch is DecodingError {
+            throw APIError.badRequest("the JSON body does not have the expected fields and types")
+        } catch {
+            context.logger.error("internal error", metadata: ["type": .string(String(describing: type(of: error)))])
+            throw APIError(.internalServerError, "internal", "the server failed to handle this request")
+        }
+    }
+}

@@ -1,0 +1,297 @@
+import Foundation
+import Hummingbird
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultStore
+
+/// The request context: Hummingbird's core storage, with this service's limits.
+public struct KeyVaultRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public init(source: Source) { coreContext = .init(source: source) }
+    /// Bodies are collected explicitly with per-route limits; this is the ceiling.
+    public var maxUploadSize: Int { 1 << 30 }
+}
+
+/// The HTTP API's handlers. Everything a handler needs is here; the routes are
+/// in ``APIRoutes``.
+struct KeyService: Sendable {
+    let configuration: ServerConfiguration
+    let database: KeyVaultDatabase
+    let chains = ChainCache()
+    let authenticator: Authenticator
+
+    init(configuration: ServerConfiguration, database: KeyVaultDatabase) {
+        self.configuration = configuration
+        self.database = database
+        authenticator = Authenticator(database: database, nonces: NonceLedger(window: configuration.signatureWindowSeconds),
+                                      window: configuration.signatureWindowSeconds)
+    }
+
+    typealias Context = KeyVaultRequestContext
+
+    // MARK: Helpers
+
+    func body(_ request: Request, limit: Int) async throws -> [UInt8] {
+        var buffer = try await request.body.collect(upTo: limit)
+        return buffer.readBytes(length: buffer.readableBytes) ?? []
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        guard !bytes.isEmpty else { throw APIError.badRequest("this request needs a JSON body") }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch let error as DecodingError {
+            throw APIError.badRequest("the JSON body is not valid here: \(Self.describe(error))")
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let p = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            return p.isEmpty ? "the body" : p
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "\(path(context)).\(key.stringValue) is missing".replacingOccurrences(of: "the body.", with: "")
+        case .typeMismatch(_, let context), .valueNotFound(_, let context): return "\(path(context)) has the wrong type"
+        case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
+        @unknown default: return "unreadable"
+        }
+    }
+
+    func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(value)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    func accountParameter(_ context: Context) throws -> AccountID {
+        guard let text = context.parameters.get("account"), let id = AccountID(rawValue: text) else {
+            throw APIError.badRequest("the account id in the path is 32 lowercase hex digits")
+        }
+        return id
+    }
+
+    func memberParameter(_ context: Context) throws -> MemberID {
+        guard let text = context.parameters.get("member"), let id = MemberID(rawValue: text) else {
+            throw APIError.badRequest("the member id in the path is 32 lowercase hex digits")
+        }
+        return id
+    }
+
+    func state(_ account: AccountID) async throws -> ChainState {
+        guard let state = try await chains.state(account, load: {
+            guard let stored = try await database.links(account) else { return nil }
+            return try ChainState(links: stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) })
+        }) else { throw APIError.notFound("account") }
+        return state
+    }
+
+    /// Reads the body, then checks the request signature against it.
+    func authenticated(_ request: Request, _ context: Context, limit: Int? = nil) async throws -> (AccountID, StoredDevice, [UInt8]) {
+        let account = try accountParameter(context)
+        let bytes = try await body(request, limit: limit ?? configuration.maxJSONBytes)
+        let device = try await authenticator.authenticate(request, body: bytes, account: account)
+        return (account, device, bytes)
+    }
+
+    // MARK: Health
+
+    func health(_ request: Request, _ context: Context) async throws -> Response {
+        try json(["status": "ok"])
+    }
+
+    func openAPI(_ request: Request, _ context: Context) async throws -> Response {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"), let data = try? Data(contentsOf: url) else {
+            throw APIError.notFound("openapi.json")
+        }
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    // MARK: Accounts
+
+    func createAccount(_ request: Request, _ context: Context) async throws -> Response {
+        if let token = configuration.inviteToken {
+            let offered = request.headers[values: .init("KeyVault-Invite")!].first ?? ""
+            guard constantTimeEquals(Array(offered.utf8), Array(token.utf8)) else {
+                throw APIError(.forbidden, "invite_required", "account creation on this server needs a valid invite token (KeyVault-Invite header)")
+            }
+        }
+        let create = try decode(CreateAccountRequest.self, from: try await body(request, limit: configuration.maxJSONBytes))
+        let state = try ChainState(genesis: create.genesis)
+        for box in create.boxes { try box.verify(in: state) }
+        let device = state.devices.values.first!
+        try await database.createAccount(
+            state.account, genesis: try stored(create.genesis),
+            device: StoredDevice(id: device.id, account: state.account, name: device.name,
+                                 signingKey: device.signingKey.rawRepresentation, boxKey: device.boxKey.rawRepresentation, added: 0),
+            boxes: create.boxes, recovery: try create.recovery.map(checked))
+        await chains.store(state)
+        context.logger.info("account created", metadata: ["account": .string(state.account.rawValue)])
+        return try json(CreateAccountResponse(account: state.account, head: state.head), status: .created)
+    }
+
+    func deleteAccount(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, _, _) = try await authenticated(request, context)
+        try await database.deleteAccount(account)
+        await chains.forget(account)
+        context.logger.info("account deleted", metadata: ["account": .string(account.rawValue)])
+        return Response(status: .noContent)
+    }
+
+    // MARK: Chain
+
+    func chain(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, _, _) = try await authenticated(request, context)
+        var after: UInt64?
+        if let text = request.uri.queryParameters.get("after") {
+            guard let value = UInt64(text) else { throw APIError.badRequest("after is a link sequence number") }
+            after = value
+        }
+        guard let stored = try await database.links(account, after: after) else { throw APIError.notFound("account") }
+        let links = try stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) }
+        return try json(ChainResponse(account: account, links: links, head: stored.head))
+    }
+
+    func append(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, device, bytes) = try await authenticated(request, context)
+        let append = try decode(AppendRequest.self, from: bytes)
+        let before = try await state(account)
+        var after = before
+        try after.apply(append.link)
+        if append.link.signer != ChainLink.recoverySigner, append.link.signer != device.id.rawValue {
+            throw APIError(.forbidden, "wrong_signer", "a device may only append links it signed itself")
+        }
+        for box in append.boxes { try box.verify(in: after) }
+        for wrap in append.wraps {
+            guard after.members[wrap.member] != nil, base64Decode(wrap.envelope).map({ (62...4096).contains($0.count) }) == true else {
+                throw APIError.badRequest("a member wrap names a member of the account and carries a base64 envelope")
+            }
+        }
+        var write = ChainWrite(link: try stored(append.link), expectedHead: before.head,
+                               audit: ("link.\(append.link.type.rawValue)", device.id.rawValue, "sequence \(append.link.sequence)"))
+        write.boxes = append.boxes
+        write.wraps = append.wraps
+        write.recovery = try append.recovery.map(checked)
+        for (id, added) in after.devices where before.devices[id] == nil {
+            write.newDevices.append(StoredDevice(id: id, account: account, name: added.name,
+                                                 signingKey: added.signingKey.rawRepresentation,
+                                                 boxKey: added.boxKey.rawRepresentation, added: added.added))
+        }
+        write.revokedDevices = after.devices.values.filter { !$0.isActive && before.devices[$0.id]?.isActive == true }.map(\.id)
+        do {
+            try await database.append(account, write)
+        } catch StoreError.staleChain {
+            await chains.forget(account)
+            throw ProtocolError("stale_chain", "another device changed the account first; fetch the chain and try again")
+        }
+        await chains.store(after)
+        return try json(["head": after.head, "sequence": String(after.sequence)], status: .created)
+    }
+
+    func devices(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, _, _) = try await authenticated(request, context)
+        let devices = try await database.devices(account).map {
+            DeviceInfo(id: $0.id, name: $0.name, status: $0.revoked == nil ? .active : .revoked, added: $0.added,
+                       revoked: $0.revoked, lastSeen: $0.lastSeen)
+        }
+        return try json(["devices": devices])
+    }
+
+    // MARK: Keys
+
+    func boxes(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, device, _) = try await authenticated(request, context)
+        var generation: UInt32?
+        if let text = request.uri.queryParameters.get("generation") {
+            guard let value = UInt32(text) else { throw APIError.badRequest("generation is a positive number") }
+            generation = value
+        }
+        // A device reads the boxes sealed to it; `recipient=all` lists every box (for audit).
+        let all = request.uri.queryParameters.get("recipient") == "all"
+        let boxes = try await database.boxes(account, recipient: all ? nil : device.id.rawValue, generation: generation)
+        return try json(["boxes": boxes])
+    }
+
+    func wraps(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, _, _) = try await authenticated(request, context)
+        var member: MemberID?
+        if let text = request.uri.queryParameters.get("member") {
+            guard let id = MemberID(rawValue: text) else { throw APIError.badRequest("member is 32 lowercase hex digits") }
+            member = id
+        }
+        return try json(["wraps": try await database.wraps(account, member: member)])
+    }
+
+    func recovery(_ request: Request, _ context: Context) async throws -> Response {
+        let account = try accountParameter(context)
+        guard let slot = try await database.recoverySlot(account) else { throw APIError.notFound("recovery slot") }
+        return try json(slot)
+    }
+
+    func audit(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, _, _) = try await authenticated(request, context)
+        var after: Int64 = 0
+        if let text = request.uri.queryParameters.get("after") {
+            guard let value = Int64(text), value >= 0 else { throw APIError.badRequest("after is an audit entry id") }
+            after = value
+        }
+        return try json(["entries": try await database.audit(account, after: after)])
+    }
+
+    // MARK: Attachments
+
+    func putAttachment(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, device, bytes) = try await authenticated(request, context, limit: configuration.maxAttachmentBytes)
+        let member = try memberParameter(context)
+        let address = try addressParameter(context)
+        guard try await state(account).members[member] != nil else { throw APIError.notFound("member") }
+        guard bytes.count >= 62, (try? Envelope(bytes: bytes)) != nil else {
+            throw APIError.badRequest("an attachment body is a sealed envelope (docs/formats/envelope.md)")
+        }
+        let info = try await database.putAttachment(account, member: member, address: address.description, data: Data(bytes), device: device.id)
+        return try json(info, status: info.existed == true ? .ok : .created)
+    }
+
+    func getAttachment(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, _, _) = try await authenticated(request, context)
+        let member = try memberParameter(context)
+        let address = try addressParameter(context)
+        guard let data = try await database.attachment(account, member: member, address: address.description) else {
+            throw APIError.notFound("attachment")
+        }
+        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    func listAttachments(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, _, _) = try await authenticated(request, context)
+        let member = try memberParameter(context)
+        return try json(["attachments": try await database.attachments(account, member: member)])
+    }
+
+    func addressParameter(_ context: Context) throws -> ContentAddress {
+        guard let text = context.parameters.get("address"), let address = ContentAddress(text) else {
+            throw APIError.badRequest("the address in the path is ca1.<generation>.<64 lowercase hex digits>")
+        }
+        return address
+    }
+
+    // MARK: Conversions
+
+    func stored(_ link: ChainLink) throws -> StoredLink {
+        StoredLink(sequence: link.sequence, hash: link.hash, json: try JSONEncoder().encode(link))
+    }
+
+    func checked(_ slot: RecoverySlot) throws -> RecoverySlot {
+        guard (try? Hex.decode(slot.salt))?.count == 16, (try? Hex.decode(slot.authKey))?.count == 32,
+              (try? Hex.decode(slot.boxKey))?.count == 32, base64Decode(slot.anchor).map({ $0.count >= 62 }) == true
+        else { throw APIError.badRequest("a recovery slot has a 16-byte hex salt, 32-byte hex keys and a base64 envelope") }
+        do {
+            _ = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
+        } catch let error as CryptoError {
+            throw APIError(.badRequest, "weak_kdf", error.message)
+        }
+        return slot
+    }
+}

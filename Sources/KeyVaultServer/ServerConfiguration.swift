@@ -1,0 +1,85 @@
+import Foundation
+
+/// How `keyctl serve` runs. Built from options and `KEYVAULT_*` environment
+/// variables, and validated before the server starts: a bad value stops it with a
+/// message that names the setting.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// SQLite database file (WAL); created if missing.
+    public var databasePath = "keyvault.sqlite"
+    /// Largest attachment accepted, in bytes.
+    public var maxAttachmentBytes = 10 * 1024 * 1024
+    /// Largest JSON body accepted, in bytes.
+    public var maxJSONBytes = 1024 * 1024
+    /// Accepted clock difference for signed requests, in seconds.
+    public var signatureWindowSeconds: Int64 = 300
+    /// When set, creating an account needs `KeyVault-Invite: <token>`.
+    public var inviteToken: String?
+    /// swift-log level: trace, debug, info, notice, warning, error, critical.
+    public var logLevel = "info"
+
+    public init() {}
+
+    /// The environment variables read, with what they set.
+    public static let environmentVariables: [(name: String, help: String)] = [
+        ("KEYVAULT_HOST", "address to listen on (default 127.0.0.1)"),
+        ("KEYVAULT_PORT", "port, 0-65535 (default 8080; 0 picks a free one)"),
+        ("KEYVAULT_DATABASE", "SQLite file (default ./keyvault.sqlite)"),
+        ("KEYVAULT_MAX_ATTACHMENT_BYTES", "largest attachment (default 10485760)"),
+        ("KEYVAULT_SIGNATURE_WINDOW", "accepted clock difference in seconds (default 300)"),
+        ("KEYVAULT_INVITE_TOKEN", "if set, account creation needs this token (KeyVault-Invite header)"),
+        ("KEYVAULT_LOG_LEVEL", "trace, debug, info, notice, warning, error or critical (default info)"),
+    ]
+
+    /// Applies `KEYVAULT_*` variables from `environment`.
+    ///
+    /// - Throws: `ConfigurationError` naming the variable and what it accepts.
+    public mutating func apply(environment: [String: String]) throws {
+        if let value = environment["KEYVAULT_HOST"] { host = value }
+        if let value = environment["KEYVAULT_PORT"] { port = try Self.integer(value, "KEYVAULT_PORT", 0...65535) }
+        if let value = environment["KEYVAULT_DATABASE"] { databasePath = value }
+        if let value = environment["KEYVAULT_MAX_ATTACHMENT_BYTES"] {
+            maxAttachmentBytes = try Self.integer(value, "KEYVAULT_MAX_ATTACHMENT_BYTES", 1...(1 << 30))
+        }
+        if let value = environment["KEYVAULT_SIGNATURE_WINDOW"] {
+            signatureWindowSeconds = Int64(try Self.integer(value, "KEYVAULT_SIGNATURE_WINDOW", 10...3600))
+        }
+        if let value = environment["KEYVAULT_INVITE_TOKEN"] { inviteToken = value }
+        if let value = environment["KEYVAULT_LOG_LEVEL"] { logLevel = value }
+    }
+
+    /// - Throws: `ConfigurationError` for any value out of range.
+    public func validate() throws {
+        guard !host.isEmpty else { throw ConfigurationError("the host is empty") }
+        guard (0...65535).contains(port) else { throw ConfigurationError("port \(port) is not between 0 and 65535") }
+        guard !databasePath.isEmpty else { throw ConfigurationError("the database path is empty") }
+        guard (1...(1 << 30)).contains(maxAttachmentBytes) else {
+            throw ConfigurationError("the attachment limit must be between 1 byte and 1 GiB")
+        }
+        guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) else {
+            throw ConfigurationError("log level '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        if let inviteToken, inviteToken.utf8.count < 16 {
+            throw ConfigurationError("KEYVAULT_INVITE_TOKEN must be at least 16 characters")
+        }
+        let directory = URL(fileURLWithPath: databasePath).deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ConfigurationError("the database directory \(directory) does not exist")
+        }
+    }
+
+    private static func integer(_ text: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError("\(name)=\(text) is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+}
+
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,381 @@
+import Foundation
+import GRDB
+import KeyVaultModel
+
+/// Why the store refused a write. The server maps each case to an HTTP answer.
+public enum StoreError: Error, Sendable, Equatable {
+    /// The chain head moved since the writer read it.
+    case staleChain(currentHead: String)
+    case accountExists
+    case notFound
+}
+
+/// A device as the server keeps it: what signed requests are checked against.
+public struct StoredDevice: Sendable, Equatable {
+    public var id: DeviceID
+    public var account: AccountID
+    public var name: String
+    public var signingKey: [UInt8]
+    public var boxKey: [UInt8]
+    public var added: UInt64
+    public var revoked: UInt64?
+    public var lastSeen: Int64?
+
+    public init(id: DeviceID, account: AccountID, name: String, signingKey: [UInt8], boxKey: [UInt8],
+                added: UInt64, revoked: UInt64? = nil, lastSeen: Int64? = nil) {
+        self.id = id
+        self.account = account
+        self.name = name
+        self.signingKey = signingKey
+        self.boxKey = boxKey
+        self.added = added
+        self.revoked = revoked
+        self.lastSeen = lastSeen
+    }
+}
+
+/// One chain link as stored: its JSON, sequence and hash.
+public struct StoredLink: Sendable, Equatable {
+    public var sequence: UInt64
+    public var hash: String
+    public var json: Data
+    public init(sequence: UInt64, hash: String, json: Data) {
+        self.sequence = sequence
+        self.hash = hash
+        self.json = json
+    }
+}
+
+/// Everything one chain append writes, in one transaction.
+public struct ChainWrite: Sendable {
+    public var link: StoredLink
+    /// The head the writer saw; the write is refused if the head moved.
+    public var expectedHead: String
+    public var newDevices: [StoredDevice] = []
+    public var revokedDevices: [DeviceID] = []
+    public var boxes: [KeyBox] = []
+    public var wraps: [MemberWrap] = []
+    public var recovery: RecoverySlot?
+    public var audit: (event: String, device: String?, detail: String?)
+
+    public init(link: StoredLink, expectedHead: String, audit: (event: String, device: String?, detail: String?)) {
+        self.link = link
+        self.expectedHead = expectedHead
+        self.audit = audit
+    }
+}
+
+/// The service's storage: SQLite through GRDB (WAL, foreign keys, append-only
+/// migrations). Every method is one transaction. Statement arguments are never logged.
+public struct KeyVaultDatabase: Sendable {
+    private let writer: any DatabaseWriter
+
+    /// Opens (creating if needed) the database file at `path` and migrates it.
+    public static func open(path: String) throws -> KeyVaultDatabase {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")  // WAL: durable at checkpoints, never corrupt
+        }
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        return try KeyVaultDatabase(writer: pool)
+    }
+
+    /// An empty database in memory, for tests.
+    public static func inMemory() throws -> KeyVaultDatabase {
+        try KeyVaultDatabase(writer: DatabaseQueue())
+    }
+
+    init(writer: any DatabaseWriter) throws {
+        self.writer = writer
+        try Self.migrator.migrate(writer)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        // Append-only: never edit a registered migration; add a new one.
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE accounts (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    created INTEGER NOT NULL,
+                    head TEXT NOT NULL,
+                    sequence INTEGER NOT NULL
+                ) STRICT;
+                CREATE TABLE links (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    sequence INTEGER NOT NULL,
+                    hash TEXT NOT NULL,
+                    json BLOB NOT NULL,
+                    PRIMARY KEY (account, sequence)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE devices (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    signing_key BLOB NOT NULL,
+                    box_key BLOB NOT NULL,
+                    added INTEGER NOT NULL,
+                    revoked INTEGER,
+                    last_seen INTEGER
+                ) STRICT;
+                CREATE INDEX devices_account ON devices(account);
+                CREATE TABLE recovery_slots (
+                    account TEXT PRIMARY KEY NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    json BLOB NOT NULL
+                ) STRICT;
+                CREATE TABLE key_boxes (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    generation INTEGER NOT NULL,
+                    recipient TEXT NOT NULL,
+                    json BLOB NOT NULL,
+                    PRIMARY KEY (account, generation, recipient)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE member_wraps (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    member TEXT NOT NULL,
+                    member_generation INTEGER NOT NULL,
+                    master_generation INTEGER NOT NULL,
+                    envelope TEXT NOT NULL,
+                    PRIMARY KEY (account, member, member_generation, master_generation)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE attachments (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    member TEXT NOT NULL,
+                    address TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    data BLOB NOT NULL,
+                    PRIMARY KEY (account, member, address)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE audit (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    time INTEGER NOT NULL,
+                    event TEXT NOT NULL,
+                    device TEXT,
+                    detail TEXT
+                ) STRICT;
+                CREATE INDEX audit_account ON audit(account, id);
+                """)
+        }
+        return migrator
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    // MARK: Accounts and the chain
+
+    /// Creates an account from its genesis link, first device and boxes.
+    ///
+    /// - Throws: `StoreError.accountExists` when the account (or device) is already there.
+    public func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
+                              recovery: RecoverySlot?) async throws {
+        try await writer.write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
+                || Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ?", arguments: [device.id.rawValue]) == true {
+                throw StoreError.accountExists
+            }
+            try db.execute(sql: "INSERT INTO accounts (id, created, head, sequence) VALUES (?, ?, ?, 0)",
+                           arguments: [account.rawValue, Self.now(), genesis.hash])
+            try Self.insert(genesis, account: account, db)
+            try Self.insert(device, db)
+            for box in boxes { try Self.insert(box, account: account, db) }
+            if let recovery { try Self.upsert(recovery, account: account, db) }
+            try Self.audit(db, account: account, event: "link.genesis", device: device.id.rawValue, detail: nil)
+        }
+    }
+
+    /// Appends one link and everything that goes with it, if the head is still the expected one.
+    ///
+    /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`.
+    public func append(_ account: AccountID, _ write: ChainWrite) async throws {
+        try await writer.write { db in
+            guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
+                throw StoreError.notFound
+            }
+            guard head == write.expectedHead else { throw StoreError.staleChain(currentHead: head) }
+            try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
+                           arguments: [write.link.hash, write.link.sequence, account.rawValue])
+            try Self.insert(write.link, account: account, db)
+            for device in write.newDevices { try Self.insert(device, db) }
+            for id in write.revokedDevices {
+                try db.execute(sql: "UPDATE devices SET revoked = ? WHERE id = ? AND account = ?",
+                               arguments: [write.link.sequence, id.rawValue, account.rawValue])
+            }
+            for box in write.boxes { try Self.insert(box, account: account, db) }
+            for wrap in write.wraps {
+                try db.execute(sql: """
+                    INSERT OR REPLACE INTO member_wraps (account, member, member_generation, master_generation, envelope)
+                    VALUES (?, ?, ?, ?, ?)
+                    """, arguments: [account.rawValue, wrap.member.rawValue, wrap.memberGeneration, wrap.masterGeneration, wrap.envelope])
+            }
+            if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
+            try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, detail: write.audit.detail)
+        }
+    }
+
+    /// The chain's links from `after` (exclusive), in order, and the head.
+    public func links(_ account: AccountID, after: UInt64? = nil) async throws -> (links: [StoredLink], head: String)? {
+        try await writer.read { db in
+            guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
+                return nil
+            }
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT sequence, hash, json FROM links WHERE account = ? AND sequence > ? ORDER BY sequence
+                """, arguments: [account.rawValue, after.map { Int64($0) } ?? -1])
+            return (rows.map { StoredLink(sequence: UInt64($0["sequence"] as Int64), hash: $0["hash"], json: $0["json"]) }, head)
+        }
+    }
+
+    /// Deletes the account and everything of it (links, devices, boxes, wraps,
+    /// attachments, recovery slot, audit log) in one transaction.
+    public func deleteAccount(_ account: AccountID) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
+            guard db.changesCount > 0 else { throw StoreError.notFound }
+        }
+    }
+
+    // MARK: Devices
+
+    public func device(_ id: DeviceID) async throws -> StoredDevice? {
+        try await writer.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id.rawValue]).map(Self.device)
+        }
+    }
+
+    public func devices(_ account: AccountID) async throws -> [StoredDevice] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE account = ? ORDER BY added", arguments: [account.rawValue]).map(Self.device)
+        }
+    }
+
+    /// Records that a device made a signed request (at most once a minute per device).
+    public func touch(_ id: DeviceID, at time: Int64) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "UPDATE devices SET last_seen = ? WHERE id = ? AND (last_seen IS NULL OR last_seen < ?)",
+                           arguments: [time, id.rawValue, time - 60])
+        }
+    }
+
+    // MARK: Boxes, wraps, recovery
+
+    public func boxes(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [KeyBox] {
+        try await writer.read { db in
+            var sql = "SELECT json FROM key_boxes WHERE account = ?"
+            var arguments: StatementArguments = [account.rawValue]
+            if let recipient { sql += " AND recipient = ?"; arguments += [recipient] }
+            if let generation { sql += " AND generation = ?"; arguments += [generation] }
+            sql += " ORDER BY generation, recipient"
+            return try Data.fetchAll(db, sql: sql, arguments: arguments).map { try JSONDecoder().decode(KeyBox.self, from: $0) }
+        }
+    }
+
+    public func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap] {
+        try await writer.read { db in
+            var sql = "SELECT member, member_generation, master_generation, envelope FROM member_wraps WHERE account = ?"
+            var arguments: StatementArguments = [account.rawValue]
+            if let member { sql += " AND member = ?"; arguments += [member.rawValue] }
+            sql += " ORDER BY member, member_generation, master_generation"
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+                MemberWrap(member: MemberID(unchecked: row["member"]), memberGeneration: UInt32(row["member_generation"] as Int64),
+                           masterGeneration: UInt32(row["master_generation"] as Int64), envelope: row["envelope"])
+            }
+        }
+    }
+
+    public func recoverySlot(_ account: AccountID) async throws -> RecoverySlot? {
+        try await writer.read { db in
+            try Data.fetchOne(db, sql: "SELECT json FROM recovery_slots WHERE account = ?", arguments: [account.rawValue])
+                .map { try JSONDecoder().decode(RecoverySlot.self, from: $0) }
+        }
+    }
+
+    // MARK: Attachments
+
+    /// Stores an attachment unless its address is already there for this member.
+    ///
+    /// - Returns: the stored attachment and whether it already existed.
+    public func putAttachment(_ account: AccountID, member: MemberID, address: String, data: Data,
+                              device: DeviceID) async throws -> AttachmentInfo {
+        try await writer.write { db in
+            if let row = try Row.fetchOne(db, sql: "SELECT size, created FROM attachments WHERE account = ? AND member = ? AND address = ?",
+                                          arguments: [account.rawValue, member.rawValue, address]) {
+                return AttachmentInfo(address: address, size: Int(row["size"] as Int64), created: row["created"], existed: true)
+            }
+            let now = Self.now()
+            try db.execute(sql: "INSERT INTO attachments (account, member, address, size, created, data) VALUES (?, ?, ?, ?, ?, ?)",
+                           arguments: [account.rawValue, member.rawValue, address, data.count, now, data])
+            try Self.audit(db, account: account, event: "attachment.put", device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
+        }
+    }
+
+    public func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
+        try await writer.read { db in
+            try Data.fetchOne(db, sql: "SELECT data FROM attachments WHERE account = ? AND member = ? AND address = ?",
+                              arguments: [account.rawValue, member.rawValue, address])
+        }
+    }
+
+    public func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT address, size, created FROM attachments WHERE account = ? AND member = ? ORDER BY created, address",
+                             arguments: [account.rawValue, member.rawValue]).map {
+                AttachmentInfo(address: $0["address"], size: Int($0["size"] as Int64), created: $0["created"])
+            }
+        }
+    }
+
+    // MARK: Audit
+
+    public func recordAudit(_ account: AccountID, event: String, device: String?, detail: String?) async throws {
+        try await writer.write { db in try Self.audit(db, account: account, event: event, device: device, detail: detail) }
+    }
+
+    public func audit(_ account: AccountID, after: Int64 = 0, limit: Int = 1000) async throws -> [AuditEntry] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE account = ? AND id > ? ORDER BY id LIMIT ?",
+                             arguments: [account.rawValue, after, limit]).map {
+                AuditEntry(id: $0["id"], time: $0["time"], event: $0["event"], device: $0["device"], detail: $0["detail"])
+            }
+        }
+    }
+
+    // MARK: Rows
+
+    private static func insert(_ link: StoredLink, account: AccountID, _ db: Database) throws {
+        try db.execute(sql: "INSERT INTO links (account, sequence, hash, json) VALUES (?, ?, ?, ?)",
+                       arguments: [account.rawValue, link.sequence, link.hash, link.json])
+    }
+
+    private static func insert(_ device: StoredDevice, _ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO devices (id, account, name, signing_key, box_key, added, revoked) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [device.id.rawValue, device.account.rawValue, device.name, Data(device.signingKey),
+                             Data(device.boxKey), device.added, device.revoked])
+    }
+
+    private static func insert(_ box: KeyBox, account: AccountID, _ db: Database) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO key_boxes (account, generation, recipient, json) VALUES (?, ?, ?, ?)",
+                       arguments: [account.rawValue, box.generation, box.recipient, try JSONEncoder().encode(box)])
+    }
+
+    private static func upsert(_ slot: RecoverySlot, account: AccountID, _ db: Database) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO recovery_slots (account, json) VALUES (?, ?)",
+                       arguments: [account.rawValue, try JSONEncoder().encode(slot)])
+    }
+
+    private static func audit(_ db: Database, account: AccountID, event: String, device: String?, detail: String?) throws {
+        try db.execute(sql: "INSERT INTO audit (account, time, event, device, detail) VALUES (?, ?, ?, ?, ?)",
+                       arguments: [account.rawValue, now(), event, device, detail])
+    }
+
+    private static func device(_ row: Row) -> StoredDevice {
+        StoredDevice(id: DeviceID(unchecked: row["id"]), account: AccountID(unchecked: row["account"]), name: row["name"],
+                     signingKey: [UInt8](row["signing_key"] as Data), boxKey: [UInt8](row["box_key"] as Data),
+                     added: UInt64(row["added"] as Int64), revoked: (row["revoked"] as Int64?).map(UInt64.init),
+                     lastSeen: row["last_seen"])
+    }
+}
