@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium",
@@ -64,6 +65,7 @@ let package = Package(
         .testTarget(name: "KeyVaultServerTests", dependencies: [
             "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "KeyVaultCommandsTests", dependencies: ["KeyVaultCommands", "keyctl"]),
     ],

@@ -99,6 +99,14 @@ public struct AppendRequest: Sendable, Codable {
         self.wraps = wraps
         self.recovery = recovery
     }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        link = try c.decode(ChainLink.self, forKey: .link)
+        boxes = try c.decodeIfPresent([KeyBox].self, forKey: .boxes) ?? []
+        wraps = try c.decodeIfPresent([MemberWrap].self, forKey: .wraps) ?? []
+        recovery = try c.decodeIfPresent(RecoverySlot.self, forKey: .recovery)
+    }
 }
 
 public struct ChainResponse: Sendable, Codable {

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultStore
 
 /// Every refusal the service makes: an HTTP status, a stable snake_case code and
 /// a message. The body is always `{"error": {"code", "message"}}`.
@@ -61,6 +62,14 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             default: (error.status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_"), error.body ?? error.status.reasonPhrase)
             }
             throw APIError(error.status, code, message)
+        } catch let error as StoreError {
+            let api: APIError = switch error {
+            case .staleChain: APIError(.conflict, "stale_chain", "another device changed the account first; fetch the chain and try again")
+            case .accountExists: APIError(.conflict, "account_exists", "that account (or its first device) already exists")
+            case .notFound: APIError.notFound("account")
+            }
+            context.logger.info("refused", metadata: ["code": .string(api.code)])
+            throw api
         } catch is DecodingError {
             throw APIError.badRequest("the JSON body does not have the expected fields and types")
         } catch {

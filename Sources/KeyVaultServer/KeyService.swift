@@ -32,9 +32,17 @@ struct KeyService: Sendable {
 
     // MARK: Helpers
 
+    /// Reads the body as it streams in, refusing (413) as soon as it passes `limit`:
+    /// at once when Content-Length already says so, else when the bytes do.
     func body(_ request: Request, limit: Int) async throws -> [UInt8] {
-        var buffer = try await request.body.collect(upTo: limit)
-        return buffer.readBytes(length: buffer.readableBytes) ?? []
+        let tooLarge = APIError(.contentTooLarge, "payload_too_large", "the request body is larger than the \(limit) bytes this endpoint accepts")
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { throw tooLarge }
+        var bytes = [UInt8]()
+        for try await var chunk in request.body {
+            guard bytes.count + chunk.readableBytes <= limit else { throw tooLarge }
+            bytes += chunk.readBytes(length: chunk.readableBytes) ?? []
+        }
+        return bytes
     }
 
     func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {

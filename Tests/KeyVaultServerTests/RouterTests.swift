@@ -1,0 +1,275 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import Testing
+@testable import KeyVaultServer
+
+@Test func healthAnswersOK() async throws {
+    try await testApplication().test(.router) { client in
+        let response = try await client.execute(uri: "/health", method: .get)
+        #expect(response.status == .ok)
+        #expect(String(buffer: response.body) == #"{"status":"ok"}"#)
+    }
+}
+
+@Test func openAPIDescribesExactlyTheRoutes() async throws {
+    try await testApplication().test(.router) { client in
+        let response = try await client.execute(uri: "/openapi.json", method: .get)
+        #expect(response.status == .ok)
+        let spec = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+        #expect(spec["openapi"] as? String == "3.1.0")
+        let paths = try #require(spec["paths"] as? [String: [String: Any]])
+        let documented = Set(paths.flatMap { path, operations in operations.keys.map { "\($0.uppercased()) \(path)" } })
+        let routed = Set(APIRoutes.table.map { "\($0.method) \($0.path)" })
+        #expect(documented == routed)
+    }
+}
+
+@Test func anAccountIsCreatedFromASelfSignedGenesis() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let again = try await client.execute(uri: "/v1/accounts", method: .post,
+                                             body: try jsonBody(CreateAccountRequest(genesis: phone.genesis(), boxes: [], recovery: nil)))
+        #expect(again.status == .conflict && errorCode(again) == "account_exists")
+        let chain = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain")
+        #expect(chain.status == .ok)
+        let body = try decode(ChainResponse.self, chain)
+        #expect(body.links.count == 1 && body.head == state.head && body.account == state.account)
+    }
+}
+
+@Test func aGenesisWithABadSignatureOrShapeIsRefused() async throws {
+    try await testApplication().test(.router) { client in
+        var forged = TestDevice("phone").genesis()
+        forged.body["name"] = "evil"
+        var response = try await client.execute(uri: "/v1/accounts", method: .post,
+                                                body: try jsonBody(CreateAccountRequest(genesis: forged, boxes: [], recovery: nil)))
+        #expect(response.status == .unauthorized && errorCode(response) == "bad_signature")
+        var other = TestDevice("phone").genesis()
+        other.signer = TestDevice("x").id.rawValue
+        response = try await client.execute(uri: "/v1/accounts", method: .post,
+                                            body: try jsonBody(CreateAccountRequest(genesis: other, boxes: [], recovery: nil)))
+        #expect(response.status == .badRequest && errorCode(response) == "malformed_link")
+    }
+}
+
+@Test func accountCreationCanRequireAnInvite() async throws {
+    try await testApplication { $0.inviteToken = "family-invite-0123456789" }.test(.router) { client in
+        let request = CreateAccountRequest(genesis: TestDevice("phone").genesis(), boxes: [], recovery: nil)
+        var response = try await client.execute(uri: "/v1/accounts", method: .post, body: try jsonBody(request))
+        #expect(response.status == .forbidden && errorCode(response) == "invite_required")
+        response = try await client.execute(uri: "/v1/accounts", method: .post,
+                                            headers: [HTTPField.Name("KeyVault-Invite")!: "family-invite-0123456789"], body: try jsonBody(request))
+        #expect(response.status == .created)
+    }
+}
+
+@Test func signedRequestsAreRefusedWithPreciseCodes() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let uri = "/v1/accounts/\(state.account)/chain"
+
+        var response = try await client.execute(uri: uri, method: .get)
+        #expect(response.status == .unauthorized && errorCode(response) == "unsigned_request")
+
+        response = try await client.signed(TestDevice("stranger"), .get, uri)
+        #expect(response.status == .unauthorized && errorCode(response) == "unknown_device")
+
+        var headers = phone.signedHeaders(.get, uri, body: [])
+        headers[HTTPField.Name(RequestSignature.signatureHeader)!] = base64Encode([UInt8](repeating: 1, count: 64))
+        response = try await client.execute(uri: uri, method: .get, headers: headers)
+        #expect(response.status == .unauthorized && errorCode(response) == "bad_signature")
+
+        // Signed for another path: the signature covers method, path and query.
+        headers = phone.signedHeaders(.get, "/v1/accounts/\(state.account)/devices", body: [])
+        response = try await client.execute(uri: uri, method: .get, headers: headers)
+        #expect(errorCode(response) == "bad_signature")
+
+        headers = phone.signedHeaders(.get, uri, body: [], timestamp: Int64(Date().timeIntervalSince1970) - 3600)
+        response = try await client.execute(uri: uri, method: .get, headers: headers)
+        #expect(response.status == .unauthorized && errorCode(response) == "stale_timestamp")
+
+        headers = phone.signedHeaders(.get, uri, body: [])
+        #expect(try await client.execute(uri: uri, method: .get, headers: headers).status == .ok)
+        response = try await client.execute(uri: uri, method: .get, headers: headers)
+        #expect(response.status == .unauthorized && errorCode(response) == "replayed_nonce")
+
+        headers[HTTPField.Name(RequestSignature.nonceHeader)!] = "not hex!"
+        response = try await client.execute(uri: uri, method: .get, headers: headers)
+        #expect(response.status == .unauthorized && errorCode(response) == "malformed_signature")
+
+        // A device of one account cannot read another account.
+        let other = try await client.createAccount(TestDevice("other phone"))
+        response = try await client.signed(phone, .get, "/v1/accounts/\(other.account)/chain")
+        #expect(response.status == .forbidden && errorCode(response) == "wrong_account")
+    }
+}
+
+@Test func aDeviceIsAddedAndARevokedDeviceIsRefusedOnItsNextRequest() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone"), tablet = TestDevice("tablet")
+        var state = try await client.createAccount(phone)
+        let masterKey = SymmetricKey()
+        let add = phone.link(.deviceAdd, after: state, body: tablet.deviceFields)
+        var response = try await client.append(phone, &state, AppendRequest(
+            link: add, boxes: [try phone.box(masterKey, generation: 1, for: tablet, account: state.account)]))
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+
+        response = try await client.signed(tablet, .get, "/v1/accounts/\(state.account)/boxes")
+        let boxes = try decode([String: [KeyBox]].self, response)["boxes"] ?? []
+        #expect(boxes.count == 1 && boxes[0].recipient == tablet.id.rawValue)
+        let opened = try tablet.agreement.openSealedBox(try #require(base64Decode(boxes[0].box)))
+        #expect(opened == masterKey.bytes)
+
+        response = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/devices")
+        let devices = try decode([String: [DeviceInfo]].self, response)["devices"] ?? []
+        #expect(devices.map(\.name) == ["phone", "tablet"] && devices.allSatisfy { $0.status == .active })
+
+        let revoke = phone.link(.deviceRevoke, after: state, body: ["device": tablet.id.rawValue])
+        response = try await client.append(phone, &state, AppendRequest(link: revoke))
+        #expect(response.status == .created)
+
+        response = try await client.signed(tablet, .get, "/v1/accounts/\(state.account)/chain")
+        #expect(response.status == .forbidden && errorCode(response) == "device_revoked")
+
+        // The last active device cannot be revoked.
+        let last = phone.link(.deviceRevoke, after: state, body: ["device": phone.id.rawValue])
+        response = try await client.append(phone, &state, AppendRequest(link: last))
+        #expect(response.status == .badRequest && errorCode(response) == "last_device")
+
+        // The refusal is in the audit log.
+        response = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/audit")
+        let events = (try decode([String: [AuditEntry]].self, response)["entries"] ?? []).map(\.event)
+        #expect(events.contains("link.device.revoke") && events.contains("refused.device_revoked"))
+    }
+}
+
+@Test func aLinkThatDoesNotFollowIsRefusedAndChangesNothing() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        var state = try await client.createAccount(phone)
+        let head = state.head
+        // Skips a master generation.
+        var response = try await client.append(phone, &state, AppendRequest(link: phone.link(.masterRotate, after: state, body: ["masterGeneration": "3"])))
+        #expect(response.status == .conflict && errorCode(response) == "stale_generation")
+        // Signed by a device that is not in the account.
+        let stranger = TestDevice("stranger")
+        var foreign = stranger.link(.masterRotate, after: state, body: ["masterGeneration": "2"])
+        foreign.signer = stranger.id.rawValue
+        response = try await client.append(phone, &state, AppendRequest(link: foreign))
+        #expect(errorCode(response) == "unknown_signer")
+        // A box signed by nobody in the account.
+        let rotate = phone.link(.masterRotate, after: state, body: ["masterGeneration": "2"])
+        response = try await client.append(phone, &state, AppendRequest(
+            link: rotate, boxes: [try stranger.box(SymmetricKey(), generation: 2, for: phone, account: state.account)]))
+        #expect(errorCode(response) == "unknown_signer")
+        let chain = try decode(ChainResponse.self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain"))
+        #expect(chain.head == head && chain.links.count == 1)
+    }
+}
+
+@Test func twoDevicesRotatingAtOnceEndOnOneChain() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone"), tablet = TestDevice("tablet")
+        var state = try await client.createAccount(phone)
+        try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
+        let snapshot = state
+        // Both sign a rotation on the same head and send them together.
+        let fromPhone = AppendRequest(link: phone.link(.masterRotate, after: snapshot, body: ["masterGeneration": "2"]))
+        let fromTablet = AppendRequest(link: tablet.link(.masterRotate, after: snapshot, body: ["masterGeneration": "2"]))
+        let chainURI = "/v1/accounts/\(snapshot.account)/chain"
+        async let first = client.signedJSON(phone, .post, chainURI, fromPhone)
+        async let second = client.signedJSON(tablet, .post, chainURI, fromTablet)
+        let statuses = [try await first, try await second].map { ($0.status, errorCode($0)) }
+        #expect(statuses.filter { $0.0 == .created }.count == 1)
+        #expect(statuses.contains { $0.0 == .conflict && $0.1 == "stale_chain" })
+        // The loser retries on top of the new head.
+        let chain = try decode(ChainResponse.self, try await client.signed(tablet, .get, "/v1/accounts/\(state.account)/chain"))
+        var latest = try ChainState(links: chain.links)
+        #expect(latest.masterGeneration == 2)
+        let retry = try await client.append(tablet, &latest, AppendRequest(link: tablet.link(.masterRotate, after: latest, body: ["masterGeneration": "3"])))
+        #expect(retry.status == .created)
+        #expect(latest.masterGeneration == 3 && latest.sequence == 3)
+    }
+}
+
+@Test func attachmentsAreStoredOncePerMemberAndLimitedInSize() async throws {
+    try await testApplication { $0.maxAttachmentBytes = 4096 }.test(.router) { client in
+        let phone = TestDevice("phone")
+        var state = try await client.createAccount(phone)
+        let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"])))
+        let memberKey = SymmetricKey()
+        let content = SystemRandom.bytes(count: 1000)
+        let address = try ContentAddressKey(memberKey: memberKey, generation: 1).address(of: content)
+        let sealed = try Envelope.seal(content, under: SymmetricKey(), generation: 1,
+                                       context: EnvelopeContext(purpose: "attachment-content", ["object": address.description])).bytes
+        let uri = "/v1/accounts/\(state.account)/members/\(member)/attachments/\(address)"
+        var response = try await client.signed(phone, .put, uri, body: sealed)
+        #expect(response.status == .created)
+        #expect(try decode(AttachmentInfo.self, response).existed == false)
+        response = try await client.signed(phone, .put, uri, body: sealed)
+        #expect(response.status == .ok)
+        #expect(try decode(AttachmentInfo.self, response).existed == true)
+        response = try await client.signed(phone, .get, uri)
+        #expect(response.status == .ok && [UInt8](buffer: response.body) == sealed)
+        response = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/members/\(member)/attachments")
+        #expect((try decode([String: [AttachmentInfo]].self, response)["attachments"] ?? []).map(\.address) == [address.description])
+
+        response = try await client.signed(phone, .put, uri, body: [UInt8](repeating: 1, count: 5000))
+        #expect(response.status == .contentTooLarge && errorCode(response) == "payload_too_large")
+        response = try await client.signed(phone, .put, uri.replacingOccurrences(of: "ca1.1.", with: "ca1.x."), body: sealed)
+        #expect(response.status == .badRequest)
+        response = try await client.signed(phone, .put, uri, body: Array(sealed.prefix(30)))
+        #expect(response.status == .badRequest)
+        let stranger = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        response = try await client.signed(phone, .put, "/v1/accounts/\(state.account)/members/\(stranger)/attachments/\(address)", body: sealed)
+        #expect(response.status == .notFound)
+    }
+}
+
+@Test func deletingAnAccountRemovesEverythingOfIt() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let response = try await client.signed(phone, .delete, "/v1/accounts/\(state.account)")
+        #expect(response.status == .noContent)
+        let after = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain")
+        #expect(after.status == .unauthorized && errorCode(after) == "unknown_device")
+        // The same genesis can found the account again: nothing of it was left.
+        _ = try await client.createAccount(phone)
+    }
+}
+
+@Test func badInputGetsA4xxWithAnErrorBodyAndNeverA500() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let chainURI = "/v1/accounts/\(state.account)/chain"
+        let bodies: [String] = [
+            "", "null", "[]", "{", #"{"link": 5}"#, #"{"link": {"version": "1"}}"#,
+            #"{"link": {"version": 1, "sequence": -1, "previous": "", "type": "x", "signer": "", "time": 0, "body": {}, "signature": ""}}"#,
+            #"{"link": {"version": 1, "sequence": 1, "previous": "zz", "type": "master.rotate", "signer": "a", "time": 0, "body": {}, "signature": "!!"}}"#,
+            String(repeating: "[", count: 10000),
+        ]
+        for body in bodies {
+            let response = try await client.signed(phone, .post, chainURI, body: Array(body.utf8))
+            #expect((400..<500).contains(response.status.code), "\(body.prefix(40)) → \(response.status)")
+            #expect(errorCode(response) != nil)
+        }
+        for (method, uri) in [(HTTPRequest.Method.get, "/v1/nothing"), (.patch, chainURI), (.get, "/v1/accounts/XYZ/chain"),
+                              (.get, chainURI + "?after=minus"), (.get, "/v1/accounts/\(state.account)/boxes?generation=-2")] {
+            let response = try await client.signed(phone, method, uri)
+            #expect((400..<500).contains(response.status.code), "\(method) \(uri) → \(response.status)")
+            #expect(errorCode(response) != nil)
+        }
+        let huge = try await client.signed(phone, .post, chainURI, body: [UInt8](repeating: 32, count: 2 << 20))
+        #expect(huge.status == .contentTooLarge)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import Logging
+import Testing
+@testable import KeyVaultServer
+import KeyVaultStore
+
+/// A device as a client would be: its keys, and helpers that build signed links,
+/// boxes and requests exactly as the formats say.
+struct TestDevice {
+    let signing = Ed25519.PrivateKey()
+    let agreement = X25519.PrivateKey()
+    let name: String
+    var id: DeviceID { deviceID(for: signing.publicKey) }
+
+    init(_ name: String) { self.name = name }
+
+    var deviceFields: [String: String] {
+        ["device": id.rawValue, "name": name, "signingKey": Hex.encode(signing.publicKey.rawRepresentation),
+         "boxKey": Hex.encode(agreement.publicKey.rawRepresentation)]
+    }
+
+    func genesis(time: Int64 = 1_700_000_000) -> ChainLink {
+        var link = ChainLink(sequence: 0, previous: ChainLink.noPrevious, type: .genesis, signer: id.rawValue, time: time,
+                             body: deviceFields.merging(["masterGeneration": "1"]) { a, _ in a })
+        link.sign(with: signing)
+        return link
+    }
+
+    func link(_ type: LinkType, after state: ChainState, body: [String: String]) -> ChainLink {
+        var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: type, signer: id.rawValue,
+                             time: 1_700_000_100, body: body)
+        link.sign(with: signing)
+        return link
+    }
+
+    /// A master key box for `recipient`, signed by this device.
+    func box(_ masterKey: SymmetricKey, generation: UInt32, for recipient: TestDevice, account: AccountID) throws -> KeyBox {
+        let sealed = try recipient.agreement.publicKey.sealedBox(for: masterKey)
+        var box = KeyBox(generation: generation, recipient: recipient.id.rawValue, box: base64Encode(sealed),
+                         signer: id.rawValue, signature: "")
+        box.sign(with: signing, account: account)
+        return box
+    }
+
+    func signedHeaders(_ method: HTTPRequest.Method, _ uri: String, body: [UInt8], timestamp: Int64? = nil,
+                       nonce: String? = nil) -> HTTPFields {
+        let parts = uri.split(separator: "?", maxSplits: 1)
+        var fields = HTTPFields()
+        let time = timestamp ?? Int64(Date().timeIntervalSince1970)
+        let headers = nonce.map {
+            RequestSignature.headers(method: method.rawValue, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : "",
+                                     body: body, device: id, key: signing, timestamp: time, nonce: $0)
+        } ?? RequestSignature.headers(method: method.rawValue, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : "",
+                                      body: body, device: id, key: signing, timestamp: time)
+        for (name, value) in headers { fields[HTTPField.Name(name)!] = value }
+        return fields
+    }
+}
+
+/// A fresh service on an in-memory database.
+func testApplication(_ configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> some ApplicationProtocol {
+    var configuration = ServerConfiguration()
+    configuration.databasePath = "/unused"
+    configure(&configuration)
+    var logger = Logger(label: "test")
+    logger.logLevel = .warning
+    return buildApplication(configuration, database: try KeyVaultDatabase.inMemory(), logger: logger)
+}
+
+func jsonBody(_ value: some Encodable) throws -> ByteBuffer { ByteBuffer(bytes: try JSONEncoder().encode(value)) }
+
+func decode<T: Decodable>(_ type: T.Type, _ response: TestResponse) throws -> T {
+    try JSONDecoder().decode(T.self, from: Data(buffer: response.body))
+}
+
+func errorCode(_ response: TestResponse) -> String? {
+    (try? JSONDecoder().decode(ErrorBody.self, from: Data(buffer: response.body)))?.error.code
+}
+
+extension TestClientProtocol {
+    /// A request signed by `device`.
+    func signed(_ device: TestDevice, _ method: HTTPRequest.Method, _ uri: String, body: [UInt8] = [],
+                headers extra: HTTPFields = [:]) async throws -> TestResponse {
+        var headers = device.signedHeaders(method, uri, body: body)
+        headers.append(contentsOf: extra)
+        return try await execute(uri: uri, method: method, headers: headers, body: ByteBuffer(bytes: body))
+    }
+
+    func signedJSON(_ device: TestDevice, _ method: HTTPRequest.Method, _ uri: String, _ value: some Encodable) async throws -> TestResponse {
+        try await signed(device, method, uri, body: Array(try JSONEncoder().encode(value)), headers: [.contentType: "application/json"])
+    }
+
+    /// Creates an account for `device` with a master key box; returns the state.
+    func createAccount(_ device: TestDevice, masterKey: SymmetricKey = SymmetricKey()) async throws -> ChainState {
+        let genesis = device.genesis()
+        let state = try ChainState(genesis: genesis)
+        let request = CreateAccountRequest(genesis: genesis, boxes: [try device.box(masterKey, generation: 1, for: device, account: state.account)],
+                                           recovery: nil)
+        let response = try await execute(uri: "/v1/accounts", method: .post, headers: [.contentType: "application/json"], body: try jsonBody(request))
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+        return state
+    }
+
+    /// Appends a link (already signed) and applies it to `state` when accepted.
+    @discardableResult
+    func append(_ device: TestDevice, _ state: inout ChainState, _ request: AppendRequest) async throws -> TestResponse {
+        let response = try await signedJSON(device, .post, "/v1/accounts/\(state.account)/chain", request)
+        if response.status == .created { try state.apply(request.link) }
+        return response
+    }
+}
