@@ -1,0 +1,92 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// A running `keyctl serve` on a free loopback port with a fresh database.
+final class RunningServer {
+    let process = Process()
+    let directory: URL
+    let port: Int
+    private let output = Pipe()
+
+    init(arguments: [String] = [], environment: [String: String] = [:]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("kv-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        process.executableURL = keyctlBinary
+        process.arguments = ["serve", "--port", "0", "--database", directory.appendingPathComponent("keyvault.sqlite").path] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first line says where it listens: "keyctl: serving on http://127.0.0.1:PORT (…)".
+        var text = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !text.contains("\n"), Date() < deadline, process.isRunning {
+            text += String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+              let port = Int(text[range].split(separator: ":").last!) else {
+            process.terminate()
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "keyctl serve did not start: \(text)"])
+        }
+        self.port = port
+    }
+
+    func request(_ method: String, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.httpBody = body
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as! HTTPURLResponse).statusCode, data)
+    }
+
+    /// Sends `signal` and waits for the exit status.
+    func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+@Test func realServeAnswersOnAFreePortAndStopsGracefullyOnSIGTERM() async throws {
+    let server = try RunningServer()
+    let (status, body) = try await server.request("GET", "/health")
+    #expect(status == 200 && String(decoding: body, as: UTF8.self) == #"{"status":"ok"}"#)
+    let (missing, error) = try await server.request("GET", "/v1/accounts/00000000000000000000000000000000/chain")
+    #expect(missing == 401 && String(decoding: error, as: UTF8.self).contains("unsigned_request"))
+    let (bad, _) = try await server.request("POST", "/v1/accounts", body: Data("{".utf8))
+    #expect(bad == 400)
+    #expect(server.stop(SIGTERM) == 0)
+    // Closed cleanly: the WAL was checkpointed into the database file and removed.
+    let files = try FileManager.default.contentsOfDirectory(atPath: server.directory.path)
+    #expect(files.contains("keyvault.sqlite") && !files.contains("keyvault.sqlite-wal"), "\(files)")
+}
+
+@Test func realServeRefusesABadConfigurationWithAClearMessage() throws {
+    for (arguments, environment, expected) in [
+        (["serve", "--port", "70000"], [String: String](), "port 70000"),
+        (["serve", "--database", "/nonexistent-dir/kv.sqlite"], [:], "does not exist"),
+        (["serve"], ["KEYVAULT_PORT": "eighty"], "KEYVAULT_PORT=eighty"),
+        (["serve"], ["KEYVAULT_LOG_LEVEL": "loud"], "log level"),
+    ] {
+        let process = Process()
+        process.executableURL = keyctlBinary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 64, "\(arguments) \(environment)")
+        #expect(message.contains("keyctl: error: bad configuration") && message.contains(expected), "\(message)")
+    }
+}
