@@ -182,3 +182,99 @@ public struct ErrorBody: Sendable, Codable, Equatable {
     public var error: Detail
     public init(code: String, message: String) { error = Detail(code: code, message: message) }
 }
+
+// MARK: Recovery enrolment
+
+public struct RecoveryChallenge: Sendable, Codable, Equatable {
+    /// Hex 32 random bytes, single use.
+    public var challenge: String
+    /// Unix seconds after which it is refused.
+    public var expires: Int64
+    public init(challenge: String, expires: Int64) {
+        self.challenge = challenge
+        self.expires = expires
+    }
+}
+
+/// Proof of the recovery code: the challenge signed by the recovery auth key (RA).
+public struct RecoveryProof: Sendable, Codable, Equatable {
+    public var challenge: String
+    /// Base64 Ed25519 signature (docs/formats/request-signature.md, "Recovery proof").
+    public var signature: String
+    public init(challenge: String, signature: String) {
+        self.challenge = challenge
+        self.signature = signature
+    }
+}
+
+/// What a proven recovery code may read: the chain and the master key boxes sealed
+/// to the recovery key, with a token for one enrolment.
+public struct RecoverySession: Sendable, Codable, Equatable {
+    /// Hex 32 random bytes: allows one `recovery/enroll` within five minutes.
+    public var token: String
+    public var expires: Int64
+    public var chain: ChainResponse
+    public var boxes: [KeyBox]
+    public var wraps: [MemberWrap]
+    public init(token: String, expires: Int64, chain: ChainResponse, boxes: [KeyBox], wraps: [MemberWrap]) {
+        self.token = token
+        self.expires = expires
+        self.chain = chain
+        self.boxes = boxes
+        self.wraps = wraps
+    }
+}
+
+/// `POST …/recovery/enroll`: a device.add link signed with the recovery key, and
+/// master key boxes sealed to the new device.
+public struct RecoveryEnrollRequest: Sendable, Codable {
+    public var token: String
+    public var link: ChainLink
+    public var boxes: [KeyBox]
+    public init(token: String, link: ChainLink, boxes: [KeyBox]) {
+        self.token = token
+        self.link = link
+        self.boxes = boxes
+    }
+}
+
+extension ChainResponse: Equatable {}
+
+// MARK: Device links
+
+/// `POST …/link-requests`: a new device asks to join, with its public keys.
+public struct LinkRequestCreate: Sendable, Codable, Equatable {
+    public var device: DeviceID
+    public var name: String
+    /// Hex Ed25519 public key.
+    public var signingKey: String
+    /// Hex X25519 public key.
+    public var boxKey: String
+    /// Hex 16 random bytes chosen by the new device, mixed into the short authentication string.
+    public var nonce: String
+    public init(device: DeviceID, name: String, signingKey: String, boxKey: String, nonce: String) {
+        self.device = device
+        self.name = name
+        self.signingKey = signingKey
+        self.boxKey = boxKey
+        self.nonce = nonce
+    }
+}
+
+public struct LinkRequestInfo: Sendable, Codable, Equatable {
+    public enum Status: String, Sendable, Codable { case pending, approved, refused, expired }
+    /// Short code the new device shows (10 characters of the Crockford base32 alphabet).
+    public var code: String
+    public var status: Status
+    public var expires: Int64
+    public var request: LinkRequestCreate
+    /// The approving device, once approved.
+    public var approver: DeviceID?
+    public init(code: String, status: Status, expires: Int64, request: LinkRequestCreate, approver: DeviceID? = nil) {
+        self.code = code
+        self.status = status
+        self.expires = expires
+        self.request = request
+        self.approver = approver
+    }
+}

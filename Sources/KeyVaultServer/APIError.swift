@@ -67,6 +67,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .staleChain: APIError(.conflict, "stale_chain", "another device changed the account first; fetch the chain and try again")
             case .accountExists: APIError(.conflict, "account_exists", "that account (or its first device) already exists")
             case .notFound: APIError.notFound("account")
+            case .tooManyLinkRequests: APIError(.tooManyRequests, "too_many_link_requests", "this account has too many pending link requests; wait for them to expire")
+            case .linkRequestClosed: APIError(.conflict, "link_request_closed", "this link request is no longer pending")
             }
             context.logger.info("refused", metadata: ["code": .string(api.code)])
             throw api

@@ -8,7 +8,12 @@ import KeyVaultStore
 /// The request context: Hummingbird's core storage, with this service's limits.
 public struct KeyVaultRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    public init(source: Source) { coreContext = .init(source: source) }
+    /// The peer's IP address, for rate limits (not a header: headers can be forged).
+    public let clientAddress: String
+    public init(source: Source) {
+        coreContext = .init(source: source)
+        clientAddress = source.channel.remoteAddress?.ipAddress ?? "local"
+    }
     /// Bodies are collected explicitly with per-route limits; this is the ceiling.
     public var maxUploadSize: Int { 1 << 30 }
 }
@@ -20,6 +25,7 @@ struct KeyService: Sendable {
     let database: KeyVaultDatabase
     let chains = ChainCache()
     let authenticator: Authenticator
+    let recoveryGate = RecoveryGate()
 
     init(configuration: ServerConfiguration, database: KeyVaultDatabase) {
         self.configuration = configuration
@@ -129,12 +135,15 @@ struct KeyService: Sendable {
         let create = try decode(CreateAccountRequest.self, from: try await body(request, limit: configuration.maxJSONBytes))
         let state = try ChainState(genesis: create.genesis)
         for box in create.boxes { try box.verify(in: state) }
+        guard create.recovery == nil else {
+            throw APIError.badRequest("set the recovery code with a recovery.set link after creating the account")
+        }
         let device = state.devices.values.first!
         try await database.createAccount(
             state.account, genesis: try stored(create.genesis),
             device: StoredDevice(id: device.id, account: state.account, name: device.name,
                                  signingKey: device.signingKey.rawRepresentation, boxKey: device.boxKey.rawRepresentation, added: 0),
-            boxes: create.boxes, recovery: try create.recovery.map(checked))
+            boxes: create.boxes, recovery: nil)
         await chains.store(state)
         context.logger.info("account created", metadata: ["account": .string(state.account.rawValue)])
         return try json(CreateAccountResponse(account: state.account, head: state.head), status: .created)
@@ -164,24 +173,41 @@ struct KeyService: Sendable {
 
     func append(_ request: Request, _ context: Context) async throws -> Response {
         let (account, device, bytes) = try await authenticated(request, context)
-        let append = try decode(AppendRequest.self, from: bytes)
+        return try await appendVerified(account, try decode(AppendRequest.self, from: bytes), by: device, context)
+    }
+
+    /// Checks a link (and its boxes and wraps) against the chain and stores it in one
+    /// transaction, if the head has not moved. `device` is the authenticated sender
+    /// (nil for recovery enrolment, where the recovery key signed the link).
+    func appendVerified(_ account: AccountID, _ append: AppendRequest, by device: StoredDevice?, _ context: Context,
+                        approving code: String? = nil) async throws -> Response {
         let before = try await state(account)
         var after = before
         try after.apply(append.link)
-        if append.link.signer != ChainLink.recoverySigner, append.link.signer != device.id.rawValue {
+        if let device, append.link.signer != device.id.rawValue {
             throw APIError(.forbidden, "wrong_signer", "a device may only append links it signed itself")
         }
         for box in append.boxes { try box.verify(in: after) }
+        // The recovery slot travels only with the recovery.set link that authorises its keys.
+        if append.link.type == .recoverySet {
+            guard let slot = append.recovery, let recovery = after.recovery,
+                  slot.authKey == Hex.encode(recovery.authKey.rawRepresentation), slot.boxKey == Hex.encode(recovery.boxKey.rawRepresentation)
+            else { throw APIError.badRequest("a recovery.set link comes with the recovery slot whose keys it names") }
+        } else if append.recovery != nil {
+            throw APIError.badRequest("a recovery slot comes only with a recovery.set link")
+        }
         for wrap in append.wraps {
             guard after.members[wrap.member] != nil, base64Decode(wrap.envelope).map({ (62...4096).contains($0.count) }) == true else {
                 throw APIError.badRequest("a member wrap names a member of the account and carries a base64 envelope")
             }
         }
+        let actor = device?.id.rawValue ?? ChainLink.recoverySigner
         var write = ChainWrite(link: try stored(append.link), expectedHead: before.head,
-                               audit: ("link.\(append.link.type.rawValue)", device.id.rawValue, "sequence \(append.link.sequence)"))
+                               audit: ("link.\(append.link.type.rawValue)", actor, "sequence \(append.link.sequence)"))
         write.boxes = append.boxes
         write.wraps = append.wraps
         write.recovery = try append.recovery.map(checked)
+        if let code, let device { write.approvesLinkRequest = (code, device.id) }
         for (id, added) in after.devices where before.devices[id] == nil {
             write.newDevices.append(StoredDevice(id: id, account: account, name: added.name,
                                                  signingKey: added.signingKey.rawRepresentation,
@@ -193,6 +219,8 @@ struct KeyService: Sendable {
         } catch StoreError.staleChain {
             await chains.forget(account)
             throw ProtocolError("stale_chain", "another device changed the account first; fetch the chain and try again")
+        } catch StoreError.linkRequestClosed {
+            throw APIError(.conflict, "link_request_closed", "this link request is no longer pending")
         }
         await chains.store(after)
         return try json(["head": after.head, "sequence": String(after.sequence)], status: .created)

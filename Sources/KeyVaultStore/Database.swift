@@ -8,6 +8,10 @@ public enum StoreError: Error, Sendable, Equatable {
     case staleChain(currentHead: String)
     case accountExists
     case notFound
+    /// Too many pending device-link requests for the account.
+    case tooManyLinkRequests
+    /// The link request is no longer pending (approved, refused or expired).
+    case linkRequestClosed(status: String)
 }
 
 /// A device as the server keeps it: what signed requests are checked against.
@@ -56,6 +60,8 @@ public struct ChainWrite: Sendable {
     public var boxes: [KeyBox] = []
     public var wraps: [MemberWrap] = []
     public var recovery: RecoverySlot?
+    /// A pending link request this write approves (single use: it must still be pending).
+    public var approvesLinkRequest: (code: String, approver: DeviceID)?
     public var audit: (event: String, device: String?, detail: String?)
 
     public init(link: StoredLink, expectedHead: String, audit: (event: String, device: String?, detail: String?)) {
@@ -159,6 +165,19 @@ public struct KeyVaultDatabase: Sendable {
                 CREATE INDEX audit_account ON audit(account, id);
                 """)
         }
+        migrator.registerMigration("v2 link requests") { db in
+            try db.execute(sql: """
+                CREATE TABLE link_requests (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    code TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    expires INTEGER NOT NULL,
+                    request BLOB NOT NULL,
+                    approver TEXT,
+                    PRIMARY KEY (account, code)
+                ) STRICT, WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 
@@ -195,6 +214,13 @@ public struct KeyVaultDatabase: Sendable {
                 throw StoreError.notFound
             }
             guard head == write.expectedHead else { throw StoreError.staleChain(currentHead: head) }
+            if let (code, approver) = write.approvesLinkRequest {
+                try db.execute(sql: """
+                    UPDATE link_requests SET status = 'approved', approver = ?
+                    WHERE account = ? AND code = ? AND status = 'pending' AND expires >= ?
+                    """, arguments: [approver.rawValue, account.rawValue, code, Self.now()])
+                guard db.changesCount == 1 else { throw StoreError.linkRequestClosed(status: "closed") }
+            }
             try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
                            arguments: [write.link.hash, write.link.sequence, account.rawValue])
             try Self.insert(write.link, account: account, db)
@@ -326,6 +352,58 @@ public struct KeyVaultDatabase: Sendable {
                 AttachmentInfo(address: $0["address"], size: Int($0["size"] as Int64), created: $0["created"])
             }
         }
+    }
+
+    // MARK: Device-link requests
+
+    /// Stores a new pending request, unless the account already has `limit` pending.
+    public func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
+                                  limit: Int) async throws {
+        try await writer.write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true else {
+                throw StoreError.notFound
+            }
+            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM link_requests WHERE account = ? AND status = 'pending' AND expires >= ?",
+                                           arguments: [account.rawValue, Self.now()]) ?? 0
+            guard pending < limit else { throw StoreError.tooManyLinkRequests }
+            try db.execute(sql: "DELETE FROM link_requests WHERE account = ? AND expires < ?", arguments: [account.rawValue, Self.now() - 86400])
+            try db.execute(sql: "INSERT INTO link_requests (account, code, status, expires, request) VALUES (?, ?, 'pending', ?, ?)",
+                           arguments: [account.rawValue, code, expires, try JSONEncoder().encode(request)])
+            try Self.audit(db, account: account, event: "link_request.created", device: request.device.rawValue, detail: nil)
+        }
+    }
+
+    public func linkRequest(_ account: AccountID, code: String) async throws -> LinkRequestInfo? {
+        try await writer.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM link_requests WHERE account = ? AND code = ?", arguments: [account.rawValue, code])
+                .map(Self.linkRequest)
+        }
+    }
+
+    public func pendingLinkRequests(_ account: AccountID) async throws -> [LinkRequestInfo] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM link_requests WHERE account = ? AND status = 'pending' AND expires >= ? ORDER BY expires",
+                             arguments: [account.rawValue, Self.now()]).map(Self.linkRequest)
+        }
+    }
+
+    /// Refuses a pending request; it cannot be approved afterwards.
+    public func refuseLinkRequest(_ account: AccountID, code: String, by device: DeviceID) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "UPDATE link_requests SET status = 'refused', approver = ? WHERE account = ? AND code = ? AND status = 'pending'",
+                           arguments: [device.rawValue, account.rawValue, code])
+            guard db.changesCount == 1 else { throw StoreError.linkRequestClosed(status: "closed") }
+            try Self.audit(db, account: account, event: "link_request.refused", device: device.rawValue, detail: nil)
+        }
+    }
+
+    private static func linkRequest(_ row: Row) throws -> LinkRequestInfo {
+        var status = LinkRequestInfo.Status(rawValue: row["status"]) ?? .expired
+        let expires: Int64 = row["expires"]
+        if status == .pending, expires < now() { status = .expired }
+        return LinkRequestInfo(code: row["code"], status: status, expires: expires,
+                               request: try JSONDecoder().decode(LinkRequestCreate.self, from: row["request"] as Data),
+                               approver: (row["approver"] as String?).map(DeviceID.init(unchecked:)))
     }
 
     // MARK: Audit

@@ -36,12 +36,20 @@ import Testing
             let recoveryWrapKey = try HKDF.deriveKey(from: recoveryEntropy, info: Array("keyvault/v1/recovery-wrap".utf8))
             let anchor = try Envelope.seal(Array(state.account.rawValue.utf8), under: recoveryWrapKey, generation: 1,
                                            context: EnvelopeContext(purpose: "recovery-anchor"))
+            let authKey = Ed25519.PrivateKey(), boxKey = X25519.PrivateKey()
             let slot = RecoverySlot(salt: Hex.encode(SystemRandom.bytes(count: 16)), iterations: 3, memoryKiB: 65536,
-                                    authKey: Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation),
-                                    boxKey: Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation), anchor: anchor.base64)
+                                    authKey: Hex.encode(authKey.publicKey.rawRepresentation),
+                                    boxKey: Hex.encode(boxKey.publicKey.rawRepresentation), anchor: anchor.base64)
             let create = CreateAccountRequest(genesis: genesis, boxes: [try phone.box(masterKey, generation: 1, for: phone, account: state.account)],
-                                              recovery: slot)
+                                              recovery: nil)
             #expect(try await client.execute(uri: "/v1/accounts", method: .post, body: jsonBody(create)).status == .created)
+            let recoverySet = phone.link(.recoverySet, after: state, body: [
+                "authKey": slot.authKey, "boxKey": slot.boxKey, "recoveryGeneration": "1"])
+            let recoveryBox = KeyBox(generation: 1, recipient: ChainLink.recoverySigner,
+                                     box: base64Encode(try boxKey.publicKey.sealedBox(for: masterKey)), signer: phone.id.rawValue, signature: "")
+            var signedBox = recoveryBox
+            signedBox.sign(with: phone.signing, account: state.account)
+            #expect(try await client.append(phone, &state, AppendRequest(link: recoverySet, boxes: [signedBox], recovery: slot)).status == .created)
             // A second device, a member with a wrapped key, an attachment.
             try await client.append(phone, &state, AppendRequest(
                 link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields),

@@ -1,0 +1,185 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import Testing
+@testable import KeyVaultServer
+
+/// An account with a recovery code set: the recovery keys and the master key.
+struct RecoveryFixture {
+    let authKey = Ed25519.PrivateKey()
+    let boxKey = X25519.PrivateKey()
+    let masterKey = SymmetricKey()
+
+    var slot: RecoverySlot {
+        RecoverySlot(salt: Hex.encode(SystemRandom.bytes(count: 16)), iterations: 3, memoryKiB: 65536,
+                     authKey: Hex.encode(authKey.publicKey.rawRepresentation), boxKey: Hex.encode(boxKey.publicKey.rawRepresentation),
+                     anchor: base64Encode(SystemRandom.bytes(count: 80)))
+    }
+
+    func setUp(_ client: some TestClientProtocol, _ phone: TestDevice) async throws -> ChainState {
+        var state = try await client.createAccount(phone, masterKey: masterKey)
+        var box = KeyBox(generation: 1, recipient: ChainLink.recoverySigner,
+                         box: base64Encode(try boxKey.publicKey.sealedBox(for: masterKey)), signer: phone.id.rawValue, signature: "")
+        box.sign(with: phone.signing, account: state.account)
+        let link = phone.link(.recoverySet, after: state, body: [
+            "authKey": Hex.encode(authKey.publicKey.rawRepresentation), "boxKey": Hex.encode(boxKey.publicKey.rawRepresentation),
+            "recoveryGeneration": "1"])
+        let response = try await client.append(phone, &state, AppendRequest(link: link, boxes: [box], recovery: slot))
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+        return state
+    }
+
+    func proof(_ challenge: String, account: AccountID) -> RecoveryProof {
+        RecoveryProof(challenge: challenge, signature: base64Encode(authKey.signature(
+            for: RecoveryProofFormat.signedBytes(account: account, challenge: challenge))))
+    }
+}
+
+@Test func aNewDeviceEnrolsWithTheRecoveryCode() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone"), laptop = TestDevice("laptop")
+        let fixture = RecoveryFixture()
+        let state = try await fixture.setUp(client, phone)
+        let base = "/v1/accounts/\(state.account)/recovery"
+
+        let slot = try decode(RecoverySlot.self, try await client.execute(uri: base, method: .get))
+        #expect(slot.authKey == Hex.encode(fixture.authKey.publicKey.rawRepresentation))
+
+        let challenge = try decode(RecoveryChallenge.self, try await client.execute(uri: base + "/challenge", method: .post))
+        let proven = try await client.execute(uri: base + "/proof", method: .post, body: jsonBody(fixture.proof(challenge.challenge, account: state.account)))
+        #expect(proven.status == .ok)
+        let session = try decode(RecoverySession.self, proven)
+        // The new device verifies the chain and opens the master key sealed to the recovery key.
+        var chain = try ChainState(links: session.chain.links)
+        #expect(chain.account == state.account && chain.head == state.head)
+        let box = try #require(session.boxes.first { $0.recipient == ChainLink.recoverySigner })
+        try box.verify(in: chain)
+        let masterKey = try SymmetricKey(fixture.boxKey.openSealedBox(try #require(base64Decode(box.box))))
+        #expect(masterKey == fixture.masterKey)
+
+        // It adds itself with a link signed by the recovery key, and seals the master key to itself.
+        var link = ChainLink(sequence: chain.sequence + 1, previous: chain.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
+                             time: 1_700_000_200, body: laptop.deviceFields)
+        link.sign(with: fixture.authKey)
+        var ownBox = KeyBox(generation: 1, recipient: laptop.id.rawValue, box: base64Encode(try laptop.agreement.publicKey.sealedBox(for: masterKey)),
+                            signer: ChainLink.recoverySigner, signature: "")
+        ownBox.sign(with: fixture.authKey, account: state.account)
+        let enroll = RecoveryEnrollRequest(token: session.token, link: link, boxes: [ownBox])
+        let enrolled = try await client.execute(uri: base + "/enroll", method: .post, body: jsonBody(enroll))
+        #expect(enrolled.status == .created, "\(String(buffer: enrolled.body))")
+        try chain.apply(link)
+        // Now it signs requests like any device, and its box is there.
+        let boxes = try decode([String: [KeyBox]].self, try await client.signed(laptop, .get, "/v1/accounts/\(state.account)/boxes"))["boxes"]
+        #expect(boxes?.map(\.recipient) == [laptop.id.rawValue])
+        // The token and the challenge were single use.
+        let again = try await client.execute(uri: base + "/enroll", method: .post, body: jsonBody(enroll))
+        #expect(again.status == .unauthorized && errorCode(again) == "bad_recovery_token")
+        let replay = try await client.execute(uri: base + "/proof", method: .post, body: jsonBody(fixture.proof(challenge.challenge, account: state.account)))
+        #expect(replay.status == .unauthorized && errorCode(replay) == "bad_recovery_proof")
+    }
+}
+
+@Test func wrongRecoveryProofsAreRateLimitedWithRetryAfter() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await RecoveryFixture().setUp(client, phone)
+        let base = "/v1/accounts/\(state.account)/recovery"
+        let wrongCode = RecoveryFixture()  // another recovery code
+        for _ in 0..<RecoveryGate.maxFailures {
+            let challenge = try decode(RecoveryChallenge.self, try await client.execute(uri: base + "/challenge", method: .post))
+            let response = try await client.execute(uri: base + "/proof", method: .post,
+                                                    body: jsonBody(wrongCode.proof(challenge.challenge, account: state.account)))
+            #expect(response.status == .unauthorized && errorCode(response) == "bad_recovery_proof")
+        }
+        let limited = try await client.execute(uri: base + "/challenge", method: .post)
+        #expect(limited.status == .tooManyRequests && errorCode(limited) == "rate_limited")
+        let retryAfter = try #require(limited.headers[.retryAfter].flatMap(Int.init))
+        #expect((1...RecoveryGate.failureWindow).contains(Int64(retryAfter)))
+        let audit = try decode([String: [AuditEntry]].self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/audit"))
+        #expect(audit["entries"]?.filter { $0.event == "refused.recovery_proof" }.count == RecoveryGate.maxFailures)
+    }
+}
+
+@Test func anAccountWithoutARecoveryCodeOffersNoRecovery() async throws {
+    try await testApplication().test(.router) { client in
+        let state = try await client.createAccount(TestDevice("phone"))
+        #expect(try await client.execute(uri: "/v1/accounts/\(state.account)/recovery", method: .get).status == .notFound)
+        #expect(try await client.execute(uri: "/v1/accounts/\(state.account)/recovery/challenge", method: .post).status == .notFound)
+    }
+}
+
+extension TestDevice {
+    var linkRequest: LinkRequestCreate {
+        LinkRequestCreate(device: id, name: name, signingKey: Hex.encode(signing.publicKey.rawRepresentation),
+                          boxKey: Hex.encode(agreement.publicKey.rawRepresentation), nonce: Hex.encode(SystemRandom.bytes(count: 16)))
+    }
+}
+
+@Test func aDeviceLinkIsApprovedOnceAndThenClosed() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone"), tablet = TestDevice("tablet")
+        let masterKey = SymmetricKey()
+        var state = try await client.createAccount(phone, masterKey: masterKey)
+        let base = "/v1/accounts/\(state.account)/link-requests"
+
+        let created = try await client.execute(uri: base, method: .post, body: jsonBody(tablet.linkRequest))
+        #expect(created.status == .created)
+        let info = try decode(LinkRequestInfo.self, created)
+        #expect(info.code.count == 10 && info.status == .pending)
+
+        let pending = try decode([String: [LinkRequestInfo]].self, try await client.signed(phone, .get, base))["requests"] ?? []
+        #expect(pending.map(\.request.device) == [tablet.id])
+
+        // Approving a different device than the one that asked is refused.
+        let impostor = TestDevice("impostor")
+        var response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve",
+                                                   AppendRequest(link: phone.link(.deviceAdd, after: state, body: impostor.deviceFields)))
+        #expect(response.status == .badRequest)
+
+        let approval = AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields),
+                                     boxes: [try phone.box(masterKey, generation: 1, for: tablet, account: state.account)])
+        response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve", approval)
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+        try state.apply(approval.link)
+
+        let status = try decode(LinkRequestInfo.self, try await client.execute(uri: "\(base)/\(info.code)", method: .get))
+        #expect(status.status == .approved && status.approver == phone.id)
+        #expect(try await client.signed(tablet, .get, "/v1/accounts/\(state.account)/chain").status == .ok)
+
+        // Single use.
+        response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve", approval)
+        #expect(response.status == .conflict && errorCode(response) == "link_request_closed")
+    }
+}
+
+@Test func aRefusedLinkCannotBeApprovedAndPendingRequestsAreLimited() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let base = "/v1/accounts/\(state.account)/link-requests"
+        let asking = TestDevice("asking")
+        let info = try decode(LinkRequestInfo.self, try await client.execute(uri: base, method: .post, body: jsonBody(asking.linkRequest)))
+        #expect(try await client.signed(phone, .post, "\(base)/\(info.code)/refuse").status == .noContent)
+        let response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve",
+                                                   AppendRequest(link: phone.link(.deviceAdd, after: state, body: asking.deviceFields)))
+        #expect(response.status == .conflict && errorCode(response) == "link_request_closed")
+        #expect(try decode(LinkRequestInfo.self, try await client.execute(uri: "\(base)/\(info.code)", method: .get)).status == .refused)
+
+        for i in 0..<KeyService.maxPendingLinkRequests {
+            let r = try await client.execute(uri: base, method: .post, body: jsonBody(TestDevice("d\(i)").linkRequest))
+            #expect(r.status == .created)
+        }
+        let limited = try await client.execute(uri: base, method: .post, body: jsonBody(TestDevice("one too many").linkRequest))
+        #expect(limited.status == .tooManyRequests && errorCode(limited) == "too_many_link_requests")
+
+        var bad = TestDevice("bad").linkRequest
+        bad.device = TestDevice("other").id  // not derived from its key
+        #expect(try await client.execute(uri: base, method: .post, body: jsonBody(bad)).status == .badRequest)
+        #expect(try await client.execute(uri: "\(base)/lowercase12", method: .get).status == .badRequest)
+        #expect(try await client.execute(uri: "\(base)/ABCDEFGH12", method: .get).status == .notFound)
+    }
+}
