@@ -62,6 +62,8 @@ let package = Package(
             "KeyVaultMnemonic",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ], resources: [.copy("Vectors")]),
+        .testTarget(name: "KeyVaultProtocolTests", dependencies: ["KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultModel"],
+                    resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultServerTests", dependencies: [
             "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto",
             .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -1,0 +1,111 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultModel
+import Testing
+@testable import KeyVaultProtocol
+
+enum Vectors {
+    static func load<T: Decodable>(_ name: String, as type: T.Type = T.self) throws -> T {
+        guard let url = Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Vectors") else {
+            throw CryptoError(.io, "vector file \(name).json is not in the test bundle")
+        }
+        return try JSONDecoder().decode(T.self, from: Data(contentsOf: url))
+    }
+}
+
+struct ChainFile: Decodable {
+    struct Step: Decodable {
+        let note: String, link: ChainLink, outcome: String
+        let signedBytes: String?, hash: String?
+    }
+    let account: String, head: String, steps: [Step]
+}
+
+/// Replays the independently built chain step by step: each valid link must give
+/// the same signed bytes and hash, each refused one the same error code.
+@Test func accountChainMatchesIndependentImplementation() throws {
+    let file = try Vectors.load("account-chain-v1", as: ChainFile.self)
+    #expect(Set(file.steps.map(\.outcome)) == ["valid", "bad_signature", "unknown_signer", "stale_chain", "stale_generation",
+                                                "signer_revoked", "last_device"])
+    var state: ChainState?
+    for step in file.steps {
+        if step.outcome == "valid" {
+            #expect(Hex.encode(step.link.signedBytes) == step.signedBytes, "\(step.note)")
+            #expect(step.link.hash == step.hash, "\(step.note)")
+        }
+        do {
+            if var current = state {
+                try current.apply(step.link)
+                state = current
+            } else {
+                state = try ChainState(genesis: step.link)
+            }
+            #expect(step.outcome == "valid", "\(step.note) was accepted")
+        } catch let error as ProtocolError {
+            #expect(error.code == step.outcome, "\(step.note): \(error)")
+        }
+    }
+    #expect(state?.account.rawValue == file.account)
+    #expect(state?.head == file.head)
+    #expect(state?.activeDevices.count == 1 && state?.masterGeneration == 2)
+}
+
+struct RequestFile: Decodable {
+    struct Test: Decodable, Sendable {
+        let method: String, path: String, query: String, body: String, timestamp: Int64
+        let nonce: String, device: String, signedBytes: String, signature: String
+    }
+    let seed: String, publicKey: String, tests: [Test]
+}
+
+@Test func requestSignaturesMatchIndependentImplementation() throws {
+    let file = try Vectors.load("request-signature-v1", as: RequestFile.self)
+    #expect(file.tests.count == 4)
+    var seed = try Hex.decode(file.seed)
+    let key = try Ed25519.PrivateKey(seed: SecureBytes(wiping: &seed))
+    #expect(Hex.encode(key.publicKey.rawRepresentation) == file.publicKey)
+    for v in file.tests {
+        let device = try #require(DeviceID(rawValue: v.device))
+        #expect(deviceID(for: key.publicKey) == device)
+        let body = try Hex.decode(v.body)
+        let bytes = RequestSignature.signedBytes(method: v.method, path: v.path, query: v.query, bodyHash: SHA256.hash(body),
+                                                 timestamp: v.timestamp, nonce: v.nonce, device: device)
+        #expect(Hex.encode(bytes) == v.signedBytes)
+        let headers = Dictionary(uniqueKeysWithValues: RequestSignature.headers(
+            method: v.method, path: v.path, query: v.query, body: body, device: device, key: key, timestamp: v.timestamp, nonce: v.nonce))
+        #expect(headers[RequestSignature.signatureHeader] == v.signature)
+        let claim = try RequestSignature.Claim(device: v.device, timestamp: String(v.timestamp), nonce: v.nonce, signature: v.signature)
+        #expect(claim.isValid(method: v.method, path: v.path, query: v.query, bodyHash: SHA256.hash(body), key: key.publicKey))
+        #expect(!claim.isValid(method: v.method, path: v.path + "x", query: v.query, bodyHash: SHA256.hash(body), key: key.publicKey))
+        #expect(!claim.isValid(method: v.method, path: v.path, query: v.query, bodyHash: SHA256.hash(body + [0]), key: key.publicKey))
+    }
+}
+
+@Test func base64RoundTripsAndRefusesGarbage() {
+    for count in 0..<70 {
+        let bytes = SystemRandom.bytes(count: count)
+        #expect(base64Decode(base64Encode(bytes)) == bytes)
+        #expect(base64Encode(bytes) == Data(bytes).base64EncodedString())
+    }
+    for bad in ["a", "a===", "ab!d", "abc=d===", "====", "ab=c"] {
+        #expect(base64Decode(bad) == nil, "\(bad)")
+    }
+}
+
+@Test func aChainStartsOnlyWithAValidGenesis() throws {
+    let key = Ed25519.PrivateKey()
+    let id = deviceID(for: key.publicKey)
+    var link = ChainLink(sequence: 0, previous: ChainLink.noPrevious, type: .genesis, signer: id.rawValue, time: 0, body: [
+        "device": id.rawValue, "name": "phone", "signingKey": Hex.encode(key.publicKey.rawRepresentation),
+        "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation), "masterGeneration": "1"])
+    link.sign(with: key)
+    #expect(try ChainState(genesis: link).devices.count == 1)
+    for mutate in [{ (l: inout ChainLink) in l.sequence = 1 }, { $0.version = 2 }, { $0.body["masterGeneration"] = "2" },
+                   { $0.body["device"] = String(repeating: "0", count: 32) }, { $0.body["name"] = "" }, { $0.type = .deviceAdd }] {
+        var changed = link
+        mutate(&changed)
+        changed.sign(with: key)
+        #expect(throws: ProtocolError.self) { try ChainState(genesis: changed) }
+    }
+    #expect(throws: ProtocolError.self) { try ChainState(links: []) }
+}
