@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium",
@@ -43,6 +44,9 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
         ], resources: [.copy("openapi.json")]),
         .target(name: "KeyVaultCommands", dependencies: [
             "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultServer",
@@ -51,7 +55,7 @@ let package = Package(
         .executableTarget(name: "keyctl", dependencies: ["KeyVaultCommands"]),
         .executableTarget(
             name: "keyvault-bench",
-            dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "CSodium"],
+            dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultStore", "CSodium"],
             path: "Benchmarks/Sources/keyvault-bench"),
 
         .testTarget(name: "KeyVaultCryptoTests", dependencies: [

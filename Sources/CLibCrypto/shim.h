@@ -43,12 +43,13 @@ static inline int kv_hkdf_sha256(uint8_t *out, size_t out_len,
     return ok;
 }
 
-/// A streaming HMAC-SHA256 context, or NULL.
-static inline EVP_MAC_CTX *kv_hmac_sha256_new(const uint8_t *key, size_t key_len) {
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, OSSL_MAC_NAME_HMAC, NULL);
-    if (mac == NULL) return NULL;
+/// The HMAC implementation, fetched once by the caller and kept (fetching it per
+/// MAC costs more than the MAC of a short message).
+static inline EVP_MAC *kv_hmac_fetch(void) { return EVP_MAC_fetch(NULL, OSSL_MAC_NAME_HMAC, NULL); }
+
+/// A streaming HMAC-SHA256 context from a prefetched `mac`, or NULL.
+static inline EVP_MAC_CTX *kv_hmac_sha256_new(EVP_MAC *mac, const uint8_t *key, size_t key_len) {
     EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
-    EVP_MAC_free(mac);
     if (ctx == NULL) return NULL;
     static const uint8_t empty[1] = {0};
     OSSL_PARAM params[2];

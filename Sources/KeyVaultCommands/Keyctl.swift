@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeyVaultServer
 
 /// `keyctl`: the KeyVault command line.
 public struct Keyctl: AsyncParsableCommand {
@@ -32,6 +33,12 @@ public struct Keyctl: AsyncParsableCommand {
 /// Runs `keyctl` with `arguments` against `console` and returns the exit code.
 /// `main.swift` calls this with the real process; tests call it in-process.
 public enum KeyctlMain {
+    /// Process set-up that must happen before any Swift concurrency: `serve` runs
+    /// its tasks on the server's event loops. Call it synchronously at the top of main.
+    public static func prepare(_ arguments: [String]) {
+        if arguments.first == "serve" { prepareServerProcess() }
+    }
+
     /// The console a running command uses; set for the duration of one run.
     @TaskLocal static var console: any Console = StandardConsole()
 

@@ -49,7 +49,7 @@ struct Serve: AsyncParsableCommand {
             throw KeyctlError(.invalidInput, "bad configuration: \(error.message)",
                               hint: "see `keyctl serve --help` for the settings and their ranges", exitCode: .usage)
         }
-        var logger = Logger(label: "keyvault")
+        var logger = Logger(label: "keyvault") { JSONLogHandler(label: $0) }
         logger.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
         let host = configuration.host
         let path = configuration.databasePath

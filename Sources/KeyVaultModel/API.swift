@@ -278,3 +278,19 @@ public struct LinkRequestInfo: Sendable, Codable, Equatable {
         self.approver = approver
     }
 }
+
+// MARK: Sessions
+
+/// `POST …/sessions`: a session for MAC-authenticated requests.
+public struct SessionGrant: Sendable, Codable, Equatable {
+    /// Hex 16 bytes.
+    public var session: String
+    /// Base64 sealed box of the 32-byte session key, to the device's box key.
+    public var key: String
+    public var expires: Int64
+    public init(session: String, key: String, expires: Int64) {
+        self.session = session
+        self.key = key
+        self.expires = expires
+    }
+}

@@ -76,3 +76,47 @@ public enum RequestSignature {
         }
     }
 }
+
+/// Session-authenticated requests (docs/formats/request-signature.md, "Sessions"):
+/// after one Ed25519-signed `POST …/sessions`, a device MACs its requests with the
+/// session key it was sent (sealed to its box key). Verifying an HMAC costs about a
+/// microsecond instead of an Ed25519 verification's fifty.
+public enum RequestMAC {
+    public static let sessionHeader = "KeyVault-Session"
+    public static let macHeader = "KeyVault-MAC"
+
+    public static func macBytes(method: String, path: String, query: String, bodyHash: [UInt8],
+                                timestamp: Int64, nonce: String, session: String) -> [UInt8] {
+        var w = CanonicalWriter(domain: "keyvault/v1/request-mac")
+        w.short(method.uppercased())
+        w.long(Array(path.utf8))
+        w.long(Array(query.utf8))
+        w.raw(bodyHash)
+        w.u64(UInt64(bitPattern: timestamp))
+        w.short(nonce)
+        w.short(session)
+        return w.bytes
+    }
+
+    /// The four headers of a session request.
+    public static func headers(method: String, path: String, query: String, body: [UInt8], session: String,
+                               key: SymmetricKey, timestamp: Int64,
+                               nonce: String = Hex.encode(SystemRandom.bytes(count: 16))) throws -> [(String, String)] {
+        let bytes = macBytes(method: method, path: path, query: query, bodyHash: SHA256.hash(body),
+                             timestamp: timestamp, nonce: nonce, session: session)
+        return [
+            (sessionHeader, session),
+            (RequestSignature.timestampHeader, String(timestamp)),
+            (RequestSignature.nonceHeader, nonce),
+            (macHeader, base64Encode(try HMACSHA256.authenticationCode(for: bytes, using: key))),
+        ]
+    }
+}
+
+extension KeyVaultModel.SessionGrant {
+    /// Opens the session key sealed to this device.
+    public func key(using boxKey: X25519.PrivateKey) throws -> SymmetricKey {
+        guard let sealed = base64Decode(key) else { throw ProtocolError("malformed_session", "the session key is not base64") }
+        return try SymmetricKey(boxKey.openSealedBox(sealed))
+    }
+}

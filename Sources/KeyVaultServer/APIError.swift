@@ -30,7 +30,7 @@ struct APIError: HTTPResponseError, Sendable {
     init(_ error: ProtocolError) {
         let status: HTTPResponse.Status = switch error.code {
         case "stale_chain", "device_exists", "member_exists", "stale_generation": .conflict
-        case "unsigned_request", "malformed_signature", "unknown_device", "bad_signature", "stale_timestamp", "replayed_nonce": .unauthorized
+        case "unsigned_request", "malformed_signature", "unknown_device", "bad_signature", "stale_timestamp", "replayed_nonce", "unknown_session": .unauthorized
         case "device_revoked", "signer_revoked", "wrong_account": .forbidden
         default: .badRequest
         }

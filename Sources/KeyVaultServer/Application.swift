@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import NIOCore
+import NIOPosix
 import Logging
 import KeyVaultStore
 
@@ -23,6 +25,7 @@ public enum APIRoutes {
         Route(method: .get, path: "/v1/accounts/{account}/chain", signed: true) { $0.chain },
         Route(method: .post, path: "/v1/accounts/{account}/chain", signed: true) { $0.append },
         Route(method: .get, path: "/v1/accounts/{account}/devices", signed: true) { $0.devices },
+        Route(method: .post, path: "/v1/accounts/{account}/sessions", signed: true) { $0.openSession },
         Route(method: .get, path: "/v1/accounts/{account}/boxes", signed: true) { $0.boxes },
         Route(method: .get, path: "/v1/accounts/{account}/wraps", signed: true) { $0.wraps },
         Route(method: .get, path: "/v1/accounts/{account}/recovery", signed: false) { $0.recovery },
@@ -42,6 +45,19 @@ public enum APIRoutes {
 
     /// The (method, path) pairs, for documentation and tests.
     public static var table: [(method: String, path: String)] { all.map { ($0.method.rawValue, $0.path) } }
+}
+
+/// The event loops. After ``prepareServerProcess()`` they also run Swift's tasks,
+/// so a request never hops between an event loop thread and the task pool (that
+/// hop was the largest cost left per request: Benchmarks/server.sh, BENCHMARKS.md).
+private var eventLoops: MultiThreadedEventLoopGroup { .singleton }
+
+/// Makes NIO's event loops Swift's global executor. Call it first thing in a
+/// process that will serve, before anything uses Swift concurrency; elsewhere it
+/// does nothing useful. Returns false if it was too late.
+@discardableResult
+public func prepareServerProcess() -> Bool {
+    NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 }
 
 /// The router with every route and the error middleware.
@@ -81,6 +97,7 @@ public func buildApplication(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "KeyVault"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        eventLoopGroupProvider: .shared(eventLoops),
         logger: logger)
 }
 

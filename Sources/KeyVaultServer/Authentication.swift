@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import KeyVaultCrypto
 import KeyVaultModel
@@ -6,8 +7,11 @@ import KeyVaultProtocol
 import KeyVaultStore
 
 /// Nonces seen within the signature window, per device. A nonce is accepted once;
-/// entries older than the window are dropped, since their timestamps would be refused.
-actor NonceLedger {
+/// entries older than twice the window are dropped, since their timestamps would
+/// be refused anyway. A lock, not an actor: the check never suspends, so it costs
+/// no thread hop on the request path.
+final class NonceLedger: @unchecked Sendable {
+    private let lock = NSLock()
     private var seen: [DeviceID: [String: Int64]] = [:]
     private var lastSweep: Int64 = 0
     private let window: Int64
@@ -16,6 +20,8 @@ actor NonceLedger {
 
     /// Records the nonce; false when it was already used.
     func use(_ nonce: String, device: DeviceID, at now: Int64) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
         if now - lastSweep > window {
             for (id, nonces) in seen {
                 let kept = nonces.filter { now - $0.value <= 2 * window }
@@ -26,6 +32,74 @@ actor NonceLedger {
         if seen[device]?[nonce] != nil { return false }
         seen[device, default: [:]][nonce] = now
         return true
+    }
+}
+
+/// Devices by id, in memory. This process is the only writer of the devices table,
+/// and it updates the cache after every commit that adds, revokes or deletes a
+/// device, so a revocation takes effect on the very next request.
+final class DeviceCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var devices: [DeviceID: StoredDevice] = [:]
+
+    func get(_ id: DeviceID) -> StoredDevice? {
+        lock.lock()
+        defer { lock.unlock() }
+        return devices[id]
+    }
+
+    func put(_ device: StoredDevice) {
+        lock.lock()
+        devices[device.id] = device
+        lock.unlock()
+    }
+
+    func revoke(_ id: DeviceID, at sequence: UInt64) {
+        lock.lock()
+        devices[id]?.revoked = sequence
+        lock.unlock()
+    }
+
+    func removeAccount(_ account: AccountID) {
+        lock.lock()
+        devices = devices.filter { $0.value.account != account }
+        lock.unlock()
+    }
+}
+
+/// Session keys in memory only (never in the database): a restart ends every
+/// session and devices simply open new ones.
+final class SessionTable: @unchecked Sendable {
+    struct Session {
+        let device: DeviceID
+        let key: SymmetricKey
+        let expires: Int64
+    }
+
+    static let lifetime: Int64 = 3600
+    static let perDevice = 8
+    private let lock = NSLock()
+    private var sessions: [String: Session] = [:]
+    private var byDevice: [DeviceID: [String]] = [:]
+
+    func open(for device: DeviceID, now: Int64) -> (id: String, key: SymmetricKey, expires: Int64) {
+        let id = Hex.encode(SystemRandom.bytes(count: 16))
+        let session = Session(device: device, key: SymmetricKey(), expires: now + Self.lifetime)
+        lock.lock()
+        defer { lock.unlock() }
+        var ids = byDevice[device, default: []].filter { sessions[$0].map { $0.expires >= now } ?? false }
+        if ids.count >= Self.perDevice { sessions[ids.removeFirst()] = nil }  // oldest goes
+        ids.append(id)
+        byDevice[device] = ids
+        sessions[id] = session
+        return (id, session.key, session.expires)
+    }
+
+    func get(_ id: String, now: Int64) -> Session? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let session = sessions[id], session.expires >= now else { return nil }
+        return session
     }
 }
 
@@ -45,21 +119,44 @@ actor ChainCache {
     func forget(_ account: AccountID) { states[account] = nil }
 }
 
+/// Header names, parsed once.
+enum Headers {
+    static let device = HTTPField.Name(RequestSignature.deviceHeader)!
+    static let timestamp = HTTPField.Name(RequestSignature.timestampHeader)!
+    static let nonce = HTTPField.Name(RequestSignature.nonceHeader)!
+    static let signature = HTTPField.Name(RequestSignature.signatureHeader)!
+    static let session = HTTPField.Name(RequestMAC.sessionHeader)!
+    static let mac = HTTPField.Name(RequestMAC.macHeader)!
+    static let invite = HTTPField.Name("KeyVault-Invite")!
+}
+
 /// Checks a signed request: known device, not revoked, of this account, fresh
 /// timestamp, unused nonce, valid signature. Refusals of a known account's
 /// devices go to its audit log.
 struct Authenticator: Sendable {
     let database: KeyVaultDatabase
     let nonces: NonceLedger
+    let devices = DeviceCache()
+    let sessions = SessionTable()
     let window: Int64
 
+    func device(_ id: DeviceID) async throws -> StoredDevice? {
+        if let cached = devices.get(id) { return cached }
+        guard let stored = try database.device(id) else { return nil }
+        devices.put(stored)
+        return stored
+    }
+
     func authenticate(_ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
+        if let session = request.headers[Headers.session] {
+            return try await authenticateSession(session, request, body: body, account: account)
+        }
         let claim = try RequestSignature.Claim(
-            device: request.headers[values: .init(RequestSignature.deviceHeader)!].first,
-            timestamp: request.headers[values: .init(RequestSignature.timestampHeader)!].first,
-            nonce: request.headers[values: .init(RequestSignature.nonceHeader)!].first,
-            signature: request.headers[values: .init(RequestSignature.signatureHeader)!].first)
-        guard let device = try await database.device(claim.device) else {
+            device: request.headers[Headers.device],
+            timestamp: request.headers[Headers.timestamp],
+            nonce: request.headers[Headers.nonce],
+            signature: request.headers[Headers.signature])
+        guard var device = try await device(claim.device) else {
             throw ProtocolError("unknown_device", "this device is not enrolled in any account")
         }
         guard device.account == account else {
@@ -72,6 +169,36 @@ struct Authenticator: Sendable {
             try? await database.recordAudit(account, event: "refused.bad_signature", device: device.id.rawValue, detail: nil)
             throw ProtocolError("bad_signature", "the request signature does not verify")
         }
+        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce)
+    }
+
+    /// A MAC-authenticated request: known, unexpired session of this account's device.
+    private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
+        let now = Int64(Date().timeIntervalSince1970)
+        guard let session = sessions.get(id, now: now) else {
+            throw ProtocolError("unknown_session", "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
+        }
+        guard let timestampText = request.headers[Headers.timestamp],
+              let timestamp = Int64(timestampText),
+              let nonce = request.headers[Headers.nonce],
+              (16...64).contains(nonce.utf8.count), nonce.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }),
+              let mac = request.headers[Headers.mac].flatMap(base64Decode), mac.count == 32
+        else { throw ProtocolError("malformed_signature", "a session request needs KeyVault-Timestamp, KeyVault-Nonce and a base64 32-byte KeyVault-MAC") }
+        guard var device = try await device(session.device) else {
+            throw ProtocolError("unknown_device", "this device is not enrolled in any account")
+        }
+        guard device.account == account else { throw ProtocolError("wrong_account", "this device belongs to another account") }
+        let bytes = RequestMAC.macBytes(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
+                                        bodyHash: SHA256.hash(body), timestamp: timestamp, nonce: nonce, session: id)
+        guard try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: session.key) else {
+            try? await database.recordAudit(account, event: "refused.bad_signature", device: device.id.rawValue, detail: "session")
+            throw ProtocolError("bad_signature", "the request MAC does not verify")
+        }
+        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce)
+    }
+
+    /// The checks both kinds of request share, after the signature or MAC verified.
+    private func admit(_ device: inout StoredDevice, account: AccountID, timestamp: Int64, nonce: String) async throws -> StoredDevice {
         // Revocation is checked after the signature, so that only the device itself
         // (not anyone who knows its id) learns that it was revoked.
         guard device.revoked == nil else {
@@ -79,15 +206,17 @@ struct Authenticator: Sendable {
             throw ProtocolError("device_revoked", "this device was revoked; enrol it again with the recovery code or a link")
         }
         let now = Int64(Date().timeIntervalSince1970)
-        guard abs(now - claim.timestamp) <= window else {
+        guard abs(now - timestamp) <= window else {
             throw ProtocolError("stale_timestamp", "the request timestamp is more than \(window) seconds from the server's clock")
         }
-        guard await nonces.use(claim.nonce, device: device.id, at: now) else {
+        guard nonces.use(nonce, device: device.id, at: now) else {
             try? await database.recordAudit(account, event: "refused.replayed_nonce", device: device.id.rawValue, detail: nil)
             throw ProtocolError("replayed_nonce", "this request was already received (nonce reused)")
         }
         if device.lastSeen.map({ now - $0 >= 60 }) ?? true {
             try? await database.touch(device.id, at: now)
+            device.lastSeen = now
+            devices.put(device)
         }
         return device
     }

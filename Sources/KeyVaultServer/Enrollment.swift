@@ -108,7 +108,7 @@ extension KeyService {
         try? await database.recordAudit(account, event: "recovery.proven", device: nil, detail: nil)
         return try json(RecoverySession(
             token: token, expires: expires, chain: ChainResponse(account: account, links: links, head: stored.head),
-            boxes: try await database.boxes(account, recipient: ChainLink.recoverySigner, generation: nil),
+            boxes: try database.boxes(account, recipient: ChainLink.recoverySigner, generation: nil),
             wraps: try await database.wraps(account, member: nil)))
     }
 

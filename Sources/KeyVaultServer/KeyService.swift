@@ -127,7 +127,7 @@ struct KeyService: Sendable {
 
     func createAccount(_ request: Request, _ context: Context) async throws -> Response {
         if let token = configuration.inviteToken {
-            let offered = request.headers[values: .init("KeyVault-Invite")!].first ?? ""
+            let offered = request.headers[Headers.invite] ?? ""
             guard constantTimeEquals(Array(offered.utf8), Array(token.utf8)) else {
                 throw APIError(.forbidden, "invite_required", "account creation on this server needs a valid invite token (KeyVault-Invite header)")
             }
@@ -153,6 +153,7 @@ struct KeyService: Sendable {
         let (account, _, _) = try await authenticated(request, context)
         try await database.deleteAccount(account)
         await chains.forget(account)
+        authenticator.devices.removeAccount(account)
         context.logger.info("account deleted", metadata: ["account": .string(account.rawValue)])
         return Response(status: .noContent)
     }
@@ -223,7 +224,21 @@ struct KeyService: Sendable {
             throw APIError(.conflict, "link_request_closed", "this link request is no longer pending")
         }
         await chains.store(after)
+        for device in write.newDevices { authenticator.devices.put(device) }
+        for id in write.revokedDevices { authenticator.devices.revoke(id, at: append.link.sequence) }
         return try json(["head": after.head, "sequence": String(after.sequence)], status: .created)
+    }
+
+    /// Opens a session for MAC-authenticated requests. Only an Ed25519-signed request
+    /// may open one (not a session request), and the key is sealed to the device.
+    func openSession(_ request: Request, _ context: Context) async throws -> Response {
+        guard request.headers[Headers.session] == nil else {
+            throw APIError(.forbidden, "signature_required", "open a session with an Ed25519-signed request, not from another session")
+        }
+        let (_, device, _) = try await authenticated(request, context)
+        let (id, key, expires) = authenticator.sessions.open(for: device.id, now: Int64(Date().timeIntervalSince1970))
+        let sealed = try X25519.PublicKey(rawRepresentation: device.boxKey).sealedBox(for: key)
+        return try json(SessionGrant(session: id, key: base64Encode(sealed), expires: expires), status: .created)
     }
 
     func devices(_ request: Request, _ context: Context) async throws -> Response {
@@ -246,8 +261,14 @@ struct KeyService: Sendable {
         }
         // A device reads the boxes sealed to it; `recipient=all` lists every box (for audit).
         let all = request.uri.queryParameters.get("recipient") == "all"
-        let boxes = try await database.boxes(account, recipient: all ? nil : device.id.rawValue, generation: generation)
-        return try json(["boxes": boxes])
+        let boxes = try database.boxesJSON(account, recipient: all ? nil : device.id.rawValue, generation: generation)
+        var body = Data(#"{"boxes":["#.utf8)
+        for (i, box) in boxes.enumerated() {
+            if i > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(box)
+        }
+        body.append(contentsOf: Array("]}".utf8))
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     func wraps(_ request: Request, _ context: Context) async throws -> Response {

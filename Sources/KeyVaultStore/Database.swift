@@ -265,9 +265,12 @@ public struct KeyVaultDatabase: Sendable {
 
     // MARK: Devices
 
-    public func device(_ id: DeviceID) async throws -> StoredDevice? {
-        try await writer.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id.rawValue]).map(Self.device)
+    /// A point read on the request path: synchronous (no hop to another thread;
+    /// SQLite answers in microseconds), one statement (atomic by itself, so no
+    /// wrapping transaction), a cached prepared statement.
+    public func device(_ id: DeviceID) throws -> StoredDevice? {
+        try writer.unsafeReentrantRead { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?"), arguments: [id.rawValue]).map(Self.device)
         }
     }
 
@@ -287,14 +290,20 @@ public struct KeyVaultDatabase: Sendable {
 
     // MARK: Boxes, wraps, recovery
 
-    public func boxes(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [KeyBox] {
-        try await writer.read { db in
+    public func boxes(_ account: AccountID, recipient: String?, generation: UInt32?) throws -> [KeyBox] {
+        try boxesJSON(account, recipient: recipient, generation: generation).map { try JSONDecoder().decode(KeyBox.self, from: $0) }
+    }
+
+    /// The stored JSON of each box, as this server encoded it when the box was
+    /// written: the hot read path splices it into the response without decoding.
+    public func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) throws -> [Data] {
+        try writer.unsafeReentrantRead { db in  // one statement: atomic without a transaction
             var sql = "SELECT json FROM key_boxes WHERE account = ?"
             var arguments: StatementArguments = [account.rawValue]
             if let recipient { sql += " AND recipient = ?"; arguments += [recipient] }
             if let generation { sql += " AND generation = ?"; arguments += [generation] }
             sql += " ORDER BY generation, recipient"
-            return try Data.fetchAll(db, sql: sql, arguments: arguments).map { try JSONDecoder().decode(KeyBox.self, from: $0) }
+            return try Data.fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
         }
     }
 

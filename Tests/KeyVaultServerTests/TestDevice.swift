@@ -115,3 +115,27 @@ extension TestClientProtocol {
         return response
     }
 }
+
+extension TestClientProtocol {
+    /// Opens a session for `device`; returns its id and key.
+    func openSession(_ device: TestDevice, account: AccountID) async throws -> (String, SymmetricKey) {
+        let response = try await signed(device, .post, "/v1/accounts/\(account)/sessions")
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+        let grant = try decode(SessionGrant.self, response)
+        return (grant.session, try grant.key(using: device.agreement))
+    }
+
+    /// A request authenticated by a session MAC.
+    func macRequest(_ session: (String, SymmetricKey), _ method: HTTPRequest.Method, _ uri: String, body: [UInt8] = [],
+                    mutate: (inout HTTPFields) -> Void = { _ in }) async throws -> TestResponse {
+        let parts = uri.split(separator: "?", maxSplits: 1)
+        var headers = HTTPFields()
+        for (name, value) in try RequestMAC.headers(method: method.rawValue, path: String(parts[0]),
+                                                     query: parts.count > 1 ? String(parts[1]) : "", body: body,
+                                                     session: session.0, key: session.1, timestamp: Int64(Date().timeIntervalSince1970)) {
+            headers[HTTPField.Name(name)!] = value
+        }
+        mutate(&headers)
+        return try await execute(uri: uri, method: method, headers: headers, body: ByteBuffer(bytes: body))
+    }
+}

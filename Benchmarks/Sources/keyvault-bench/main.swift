@@ -7,8 +7,14 @@
 //   keyvault-bench content-address FILE
 import CSodium  // only for the bare crypto_pwhash call that Argon2id is measured against
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import KeyVaultCrypto
 import KeyVaultMnemonic
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultStore
 
 func now() -> Double {
     var ts = timespec()
@@ -111,6 +117,144 @@ case "content-address":
     }
     emit(["bench": "content-address", "bytes": size, "bestSeconds": best,
           "bytesPerSecond": Double(size) / best, "peakRSSKiB": peakRSSKiB()])
+
+case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE: accounts straight into the store
+    let database = try! KeyVaultDatabase.open(path: arguments[1])
+    let count = Int(arguments[2])!
+    var devices = [[String: String]]()
+    let start = now()
+    for i in 0..<count {
+        let signing = Ed25519.PrivateKey(), agreement = X25519.PrivateKey()
+        let id = deviceID(for: signing.publicKey)
+        var genesis = ChainLink(sequence: 0, previous: ChainLink.noPrevious, type: .genesis, signer: id.rawValue, time: 1_700_000_000,
+                                body: ["device": id.rawValue, "name": "device \(i)", "masterGeneration": "1",
+                                       "signingKey": Hex.encode(signing.publicKey.rawRepresentation),
+                                       "boxKey": Hex.encode(agreement.publicKey.rawRepresentation)])
+        genesis.sign(with: signing)
+        let account = genesis.accountID
+        var box = KeyBox(generation: 1, recipient: id.rawValue, box: base64Encode(try! agreement.publicKey.sealedBox(for: SymmetricKey())),
+                         signer: id.rawValue, signature: "")
+        box.sign(with: signing, account: account)
+        let semaphore = DispatchSemaphore(value: 0)
+        let linkJSON = try! JSONEncoder().encode(genesis)
+        Task.detached {
+            try! await database.createAccount(
+                account, genesis: StoredLink(sequence: 0, hash: genesis.hash, json: linkJSON),
+                device: StoredDevice(id: id, account: account, name: "device \(i)", signingKey: signing.publicKey.rawRepresentation,
+                                     boxKey: agreement.publicKey.rawRepresentation, added: 0),
+                boxes: [box], recovery: nil)
+            semaphore.signal()
+        }
+        semaphore.wait()
+        var entry = ["account": account.rawValue, "device": id.rawValue, "seed": Hex.encode(signing.seed),
+                     "boxSeed": Hex.encode(agreement.rawRepresentation)]
+        if i == 0 {  // the upload benchmark's account gets one member
+            let member = Hex.encode(SystemRandom.bytes(count: 16))
+            var link = ChainLink(sequence: 1, previous: genesis.hash, type: .memberAdd, signer: id.rawValue, time: 1_700_000_001,
+                                 body: ["member": member, "memberGeneration": "1"])
+            link.sign(with: signing)
+            let write = ChainWrite(link: StoredLink(sequence: 1, hash: link.hash, json: try! JSONEncoder().encode(link)),
+                                   expectedHead: genesis.hash, audit: ("link.member.add", id.rawValue, nil))
+            Task.detached { try! await database.append(account, write); semaphore.signal() }
+            semaphore.wait()
+            entry["member"] = member
+            devices.append(entry)
+            continue
+        }
+        // Keep 1,000 devices' keys for signing (requests spread over them at any account count).
+        if devices.count < 1000 || i % (count / 1000 + 1) == 0 {
+            devices.append(entry)
+        }
+    }
+    try! JSONSerialization.data(withJSONObject: [devices[0]] + Array(devices.dropFirst().suffix(999))).write(to: URL(fileURLWithPath: arguments[3]))
+    emit(["bench": "server-setup", "accounts": count, "seconds": now() - start])
+
+case "sign-requests":  // sign-requests DEVICES-FILE COUNT KIND(boxes|upload) OUT: raw HTTP/1.1 requests, one per line block
+    let devices = try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: arguments[1]))) as! [[String: String]]
+    let count = Int(arguments[2])!
+    let kind = arguments[3]
+    let keys = devices.map { d -> (AccountID, DeviceID, Ed25519.PrivateKey) in
+        var seed = try! Hex.decode(d["seed"]!)
+        return (AccountID(rawValue: d["account"]!)!, DeviceID(rawValue: d["device"]!)!, try! Ed25519.PrivateKey(seed: SecureBytes(wiping: &seed)))
+    }
+    let out = FileHandle(forWritingAtPath: arguments[4]) ?? {
+        FileManager.default.createFile(atPath: arguments[4], contents: nil)
+        return FileHandle(forWritingAtPath: arguments[4])!
+    }()
+    let timestamp = Int64(Date().timeIntervalSince1970)
+    var buffer = Data()
+    for i in 0..<count {
+        let (account, device, key) = kind == "upload" ? keys[0] : keys[i % keys.count]
+        var path: String, method: String, body: [UInt8] = []
+        if kind == "upload" {
+            // Every upload is new content (no dedup shortcut), to the setup's one member.
+            let member = devices[0]["member"]!
+            body = try! Envelope.seal(SystemRandom.bytes(count: 64 * 1024 - 62), under: SymmetricKey(), generation: 1,
+                                      context: EnvelopeContext(purpose: "attachment-content")).bytes
+            let address = "ca1.1." + Hex.encode(SHA256.hash(body))
+            path = "/v1/accounts/\(account)/members/\(member)/attachments/\(address)"
+            method = "PUT"
+        } else {
+            path = "/v1/accounts/\(account)/boxes"
+            method = "GET"
+        }
+        let headers = RequestSignature.headers(method: method, path: path, query: "", body: body, device: device, key: key, timestamp: timestamp)
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        text += "Content-Length: \(body.count)\r\n\r\n"
+        // Length-prefixed records: the Lua replayer reads them back one by one.
+        let record = Data(text.utf8) + Data(body)
+        buffer += Data("\(record.count)\n".utf8) + record
+        if buffer.count > 1 << 20 { out.write(buffer); buffer.removeAll(keepingCapacity: true) }
+    }
+    out.write(buffer)
+    try! out.close()
+
+case "session-requests":  // session-requests DEVICES-FILE COUNT BASE-URL OUT: opens a session per device, then MACs reads
+    let devices = try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: arguments[1]))) as! [[String: String]]
+    let count = Int(arguments[2])!
+    let base = arguments[3]
+    var sessions = [(AccountID, String, SymmetricKey)]()
+    for d in devices {
+        var seed = try! Hex.decode(d["seed"]!)
+        let key = try! Ed25519.PrivateKey(seed: SecureBytes(wiping: &seed))
+        let account = AccountID(rawValue: d["account"]!)!, device = DeviceID(rawValue: d["device"]!)!
+        let path = "/v1/accounts/\(account)/sessions"
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = "POST"
+        for (name, value) in RequestSignature.headers(method: "POST", path: path, query: "", body: [], device: device, key: key,
+                                                      timestamp: Int64(Date().timeIntervalSince1970)) {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        let semaphore = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var reply: Data?
+        URLSession.shared.dataTask(with: request) { data, _, _ in reply = data; semaphore.signal() }.resume()
+        semaphore.wait()
+        guard let data = reply, let grant = try? JSONDecoder().decode(SessionGrant.self, from: data) else {
+            FileHandle.standardError.write(Data("session refused: \(String(decoding: reply ?? Data(), as: UTF8.self))\n".utf8))
+            exit(1)
+        }
+        var boxSeed = try! Hex.decode(d["boxSeed"]!)
+        let boxKey = try! X25519.PrivateKey(rawRepresentation: SecureBytes(wiping: &boxSeed))
+        sessions.append((account, grant.session, try! grant.key(using: boxKey)))
+    }
+    FileManager.default.createFile(atPath: arguments[4], contents: nil)
+    let out = FileHandle(forWritingAtPath: arguments[4])!
+    let timestamp = Int64(Date().timeIntervalSince1970)
+    var buffer = Data()
+    for i in 0..<count {
+        let (account, session, key) = sessions[i % sessions.count]
+        let path = "/v1/accounts/\(account)/boxes"
+        var text = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in try! RequestMAC.headers(method: "GET", path: path, query: "", body: [], session: session, key: key, timestamp: timestamp) {
+            text += "\(name): \(value)\r\n"
+        }
+        text += "Content-Length: 0\r\n\r\n"
+        buffer += Data("\(text.utf8.count)\n".utf8) + Data(text.utf8)
+        if buffer.count > 1 << 20 { out.write(buffer); buffer.removeAll(keepingCapacity: true) }
+    }
+    out.write(buffer)
+    try! out.close()
 
 default:
     FileHandle.standardError.write(Data("usage: keyvault-bench mnemonic|argon2|content-address FILE\n".utf8))

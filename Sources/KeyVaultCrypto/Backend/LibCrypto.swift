@@ -10,6 +10,11 @@ nonisolated(unsafe) private let sha256Implementation: OpaquePointer = {
     return md
 }()
 
+nonisolated(unsafe) private let hmacImplementation: OpaquePointer = {
+    guard let mac = kv_hmac_fetch() else { fatalError("OpenSSL has no HMAC implementation") }
+    return mac
+}()
+
 enum LibCrypto {
     static func sha256(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
         precondition(out.count == 32)
@@ -46,7 +51,7 @@ enum LibCrypto {
         private let context: OpaquePointer
 
         init(key: UnsafeRawBufferPointer) throws {
-            guard let ctx = kv_hmac_sha256_new(key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count) else {
+            guard let ctx = kv_hmac_sha256_new(hmacImplementation, key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count) else {
                 throw CryptoError(.backendFailure, "HMAC-SHA256 could not be initialised")
             }
             context = ctx
