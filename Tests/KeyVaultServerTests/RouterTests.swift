@@ -273,3 +273,40 @@ import Testing
         #expect(huge.status == .contentTooLarge)
     }
 }
+
+@Test func memberKeyWrapsAreStoredWithTheirLinkAndListedPerMember() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        var state = try await client.createAccount(phone)
+        let emma = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        let noah = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        let masterKey = SymmetricKey()
+        func wrap(_ member: MemberID, _ generation: UInt32) throws -> MemberWrap {
+            let context = try EnvelopeContext(purpose: "member-key", ["account": state.account.rawValue, "member": member.rawValue,
+                                                                     "member-generation": String(generation), "master-generation": "1"])
+            return MemberWrap(member: member, memberGeneration: generation, masterGeneration: 1,
+                              envelope: try Envelope.seal(SymmetricKey(), under: masterKey, generation: 1, context: context).base64)
+        }
+        for member in [emma, noah] {
+            let response = try await client.append(phone, &state, AppendRequest(
+                link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"]),
+                wraps: [try wrap(member, 1)]))
+            #expect(response.status == .created)
+        }
+        let rotated = try await client.append(phone, &state, AppendRequest(
+            link: phone.link(.memberRotate, after: state, body: ["member": emma.rawValue, "memberGeneration": "2"]),
+            wraps: [try wrap(emma, 2)]))
+        #expect(rotated.status == .created)
+        let all = try decode([String: [MemberWrap]].self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/wraps"))["wraps"] ?? []
+        #expect(all.count == 3)
+        let emmas = try decode([String: [MemberWrap]].self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/wraps?member=\(emma)"))["wraps"] ?? []
+        #expect(emmas.map(\.memberGeneration) == [1, 2])
+        // A wrap for a member the account does not have is refused with its link.
+        let stranger = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        let refused = try await client.append(phone, &state, AppendRequest(
+            link: phone.link(.masterRotate, after: state, body: ["masterGeneration": "2"]), wraps: [try wrap(stranger, 1)]))
+        #expect(refused.status == .badRequest)
+        let bad = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/wraps?member=EMMA")
+        #expect(bad.status == .badRequest)
+    }
+}
