@@ -73,7 +73,9 @@ let package = Package(
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        .testTarget(name: "KeyVaultCommandsTests", dependencies: ["KeyVaultCommands", "keyctl"]),
+        .testTarget(name: "KeyVaultCommandsTests", dependencies: [
+            "KeyVaultCommands", "keyctl", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultCrypto",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

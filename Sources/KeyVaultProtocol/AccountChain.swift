@@ -36,6 +36,24 @@ extension ChainLink {
     public var accountID: AccountID { AccountID(unchecked: String(hash.prefix(32))) }
 }
 
+extension ChainLink {
+    /// The body fields that introduce a device (genesis, device.add).
+    public static func deviceFields(signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey, name: String) -> [String: String] {
+        ["device": deviceID(for: signingKey).rawValue, "name": name,
+         "signingKey": Hex.encode(signingKey.rawRepresentation), "boxKey": Hex.encode(boxKey.rawRepresentation)]
+    }
+
+    /// A signed genesis link for a new account whose first device holds these keys.
+    public static func genesis(signingKey: Ed25519.PrivateKey, boxKey: X25519.PublicKey, name: String, time: Int64) -> ChainLink {
+        var fields = deviceFields(signingKey: signingKey.publicKey, boxKey: boxKey, name: name)
+        fields["masterGeneration"] = "1"
+        var link = ChainLink(sequence: 0, previous: noPrevious, type: .genesis, signer: deviceID(for: signingKey.publicKey).rawValue,
+                             time: time, body: fields)
+        link.sign(with: signingKey)
+        return link
+    }
+}
+
 /// A device id: the first 16 bytes of SHA-256("keyvault/v1/device-id" ‖ 0 ‖ signing key), hex.
 public func deviceID(for signingKey: Ed25519.PublicKey) -> DeviceID {
     let digest = SHA256.hash(Array("keyvault/v1/device-id".utf8) + [0] + signingKey.rawRepresentation)

@@ -80,6 +80,13 @@ struct KeyService: Sendable {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
+    /// An optional query parameter of type `T`, refused with a 400 that names it.
+    func query<T: LosslessStringConvertible>(_ request: Request, _ name: String, as type: T.Type, _ what: String) throws -> T? {
+        guard let text = request.uri.queryParameters.get(name) else { return nil }
+        guard let value = T(text) else { throw APIError.badRequest("\(name) is \(what)") }
+        return value
+    }
+
     func accountParameter(_ context: Context) throws -> AccountID {
         guard let text = context.parameters.get("account"), let id = AccountID(rawValue: text) else {
             throw APIError.badRequest("the account id in the path is 32 lowercase hex digits")
@@ -162,11 +169,7 @@ struct KeyService: Sendable {
 
     func chain(_ request: Request, _ context: Context) async throws -> Response {
         let (account, _, _) = try await authenticated(request, context)
-        var after: UInt64?
-        if let text = request.uri.queryParameters.get("after") {
-            guard let value = UInt64(text) else { throw APIError.badRequest("after is a link sequence number") }
-            after = value
-        }
+        let after = try query(request, "after", as: UInt64.self, "a link sequence number")
         guard let stored = try await database.links(account, after: after) else { throw APIError.notFound("account") }
         let links = try stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) }
         return try json(ChainResponse(account: account, links: links, head: stored.head))
@@ -254,11 +257,7 @@ struct KeyService: Sendable {
 
     func boxes(_ request: Request, _ context: Context) async throws -> Response {
         let (account, device, _) = try await authenticated(request, context)
-        var generation: UInt32?
-        if let text = request.uri.queryParameters.get("generation") {
-            guard let value = UInt32(text) else { throw APIError.badRequest("generation is a positive number") }
-            generation = value
-        }
+        let generation = try query(request, "generation", as: UInt32.self, "a positive number")
         // A device reads the boxes sealed to it; `recipient=all` lists every box (for audit).
         let all = request.uri.queryParameters.get("recipient") == "all"
         let boxes = try database.boxesJSON(account, recipient: all ? nil : device.id.rawValue, generation: generation)
@@ -273,11 +272,7 @@ struct KeyService: Sendable {
 
     func wraps(_ request: Request, _ context: Context) async throws -> Response {
         let (account, _, _) = try await authenticated(request, context)
-        var member: MemberID?
-        if let text = request.uri.queryParameters.get("member") {
-            guard let id = MemberID(rawValue: text) else { throw APIError.badRequest("member is 32 lowercase hex digits") }
-            member = id
-        }
+        let member = try query(request, "member", as: MemberID.self, "32 lowercase hex digits")
         return try json(["wraps": try await database.wraps(account, member: member)])
     }
 
@@ -289,11 +284,7 @@ struct KeyService: Sendable {
 
     func audit(_ request: Request, _ context: Context) async throws -> Response {
         let (account, _, _) = try await authenticated(request, context)
-        var after: Int64 = 0
-        if let text = request.uri.queryParameters.get("after") {
-            guard let value = Int64(text), value >= 0 else { throw APIError.badRequest("after is an audit entry id") }
-            after = value
-        }
+        let after = Int64(clamping: try query(request, "after", as: UInt64.self, "an audit entry id") ?? 0)
         return try json(["entries": try await database.audit(account, after: after)])
     }
 

@@ -11,8 +11,12 @@ final class RunningServer {
     let port: Int
     private let output = Pipe()
 
-    init(arguments: [String] = [], environment: [String: String] = [:]) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("kv-serve-\(UUID().uuidString)")
+    private let ownsDirectory: Bool
+
+    /// Starts a server; on a fresh directory unless `directory` (another server's) is given.
+    init(arguments: [String] = [], environment: [String: String] = [:], directory existing: URL? = nil) throws {
+        directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("kv-serve-\(UUID().uuidString)")
+        ownsDirectory = existing == nil
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = keyctlBinary
         process.arguments = ["serve", "--port", "0", "--database", directory.appendingPathComponent("keyvault.sqlite").path] + arguments
@@ -51,7 +55,7 @@ final class RunningServer {
 
     deinit {
         if process.isRunning { process.terminate() }
-        try? FileManager.default.removeItem(at: directory)
+        if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 }
 

@@ -21,15 +21,11 @@ struct TestDevice {
     init(_ name: String) { self.name = name }
 
     var deviceFields: [String: String] {
-        ["device": id.rawValue, "name": name, "signingKey": Hex.encode(signing.publicKey.rawRepresentation),
-         "boxKey": Hex.encode(agreement.publicKey.rawRepresentation)]
+        ChainLink.deviceFields(signingKey: signing.publicKey, boxKey: agreement.publicKey, name: name)
     }
 
     func genesis(time: Int64 = 1_700_000_000) -> ChainLink {
-        var link = ChainLink(sequence: 0, previous: ChainLink.noPrevious, type: .genesis, signer: id.rawValue, time: time,
-                             body: deviceFields.merging(["masterGeneration": "1"]) { a, _ in a })
-        link.sign(with: signing)
-        return link
+        ChainLink.genesis(signingKey: signing, boxKey: agreement.publicKey, name: name, time: time)
     }
 
     func link(_ type: LinkType, after state: ChainState, body: [String: String]) -> ChainLink {

@@ -126,11 +126,7 @@ case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE: accounts s
     for i in 0..<count {
         let signing = Ed25519.PrivateKey(), agreement = X25519.PrivateKey()
         let id = deviceID(for: signing.publicKey)
-        var genesis = ChainLink(sequence: 0, previous: ChainLink.noPrevious, type: .genesis, signer: id.rawValue, time: 1_700_000_000,
-                                body: ["device": id.rawValue, "name": "device \(i)", "masterGeneration": "1",
-                                       "signingKey": Hex.encode(signing.publicKey.rawRepresentation),
-                                       "boxKey": Hex.encode(agreement.publicKey.rawRepresentation)])
-        genesis.sign(with: signing)
+        let genesis = ChainLink.genesis(signingKey: signing, boxKey: agreement.publicKey, name: "device \(i)", time: 1_700_000_000)
         let account = genesis.accountID
         var box = KeyBox(generation: 1, recipient: id.rawValue, box: base64Encode(try! agreement.publicKey.sealedBox(for: SymmetricKey())),
                          signer: id.rawValue, signature: "")
