@@ -21,11 +21,12 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
-                    file: String, function: String, line: UInt) {
-        var fields: [String: String] = ["time": Self.timestamp(), "level": level.rawValue, "message": message.description,
-                                        "source": source, "logger": label]
-        for (key, value) in self.metadata.merging(extra ?? [:], uniquingKeysWith: { _, new in new }) {
+    public func log(event: LogEvent) {
+        var fields: [String: String] = ["time": Self.timestamp(), "level": event.level.rawValue, "message": event.message.description,
+                                        "source": event.source, "logger": label]
+        // An attached error is reported by type only: its description could carry request data.
+        if let error = event.error { fields["error"] = String(describing: type(of: error)) }
+        for (key, value) in self.metadata.merging(event.metadata ?? [:], uniquingKeysWith: { _, new in new }) {
             fields[key] = value.description
         }
         guard var data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }

@@ -310,3 +310,23 @@ import Testing
         #expect(bad.status == .badRequest)
     }
 }
+
+@Test func unknownFieldsInSignedObjectsAreRefusedByName() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let link = phone.link(.masterRotate, after: state, body: ["masterGeneration": "2"])
+        let encoded = String(decoding: try JSONEncoder().encode(AppendRequest(link: link)), as: UTF8.self)
+        for (body, field) in [
+            (encoded.replacingOccurrences(of: #""boxes""#, with: #""boxs""#), "boxs"),
+            (encoded.replacingOccurrences(of: #""signature""#, with: #""extra":1,"signature""#), "link.extra"),
+        ] {
+            let response = try await client.signed(phone, .post, "/v1/accounts/\(state.account)/chain", body: Array(body.utf8))
+            #expect(response.status == .badRequest, "\(body)")
+            #expect(String(buffer: response.body).contains("unknown field \(field)"), "\(String(buffer: response.body))")
+        }
+        // The same request without the extra field goes through.
+        let ok = try await client.signed(phone, .post, "/v1/accounts/\(state.account)/chain", body: Array(encoded.utf8))
+        #expect(ok.status == .created)
+    }
+}
