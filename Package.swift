@@ -33,6 +33,9 @@ let package = Package(
         // The signed formats both sides check (account chain, request signatures):
         // public-key operations and hashes only.
         .target(name: "KeyVaultProtocol", dependencies: ["KeyVaultCrypto", "KeyVaultModel"]),
+        // The client's key hierarchy: recovery keys, anchors, boxes and wraps opened
+        // and checked. The service never links it (Scripts/check-layers.sh).
+        .target(name: "KeyVaultVault", dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultModel", "KeyVaultProtocol"]),
         .target(name: "KeyVaultStore", dependencies: [
             "KeyVaultModel",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -66,6 +69,8 @@ let package = Package(
             "KeyVaultMnemonic",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ], resources: [.copy("Vectors")]),
+        .testTarget(name: "KeyVaultVaultTests", dependencies: ["KeyVaultVault", "KeyVaultMnemonic", "KeyVaultCrypto"],
+                    resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultProtocolTests", dependencies: ["KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultModel"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultServerTests", dependencies: [

@@ -1,0 +1,124 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+import KeyVaultProtocol
+
+/// The three keys a recovery code stands for (docs/formats/recovery-keys.md):
+///
+/// ```
+/// root = Argon2id(entropy, salt, parameters), 32 bytes
+/// RW   = HKDF-SHA256(root, info "keyvault/v1/recovery/wrap")   opens the recovery anchor
+/// RX   = HKDF-SHA256(root, info "keyvault/v1/recovery/box")    X25519: receives the master key
+/// RA   = HKDF-SHA256(root, info "keyvault/v1/recovery/auth")   Ed25519 seed: proves the code to the server
+/// ```
+public struct RecoveryKeys: Sendable {
+    /// RW: symmetric, opens the recovery anchor.
+    public let wrapKey: SymmetricKey
+    /// RX: the master key is sealed to its public half.
+    public let boxKey: X25519.PrivateKey
+    /// RA: signs the recovery proof and links made during recovery enrolment.
+    public let authKey: Ed25519.PrivateKey
+
+    static let wrapLabel = Array("keyvault/v1/recovery/wrap".utf8)
+    static let boxLabel = Array("keyvault/v1/recovery/box".utf8)
+    static let authLabel = Array("keyvault/v1/recovery/auth".utf8)
+
+    /// Derives the keys of a recovery code.
+    ///
+    /// - Parameters:
+    ///   - salt: the 16-byte salt of the account's recovery slot.
+    ///   - parameters: from the recovery slot; checked against the floor when decoded.
+    /// - Throws: `CryptoError` for a bad salt or when Argon2id cannot get its memory.
+    public init(code: Mnemonic, salt: [UInt8], parameters: Argon2id.Parameters) throws {
+        try self.init(entropy: code.entropy, salt: salt, parameters: parameters)
+    }
+
+    init(entropy: SecureBytes, salt: [UInt8], parameters: Argon2id.Parameters) throws {
+        let root = try Argon2id.deriveKey(from: entropy, salt: salt, parameters: parameters, outputByteCount: 32)
+        wrapKey = try HKDF.deriveKey(from: root, info: Self.wrapLabel)
+        boxKey = try X25519.PrivateKey(rawRepresentation: HKDF.deriveKey(from: root, info: Self.boxLabel).bytes)
+        authKey = try Ed25519.PrivateKey(seed: HKDF.deriveKey(from: root, info: Self.authLabel).bytes)
+    }
+
+    /// The public half that goes into the recovery slot and the recovery.set link.
+    public func slot(salt: [UInt8], parameters: Argon2id.Parameters, anchor: Envelope) -> RecoverySlot {
+        RecoverySlot(salt: Hex.encode(salt), iterations: parameters.iterations, memoryKiB: parameters.memoryKiB,
+                     authKey: Hex.encode(authKey.publicKey.rawRepresentation), boxKey: Hex.encode(boxKey.publicKey.rawRepresentation),
+                     anchor: anchor.base64)
+    }
+
+    /// The bytes RA signs to answer a recovery challenge.
+    public func proof(for challenge: String, account: AccountID) -> RecoveryProof {
+        RecoveryProof(challenge: challenge, signature: base64Encode(authKey.signature(
+            for: Array("keyvault/v1/recovery-proof".utf8) + [0] + Array(account.rawValue.utf8) + [0] + Array(challenge.utf8))))
+    }
+}
+
+/// What a brand-new device holding only the recovery code may trust: the account
+/// and the hash of its genesis link, sealed under RW and bound to the account.
+public struct RecoveryAnchor: Sendable, Codable, Equatable {
+    public var account: AccountID
+    /// Hex SHA-256 hash of the account's genesis link.
+    public var genesis: String
+
+    public init(account: AccountID, genesis: String) {
+        self.account = account
+        self.genesis = genesis
+    }
+
+    static func context(_ account: AccountID) throws -> EnvelopeContext {
+        try EnvelopeContext(purpose: "recovery-anchor", ["account": account.rawValue])
+    }
+
+    /// Seals the anchor under RW; `generation` is the recovery generation.
+    public func seal(under keys: RecoveryKeys, generation: UInt32) throws -> Envelope {
+        let plaintext = try JSONEncoder.sorted.encode(self)
+        return try Envelope.seal(Array(plaintext), under: keys.wrapKey, generation: generation, context: Self.context(account))
+    }
+
+    /// Opens an anchor for `account`.
+    ///
+    /// - Throws: `VaultError` `wrong_recovery_code` when RW does not open it (another
+    ///   code, or an anchor moved from another account), `malformed_anchor` otherwise.
+    public static func open(_ envelope: Envelope, with keys: RecoveryKeys, account: AccountID) throws -> RecoveryAnchor {
+        let plaintext: SecureBytes
+        do {
+            plaintext = try envelope.open(using: keys.wrapKey, context: context(account))
+        } catch let error as CryptoError where error.code == .authenticationFailure || error.code == .keyMismatch {
+            throw VaultError(.wrongRecoveryCode, "this recovery code does not open account \(account)'s recovery anchor")
+        }
+        guard let anchor = try? JSONDecoder().decode(RecoveryAnchor.self, from: Data(plaintext.unprotectedCopy())),
+              anchor.account == account else {
+            throw VaultError(.malformedAnchor, "the recovery anchor does not name account \(account)")
+        }
+        return anchor
+    }
+}
+
+/// The one error type of KeyVaultVault: what the client refuses, and why.
+public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let wrongRecoveryCode = Code(rawValue: "wrong_recovery_code")
+        public static let malformedAnchor = Code(rawValue: "malformed_anchor")
+    }
+
+    public let code: Code
+    public let message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+extension JSONEncoder {
+    /// Sorted keys: the same value always encodes to the same bytes.
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

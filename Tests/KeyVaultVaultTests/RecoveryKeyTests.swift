@@ -1,0 +1,75 @@
+import Foundation
+import KeyVaultMnemonic
+import KeyVaultModel
+import Testing
+@testable import KeyVaultCrypto
+@testable import KeyVaultVault
+
+struct RecoveryFile: Decodable {
+    struct Vector: Decodable, Sendable, CustomTestStringConvertible {
+        let mnemonic: String, entropy: String, salt: String, t: UInt32, m: UInt32
+        let wrapKey: String, boxKey: String, boxPublicKey: String, authSeed: String, authPublicKey: String
+        let account: String, anchor: String, anchorNonce: String, anchorEnvelope: String
+        var testDescription: String { "t=\(t), m=\(m) KiB" }
+    }
+    let tests: [Vector]
+}
+
+func loadRecoveryVectors() throws -> [RecoveryFile.Vector] {
+    guard let url = Bundle.module.url(forResource: "recovery-keys-v1", withExtension: "json", subdirectory: "Vectors") else {
+        throw CryptoError(.io, "recovery-keys-v1.json is not in the test bundle")
+    }
+    return try JSONDecoder().decode(RecoveryFile.self, from: Data(contentsOf: url)).tests
+}
+
+@Test(arguments: try loadRecoveryVectors())
+func recoveryKeysMatchIndependentImplementation(_ v: RecoveryFile.Vector) throws {
+    let code = try Mnemonic(phrase: v.mnemonic)
+    #expect(Hex.encode(code.entropy) == v.entropy)
+    let keys = try RecoveryKeys(code: code, salt: Hex.decode(v.salt), parameters: Argon2id.Parameters(iterations: v.t, memoryKiB: v.m))
+    #expect(Hex.encode(keys.wrapKey) == v.wrapKey)
+    #expect(Hex.encode(keys.boxKey.rawRepresentation) == v.boxKey)
+    #expect(Hex.encode(keys.boxKey.publicKey.rawRepresentation) == v.boxPublicKey)
+    #expect(Hex.encode(keys.authKey.seed) == v.authSeed)
+    #expect(Hex.encode(keys.authKey.publicKey.rawRepresentation) == v.authPublicKey)
+
+    let account = try #require(AccountID(rawValue: v.account))
+    let envelope = try Envelope(bytes: Hex.decode(v.anchorEnvelope))
+    let anchor = try RecoveryAnchor.open(envelope, with: keys, account: account)
+    #expect(anchor.account == account)
+    // Sealing the same anchor with the same nonce gives the same bytes.
+    let sealed = try Envelope.seal(Array(v.anchor.utf8), under: keys.wrapKey, generation: 1,
+                                   context: EnvelopeContext(purpose: "recovery-anchor", ["account": account.rawValue]),
+                                   algorithm: .xchacha20Poly1305, nonce: Hex.decode(v.anchorNonce))
+    #expect(Hex.encode(sealed.bytes) == v.anchorEnvelope)
+    #expect(try JSONEncoder.sorted.encode(anchor) == Data(v.anchor.utf8))
+}
+
+@Test func anAnchorOpensOnlyWithItsCodeAndForItsAccount() throws {
+    let v = try #require(try loadRecoveryVectors().first)
+    let envelope = try Envelope(bytes: Hex.decode(v.anchorEnvelope))
+    let parameters = try Argon2id.Parameters(iterations: v.t, memoryKiB: v.m)
+    let keys = try RecoveryKeys(code: Mnemonic(phrase: v.mnemonic), salt: Hex.decode(v.salt), parameters: parameters)
+    let otherAccount = AccountID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+    #expect { try RecoveryAnchor.open(envelope, with: keys, account: otherAccount) } throws: {
+        ($0 as? VaultError)?.code == .wrongRecoveryCode
+    }
+    let otherCode = try RecoveryKeys(code: Mnemonic.generate(), salt: Hex.decode(v.salt), parameters: parameters)
+    do {
+        _ = try RecoveryAnchor.open(envelope, with: otherCode, account: AccountID(unchecked: v.account))
+        Issue.record("another code opened the anchor")
+    } catch let error as VaultError {
+        #expect(error.code == .wrongRecoveryCode)
+    }
+    // The other salt gives other keys.
+    let otherSalt = try RecoveryKeys(code: Mnemonic(phrase: v.mnemonic), salt: SystemRandom.bytes(count: 16), parameters: parameters)
+    #expect(otherSalt.wrapKey != keys.wrapKey)
+}
+
+@Test func aRecoveryProofVerifiesUnderTheAuthKey() throws {
+    let keys = try RecoveryKeys(entropy: SecureBytes(randomCount: 32), salt: SystemRandom.bytes(count: 16), parameters: .floor)
+    let account = AccountID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+    let proof = keys.proof(for: "ab12", account: account)
+    let bytes = Array("keyvault/v1/recovery-proof".utf8) + [0] + Array(account.rawValue.utf8) + [0] + Array("ab12".utf8)
+    #expect(keys.authKey.publicKey.isValidSignature(Data(base64Encoded: proof.signature).map { [UInt8]($0) } ?? [], for: bytes))
+}
