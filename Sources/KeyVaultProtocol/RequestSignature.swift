@@ -77,6 +77,14 @@ public enum RequestSignature {
     }
 }
 
+/// The recovery proof (docs/formats/request-signature.md, "Recovery proof"): what
+/// the recovery auth key signs to answer a single-use challenge.
+public enum RecoveryProofFormat {
+    public static func signedBytes(account: AccountID, challenge: String) -> [UInt8] {
+        Array("keyvault/v1/recovery-proof".utf8) + [0] + Array(account.rawValue.utf8) + [0] + Array(challenge.utf8)
+    }
+}
+
 /// Session-authenticated requests (docs/formats/request-signature.md, "Sessions"):
 /// after one Ed25519-signed `POST …/sessions`, a device MACs its requests with the
 /// session key it was sent (sealed to its box key). Verifying an HMAC costs about a

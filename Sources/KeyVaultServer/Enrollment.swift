@@ -205,10 +205,3 @@ extension KeyService {
         return String((0..<10).map { _ in alphabet[Int(SystemRandom.uniform(below: 32))] })
     }
 }
-
-/// The recovery proof's signed bytes (docs/formats/request-signature.md).
-public enum RecoveryProofFormat {
-    public static func signedBytes(account: AccountID, challenge: String) -> [UInt8] {
-        Array("keyvault/v1/recovery-proof".utf8) + [0] + Array(account.rawValue.utf8) + [0] + Array(challenge.utf8)
-    }
-}

@@ -51,7 +51,7 @@ public struct RecoveryKeys: Sendable {
     /// The bytes RA signs to answer a recovery challenge.
     public func proof(for challenge: String, account: AccountID) -> RecoveryProof {
         RecoveryProof(challenge: challenge, signature: base64Encode(authKey.signature(
-            for: Array("keyvault/v1/recovery-proof".utf8) + [0] + Array(account.rawValue.utf8) + [0] + Array(challenge.utf8))))
+            for: RecoveryProofFormat.signedBytes(account: account, challenge: challenge))))
     }
 }
 

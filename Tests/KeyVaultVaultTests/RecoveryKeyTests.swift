@@ -70,6 +70,7 @@ func recoveryKeysMatchIndependentImplementation(_ v: RecoveryFile.Vector) throws
     let keys = try RecoveryKeys(entropy: SecureBytes(randomCount: 32), salt: SystemRandom.bytes(count: 16), parameters: .floor)
     let account = AccountID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
     let proof = keys.proof(for: "ab12", account: account)
+    // The format written out here on purpose: the test pins the bytes, not the helper.
     let bytes = Array("keyvault/v1/recovery-proof".utf8) + [0] + Array(account.rawValue.utf8) + [0] + Array("ab12".utf8)
     #expect(keys.authKey.publicKey.isValidSignature(Data(base64Encoded: proof.signature).map { [UInt8]($0) } ?? [], for: bytes))
 }
