@@ -206,7 +206,9 @@ struct Authenticator: Sendable {
             throw ProtocolError("device_revoked", "this device was revoked; enrol it again with the recovery code or a link")
         }
         let now = Int64(Date().timeIntervalSince1970)
-        guard abs(now - timestamp) <= window else {
+        // Compared without subtracting the client's value: any Int64 is accepted
+        // from the header, and now - Int64.min would overflow.
+        guard timestamp >= now - window, timestamp <= now + window else {
             throw ProtocolError("stale_timestamp", "the request timestamp is more than \(window) seconds from the server's clock")
         }
         guard nonces.use(nonce, device: device.id, at: now) else {

@@ -249,7 +249,7 @@ public struct KeyVaultDatabase: Sendable {
             }
             let rows = try Row.fetchAll(db, sql: """
                 SELECT sequence, hash, json FROM links WHERE account = ? AND sequence > ? ORDER BY sequence
-                """, arguments: [account.rawValue, after.map { Int64($0) } ?? -1])
+                """, arguments: [account.rawValue, after.map { Int64(clamping: $0) } ?? -1])  // a sequence past Int64.max matches nothing
             return (rows.map { StoredLink(sequence: UInt64($0["sequence"] as Int64), hash: $0["hash"], json: $0["json"]) }, head)
         }
     }

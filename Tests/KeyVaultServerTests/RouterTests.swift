@@ -330,3 +330,22 @@ import Testing
         #expect(ok.status == .created)
     }
 }
+
+@Test func extremeIntegersInHeadersAndQueriesAreRefusedNotFatal() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let uri = "/v1/accounts/\(state.account)/chain"
+        for timestamp in [Int64.min, Int64.max, -1] {
+            let response = try await client.execute(uri: uri, method: .get, headers: phone.signedHeaders(.get, uri, body: [], timestamp: timestamp))
+            #expect(response.status == .unauthorized && errorCode(response) == "stale_timestamp", "\(timestamp)")
+        }
+        for query in ["after=18446744073709551615", "after=9223372036854775808"] {
+            let response = try await client.signed(phone, .get, "\(uri)?\(query)")
+            #expect(response.status == .ok, "\(query)")
+            #expect(try decode(ChainResponse.self, response).links.isEmpty)
+        }
+        let audit = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/audit?after=18446744073709551615")
+        #expect(audit.status == .ok)
+    }
+}
