@@ -133,7 +133,7 @@ public struct ChainState: Sendable, Equatable {
     ///
     /// - Throws: `stale_chain` when `previous` is not the head (someone else wrote
     ///   first); `malformed_link`, `bad_signature`, `unknown_signer`,
-    ///   `signer_revoked`, `unknown_device`, `device_revoked`, `stale_generation`,
+    ///   `signer_revoked`, `no_such_device`, `already_revoked`, `stale_generation`,
     ///   `last_device` for links that do not follow.
     public mutating func apply(_ link: ChainLink) throws {
         try Self.checkShape(link)
@@ -168,8 +168,8 @@ public struct ChainState: Sendable, Equatable {
             next.devices[device.id] = device
         case .deviceRevoke:
             let id = try Self.deviceField(link)
-            guard var device = devices[id] else { throw ProtocolError("unknown_device", "no such device in this account") }
-            guard device.isActive else { throw ProtocolError("device_revoked", "that device is already revoked") }
+            guard var device = devices[id] else { throw ProtocolError("no_such_device", "no such device in this account") }
+            guard device.isActive else { throw ProtocolError("already_revoked", "that device is already revoked") }
             guard activeDevices.count > 1 else {
                 throw ProtocolError("last_device", "the last active device cannot be revoked")
             }

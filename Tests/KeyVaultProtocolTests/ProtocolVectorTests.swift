@@ -109,3 +109,26 @@ struct RequestFile: Decodable {
     }
     #expect(throws: ProtocolError.self) { try ChainState(links: []) }
 }
+
+struct MACFile: Decodable {
+    struct Test: Decodable {
+        let method: String, path: String, query: String, body: String, timestamp: Int64, nonce: String, macBytes: String, mac: String
+    }
+    let key: String, session: String, tests: [Test]
+}
+
+@Test func sessionMACsMatchIndependentImplementation() throws {
+    let file = try Vectors.load("request-mac-v1", as: MACFile.self)
+    #expect(file.tests.count == 3)
+    var keyBytes = try Hex.decode(file.key)
+    let key = try SymmetricKey(SecureBytes(wiping: &keyBytes))
+    for v in file.tests {
+        let body = try Hex.decode(v.body)
+        let bytes = RequestMAC.macBytes(method: v.method, path: v.path, query: v.query, bodyHash: SHA256.hash(body),
+                                        timestamp: v.timestamp, nonce: v.nonce, session: file.session)
+        #expect(Hex.encode(bytes) == v.macBytes)
+        let headers = Dictionary(uniqueKeysWithValues: try RequestMAC.headers(
+            method: v.method, path: v.path, query: v.query, body: body, session: file.session, key: key, timestamp: v.timestamp, nonce: v.nonce))
+        #expect(headers[RequestMAC.macHeader] == v.mac)
+    }
+}
