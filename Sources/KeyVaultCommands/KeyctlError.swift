@@ -18,8 +18,6 @@ public struct KeyctlError: Error, Sendable, CustomStringConvertible {
         public static let io = Code(rawValue: "io")
         public static let invalidInput = Code(rawValue: "invalid_input")
         public static let invalidCode = Code(rawValue: "invalid_recovery_code")
-        public static let quizFailed = Code(rawValue: "quiz_failed")
-        public static let crypto = Code(rawValue: "crypto")
     }
 
     public let code: Code

@@ -11,6 +11,11 @@ public enum RequestSignature {
     /// Accepted clock difference, either way.
     public static let defaultWindowSeconds: Int64 = 300
 
+    /// A nonce is 16 to 64 lowercase hex digits.
+    public static func isWellFormedNonce(_ nonce: String) -> Bool {
+        (16...64).contains(nonce.utf8.count) && nonce.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
     /// The bytes a device signs for one request.
     public static func signedBytes(method: String, path: String, query: String, bodyHash: [UInt8],
                                    timestamp: Int64, nonce: String, device: DeviceID) -> [UInt8] {
@@ -57,7 +62,7 @@ public enum RequestSignature {
             guard let time = Int64(timestamp) else {
                 throw ProtocolError("malformed_signature", "KeyVault-Timestamp is Unix seconds")
             }
-            guard (16...64).contains(nonce.utf8.count), nonce.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            guard RequestSignature.isWellFormedNonce(nonce) else {
                 throw ProtocolError("malformed_signature", "KeyVault-Nonce is 16 to 64 lowercase hex digits")
             }
             guard let bytes = base64Decode(signature), bytes.count == 64 else {

@@ -156,12 +156,7 @@ struct Authenticator: Sendable {
             timestamp: request.headers[Headers.timestamp],
             nonce: request.headers[Headers.nonce],
             signature: request.headers[Headers.signature])
-        guard var device = try await device(claim.device) else {
-            throw ProtocolError("unknown_device", "this device is not enrolled in any account")
-        }
-        guard device.account == account else {
-            throw ProtocolError("wrong_account", "this device belongs to another account")
-        }
+        var device = try await enrolled(claim.device, in: account)
         guard let key = try? Ed25519.PublicKey(rawRepresentation: device.signingKey),
               claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                             bodyHash: SHA256.hash(body), key: key)
@@ -181,13 +176,10 @@ struct Authenticator: Sendable {
         guard let timestampText = request.headers[Headers.timestamp],
               let timestamp = Int64(timestampText),
               let nonce = request.headers[Headers.nonce],
-              (16...64).contains(nonce.utf8.count), nonce.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }),
+              RequestSignature.isWellFormedNonce(nonce),
               let mac = request.headers[Headers.mac].flatMap(base64Decode), mac.count == 32
         else { throw ProtocolError("malformed_signature", "a session request needs KeyVault-Timestamp, KeyVault-Nonce and a base64 32-byte KeyVault-MAC") }
-        guard var device = try await device(session.device) else {
-            throw ProtocolError("unknown_device", "this device is not enrolled in any account")
-        }
-        guard device.account == account else { throw ProtocolError("wrong_account", "this device belongs to another account") }
+        var device = try await enrolled(session.device, in: account)
         let bytes = RequestMAC.macBytes(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                                         bodyHash: SHA256.hash(body), timestamp: timestamp, nonce: nonce, session: id)
         guard try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: session.key) else {
@@ -195,6 +187,15 @@ struct Authenticator: Sendable {
             throw ProtocolError("bad_signature", "the request MAC does not verify")
         }
         return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce)
+    }
+
+    /// The device, if it is enrolled in `account`.
+    private func enrolled(_ id: DeviceID, in account: AccountID) async throws -> StoredDevice {
+        guard let device = try await device(id) else {
+            throw ProtocolError("unknown_device", "this device is not enrolled in any account")
+        }
+        guard device.account == account else { throw ProtocolError("wrong_account", "this device belongs to another account") }
+        return device
     }
 
     /// The checks both kinds of request share, after the signature or MAC verified.

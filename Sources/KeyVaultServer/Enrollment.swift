@@ -43,6 +43,7 @@ actor RecoveryGate {
     }
 
     func recordFailure(account: AccountID, client: String) {
+        sweep()
         let now = Self.now()
         failures["account:\(account)", default: []].append(now)
         failures["client:\(client)", default: []].append(now)
@@ -67,10 +68,16 @@ actor RecoveryGate {
         return entry.account == account && entry.expires >= Self.now()
     }
 
+    /// Drops expired challenges and tokens, and failures older than the window, so
+    /// that memory follows recent activity rather than every address ever seen.
     private func sweep() {
         let now = Self.now()
         challenges = challenges.filter { $0.value.expires >= now }
         tokens = tokens.filter { $0.value.expires >= now }
+        failures = failures.compactMapValues { times in
+            let recent = times.filter { now - $0 < Self.failureWindow }
+            return recent.isEmpty ? nil : recent
+        }
     }
 }
 

@@ -11,7 +11,7 @@ public enum StoreError: Error, Sendable, Equatable {
     /// Too many pending device-link requests for the account.
     case tooManyLinkRequests
     /// The link request is no longer pending (approved, refused or expired).
-    case linkRequestClosed(status: String)
+    case linkRequestClosed
 }
 
 /// A device as the server keeps it: what signed requests are checked against.
@@ -219,7 +219,7 @@ public struct KeyVaultDatabase: Sendable {
                     UPDATE link_requests SET status = 'approved', approver = ?
                     WHERE account = ? AND code = ? AND status = 'pending' AND expires >= ?
                     """, arguments: [approver.rawValue, account.rawValue, code, Self.now()])
-                guard db.changesCount == 1 else { throw StoreError.linkRequestClosed(status: "closed") }
+                guard db.changesCount == 1 else { throw StoreError.linkRequestClosed }
             }
             try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
                            arguments: [write.link.hash, write.link.sequence, account.rawValue])
@@ -401,7 +401,7 @@ public struct KeyVaultDatabase: Sendable {
         try await writer.write { db in
             try db.execute(sql: "UPDATE link_requests SET status = 'refused', approver = ? WHERE account = ? AND code = ? AND status = 'pending'",
                            arguments: [device.rawValue, account.rawValue, code])
-            guard db.changesCount == 1 else { throw StoreError.linkRequestClosed(status: "closed") }
+            guard db.changesCount == 1 else { throw StoreError.linkRequestClosed }
             try Self.audit(db, account: account, event: "link_request.refused", device: device.rawValue, detail: nil)
         }
     }

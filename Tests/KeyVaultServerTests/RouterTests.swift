@@ -349,3 +349,21 @@ import Testing
         #expect(audit.status == .ok)
     }
 }
+
+/// Every route the table marks as signed refuses a request without a signature,
+/// before looking at anything else: no route can be added unauthenticated by mistake.
+@Test func everySignedRouteRefusesAnUnsignedRequest() async throws {
+    try await testApplication().test(.router) { client in
+        let state = try await client.createAccount(TestDevice("phone"))
+        let values = ["account": state.account.rawValue, "member": String(repeating: "a", count: 32),
+                      "address": "ca1.1." + String(repeating: "0", count: 64), "code": "ABCDEFGH12"]
+        let signed = APIRoutes.all.filter(\.signed)
+        #expect(signed.count == 14)  // update with the route table
+        for route in signed {
+            var uri = route.path
+            for (name, value) in values { uri = uri.replacingOccurrences(of: "{\(name)}", with: value) }
+            let response = try await client.execute(uri: uri, method: route.method, body: ByteBuffer(string: "{}"))
+            #expect(response.status == .unauthorized && errorCode(response) == "unsigned_request", "\(route.method) \(route.path)")
+        }
+    }
+}
