@@ -59,15 +59,18 @@ func renderings(of value: Any) -> [String] {
 }
 
 @Test func aReleasedSecretIsWipedBeforeItsMemoryIsReused() throws {
-    var pointer: UnsafeRawPointer?
-    do {
-        let secret = SecureBytes(copying: [UInt8](repeating: 0xAB, count: 32))
-        pointer = UnsafeRawPointer(secret.storage.pointer)
-        #expect(secret.unprotectedCopy() == [UInt8](repeating: 0xAB, count: 32))
-    }
-    // The slot stays mapped (arena slabs live for the process), so it can be read.
-    let after = UnsafeRawBufferPointer(start: pointer, count: SecureArena.slotSize)
-    #expect(after.allSatisfy { $0 == 0 })
+    // Its own arena: the shared one is used by tests running in parallel, which
+    // could take the released slot and write to it before this test looks.
+    let arena = SecureArena()
+    let slot = try #require(arena.allocate())
+    slot.initializeMemory(as: UInt8.self, repeating: 0xAB, count: SecureArena.slotSize)
+    arena.release(slot)
+    // The slot stays mapped (slabs live as long as their arena), so it can be read.
+    #expect(UnsafeRawBufferPointer(start: slot, count: SecureArena.slotSize).allSatisfy { $0 == 0 })
+    #expect(arena.allocate() == slot)  // reused, wiped
+    // And SecureBytes goes through the shared arena for small secrets.
+    let small = SecureBytes(copying: [UInt8](repeating: 0xAB, count: 32))
+    #expect(small.unprotectedCopy() == [UInt8](repeating: 0xAB, count: 32))
 }
 
 @Test func secretsCanBeMadeAndDroppedFromManyThreadsAtOnce() async {
