@@ -41,6 +41,8 @@ public enum APIRoutes {
         Route(method: .get, path: "/v1/accounts/{account}/members/{member}/attachments", signed: true) { $0.listAttachments },
         Route(method: .put, path: "/v1/accounts/{account}/members/{member}/attachments/{address}", signed: true) { $0.putAttachment },
         Route(method: .get, path: "/v1/accounts/{account}/members/{member}/attachments/{address}", signed: true) { $0.getAttachment },
+        Route(method: .get, path: "/v1/accounts/{account}/members/{member}/attachments/{address}/key", signed: true) { $0.getAttachmentKey },
+        Route(method: .put, path: "/v1/accounts/{account}/members/{member}/attachments/{address}/key", signed: true) { $0.putAttachmentKey },
     ]
 
     /// The (method, path) pairs, for documentation and tests.

@@ -301,10 +301,9 @@ struct KeyService: Sendable {
         let member = try memberParameter(context)
         let address = try addressParameter(context)
         guard try await state(account).members[member] != nil else { throw APIError.notFound("member") }
-        guard bytes.count >= 62, (try? Envelope(bytes: bytes)) != nil else {
-            throw APIError.badRequest("an attachment body is a sealed envelope (docs/formats/envelope.md)")
-        }
-        let info = try await database.putAttachment(account, member: member, address: address.description, data: Data(bytes), device: device.id)
+        let object = try AttachmentObject(bytes: bytes)
+        let info = try await database.putAttachment(account, member: member, address: address.description, key: Data(object.key),
+                                                    data: Data(object.content), device: device.id)
         return try json(info, status: info.existed == true ? .ok : .created)
     }
 
@@ -312,10 +311,34 @@ struct KeyService: Sendable {
         let (account, _, _) = try await authenticated(request, context)
         let member = try memberParameter(context)
         let address = try addressParameter(context)
-        guard let data = try await database.attachment(account, member: member, address: address.description) else {
+        guard let stored = try await database.attachment(account, member: member, address: address.description) else {
             throw APIError.notFound("attachment")
         }
-        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        let object = AttachmentObject(key: [UInt8](stored.key), content: [UInt8](stored.data))
+        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: object.bytes)))
+    }
+
+    func getAttachmentKey(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, _, _) = try await authenticated(request, context)
+        let member = try memberParameter(context)
+        let address = try addressParameter(context)
+        guard let key = try await database.attachmentKey(account, member: member, address: address.description) else {
+            throw APIError.notFound("attachment")
+        }
+        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: key)))
+    }
+
+    /// Re-wrapping: replaces an attachment's wrapped data key, never its content.
+    func putAttachmentKey(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, device, bytes) = try await authenticated(request, context, limit: AttachmentObject.maximumKeyBytes)
+        let member = try memberParameter(context)
+        let address = try addressParameter(context)
+        try AttachmentObject.checkKey(bytes)
+        guard try await database.replaceAttachmentKey(account, member: member, address: address.description, key: Data(bytes),
+                                                      device: device.id) else {
+            throw APIError.notFound("attachment")
+        }
+        return Response(status: .noContent)
     }
 
     func listAttachments(_ request: Request, _ context: Context) async throws -> Response {

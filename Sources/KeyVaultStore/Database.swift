@@ -178,6 +178,10 @@ public struct KeyVaultDatabase: Sendable {
                 ) STRICT, WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v3 attachment keys") { db in
+            // The wrapped data key, apart from the content, so re-wrapping rewrites only it.
+            try db.execute(sql: "ALTER TABLE attachments ADD COLUMN key BLOB NOT NULL DEFAULT x''")
+        }
         return migrator
     }
 
@@ -332,7 +336,7 @@ public struct KeyVaultDatabase: Sendable {
     /// Stores an attachment unless its address is already there for this member.
     ///
     /// - Returns: the stored attachment and whether it already existed.
-    public func putAttachment(_ account: AccountID, member: MemberID, address: String, data: Data,
+    public func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
                               device: DeviceID) async throws -> AttachmentInfo {
         try await writer.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT size, created FROM attachments WHERE account = ? AND member = ? AND address = ?",
@@ -340,17 +344,40 @@ public struct KeyVaultDatabase: Sendable {
                 return AttachmentInfo(address: address, size: Int(row["size"] as Int64), created: row["created"], existed: true)
             }
             let now = Self.now()
-            try db.execute(sql: "INSERT INTO attachments (account, member, address, size, created, data) VALUES (?, ?, ?, ?, ?, ?)",
-                           arguments: [account.rawValue, member.rawValue, address, data.count, now, data])
+            try db.execute(sql: "INSERT INTO attachments (account, member, address, size, created, key, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           arguments: [account.rawValue, member.rawValue, address, data.count, now, key, data])
             try Self.audit(db, account: account, event: "attachment.put", device: device.rawValue, detail: "\(member.rawValue) \(address)")
             return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
         }
     }
 
-    public func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
+    /// The wrapped data key and the sealed content of an attachment.
+    public func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
         try await writer.read { db in
-            try Data.fetchOne(db, sql: "SELECT data FROM attachments WHERE account = ? AND member = ? AND address = ?",
+            try Row.fetchOne(db, sql: "SELECT key, data FROM attachments WHERE account = ? AND member = ? AND address = ?",
+                             arguments: [account.rawValue, member.rawValue, address]).map { ($0["key"], $0["data"]) }
+        }
+    }
+
+    /// The wrapped data key of an attachment alone.
+    public func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
+        try await writer.read { db in
+            try Data.fetchOne(db, sql: "SELECT key FROM attachments WHERE account = ? AND member = ? AND address = ?",
                               arguments: [account.rawValue, member.rawValue, address])
+        }
+    }
+
+    /// Replaces the wrapped data key of an attachment (re-wrapping under a newer member key).
+    ///
+    /// - Returns: false when there is no such attachment.
+    public func replaceAttachmentKey(_ account: AccountID, member: MemberID, address: String, key: Data,
+                                     device: DeviceID) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(sql: "UPDATE attachments SET key = ? WHERE account = ? AND member = ? AND address = ?",
+                           arguments: [key, account.rawValue, member.rawValue, address])
+            guard db.changesCount == 1 else { return false }
+            try Self.audit(db, account: account, event: "attachment.rewrap", device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return true
         }
     }
 

@@ -208,8 +208,11 @@ import Testing
         let memberKey = SymmetricKey()
         let content = SystemRandom.bytes(count: 1000)
         let address = try ContentAddressKey(memberKey: memberKey, generation: 1).address(of: content)
-        let sealed = try Envelope.seal(content, under: SymmetricKey(), generation: 1,
-                                       context: EnvelopeContext(purpose: "attachment-content", ["object": address.description])).bytes
+        let dataKey = SymmetricKey()
+        let wrappedKey = try Envelope.seal(dataKey, under: memberKey, generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
+        let sealedContent = try Envelope.seal(content, under: dataKey, generation: 1,
+                                        context: EnvelopeContext(purpose: "attachment-content", ["object": address.description])).bytes
+        let sealed = AttachmentObject(key: wrappedKey, content: sealedContent).bytes
         let uri = "/v1/accounts/\(state.account)/members/\(member)/attachments/\(address)"
         var response = try await client.signed(phone, .put, uri, body: sealed)
         #expect(response.status == .created)
@@ -227,7 +230,22 @@ import Testing
         response = try await client.signed(phone, .put, uri.replacingOccurrences(of: "ca1.1.", with: "ca1.x."), body: sealed)
         #expect(response.status == .badRequest)
         response = try await client.signed(phone, .put, uri, body: Array(sealed.prefix(30)))
-        #expect(response.status == .badRequest)
+        #expect(response.status == .badRequest && errorCode(response) == "malformed_attachment")
+        response = try await client.signed(phone, .put, uri, body: sealedContent)  // a bare envelope, no key part
+        #expect(response.status == .badRequest && errorCode(response) == "malformed_attachment")
+
+        // Re-wrapping replaces the key part only; a key that is not an envelope is refused.
+        let rewrapped = try Envelope.seal(dataKey, under: SymmetricKey(), generation: 2, context: EnvelopeContext(purpose: "attachment-key")).bytes
+        response = try await client.signed(phone, .put, uri + "/key", body: Array(rewrapped.prefix(20)))
+        #expect(response.status == .badRequest && errorCode(response) == "malformed_attachment")
+        response = try await client.signed(phone, .put, uri + "/key", body: rewrapped)
+        #expect(response.status == .noContent)
+        response = try await client.signed(phone, .get, uri + "/key")
+        #expect(response.status == .ok && [UInt8](buffer: response.body) == rewrapped)
+        response = try await client.signed(phone, .get, uri)
+        #expect(try AttachmentObject(bytes: [UInt8](buffer: response.body)) == AttachmentObject(key: rewrapped, content: sealedContent))
+        response = try await client.signed(phone, .put, uri.replacingOccurrences(of: "ca1.1.", with: "ca1.2.") + "/key", body: rewrapped)
+        #expect(response.status == .notFound)
         let stranger = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
         response = try await client.signed(phone, .put, "/v1/accounts/\(state.account)/members/\(stranger)/attachments/\(address)", body: sealed)
         #expect(response.status == .notFound)
@@ -358,7 +376,7 @@ import Testing
         let values = ["account": state.account.rawValue, "member": String(repeating: "a", count: 32),
                       "address": "ca1.1." + String(repeating: "0", count: 64), "code": "ABCDEFGH12"]
         let signed = APIRoutes.all.filter(\.signed)
-        #expect(signed.count == 14)  // update with the route table
+        #expect(signed.count == 16)  // update with the route table
         for route in signed {
             var uri = route.path
             for (name, value) in values { uri = uri.replacingOccurrences(of: "{\(name)}", with: value) }

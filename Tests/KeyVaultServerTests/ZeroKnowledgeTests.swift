@@ -63,8 +63,10 @@ import Testing
             let address = try ContentAddressKey(memberKey: memberKey, generation: 1).address(of: plaintext)
             let sealed = try Envelope.seal(plaintext, under: attachmentKey, generation: 1,
                                            context: EnvelopeContext(purpose: "attachment-content", ["object": address.description]))
+            let wrappedKey = try Envelope.seal(attachmentKey, under: memberKey, generation: 1,
+                                               context: EnvelopeContext(purpose: "attachment-key", ["object": address.description]))
             let put = try await client.signed(tablet, .put, "/v1/accounts/\(state.account)/members/\(member)/attachments/\(address)",
-                                              body: sealed.bytes)
+                                              body: AttachmentObject(key: wrappedKey.bytes, content: sealed.bytes).bytes)
             #expect(put.status == .created)
         }
     }

@@ -185,8 +185,11 @@ case "sign-requests":  // sign-requests DEVICES-FILE COUNT KIND(boxes|upload) OU
         if kind == "upload" {
             // Every upload is new content (no dedup shortcut), to the setup's one member.
             let member = devices[0]["member"]!
-            body = try! Envelope.seal(SystemRandom.bytes(count: 64 * 1024 - 62), under: SymmetricKey(), generation: 1,
-                                      context: EnvelopeContext(purpose: "attachment-content")).bytes
+            let content = try! Envelope.seal(SystemRandom.bytes(count: 64 * 1024 - 62 - 99), under: SymmetricKey(), generation: 1,
+                                             context: EnvelopeContext(purpose: "attachment-content")).bytes
+            let key = try! Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1,
+                                         context: EnvelopeContext(purpose: "attachment-key")).bytes
+            body = AttachmentObject(key: key, content: content).bytes
             let address = "ca1.1." + Hex.encode(SHA256.hash(body))
             path = "/v1/accounts/\(account)/members/\(member)/attachments/\(address)"
             method = "PUT"
