@@ -36,6 +36,9 @@ let package = Package(
         // The client's key hierarchy: recovery keys, anchors, boxes and wraps opened
         // and checked. The service never links it (Scripts/check-layers.sh).
         .target(name: "KeyVaultVault", dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultModel", "KeyVaultProtocol"]),
+        // The client: HTTP to the service, the device home, and every flow of
+        // docs/api.md from the device's side, verifying what the server sends.
+        .target(name: "KeyVaultClient", dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultModel", "KeyVaultProtocol", "KeyVaultVault"]),
         .target(name: "KeyVaultStore", dependencies: [
             "KeyVaultModel",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -52,7 +55,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ], resources: [.copy("openapi.json")]),
         .target(name: "KeyVaultCommands", dependencies: [
-            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultServer",
+            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultServer", "KeyVaultClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "keyctl", dependencies: ["KeyVaultCommands"]),

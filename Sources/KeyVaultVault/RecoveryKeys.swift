@@ -103,6 +103,11 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         public init(rawValue: String) { self.rawValue = rawValue }
         public static let wrongRecoveryCode = Code(rawValue: "wrong_recovery_code")
         public static let malformedAnchor = Code(rawValue: "malformed_anchor")
+        /// A member key wrap that does not open for its member and generation.
+        public static let wrapMismatch = Code(rawValue: "wrap_mismatch")
+        /// An attachment whose content does not match its address, or does not open.
+        public static let addressMismatch = Code(rawValue: "address_mismatch")
+        public static let malformedAttachment = Code(rawValue: "malformed_attachment")
     }
 
     public let code: Code

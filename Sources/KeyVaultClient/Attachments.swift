@@ -1,0 +1,111 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultVault
+
+extension Vault {
+    func memberKeys(_ member: MemberID, generation: UInt32) async throws -> MemberKeys {
+        try MemberKeys(member: member, generation: generation, memberKey: try await memberKey(member, generation: generation))
+    }
+
+    /// The content address of a file under the member's newest key (nothing is uploaded).
+    public func address(ofFileAt path: String, member: Member) async throws -> ContentAddress {
+        let keys = try await memberKeys(member.id, generation: member.generation)
+        do {
+            return try keys.contentAddressKey.address(ofFileAt: path)
+        } catch let error as CryptoError {
+            throw ClientError(.io, "cannot read \(path): \(error.message)", hint: "check the path and its permissions")
+        }
+    }
+
+    public struct PutResult: Sendable {
+        public let address: ContentAddress
+        public let size: Int
+        public let existed: Bool
+    }
+
+    /// Seals a file for a member and uploads it under its content address.
+    public func put(fileAt path: String, member: Member) async throws -> PutResult {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ClientError(.io, "cannot read \(path)", hint: "check the path and its permissions")
+        }
+        var plaintext = [UInt8](data)
+        defer { secureWipe(&plaintext) }
+        let keys = try await memberKeys(member.id, generation: member.generation)
+        let address = try keys.contentAddressKey.address(of: plaintext)
+        let object = try AttachmentCrypto.seal(plaintext, address: address, account: account, keys: keys)
+        let info = try await api.putAttachment(member: member.id, address: address, object: object)
+        return PutResult(address: address, size: plaintext.count, existed: info.existed ?? false)
+    }
+
+    /// Downloads an attachment, opens it and checks it against its address.
+    public func get(_ address: ContentAddress, member: Member) async throws -> SecureBytes {
+        let bytes = try await api.attachment(member: member.id, address: address)
+        let object: AttachmentObject
+        do {
+            object = try AttachmentObject(bytes: bytes)
+        } catch {
+            throw ClientError.verification(error, "the attachment \(address) from the server")
+        }
+        let keyGeneration = try AttachmentCrypto.keyGeneration(of: object.key)
+        guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
+            throw ClientError(ClientError.Code(rawValue: VaultError.Code.addressMismatch.rawValue),
+                              "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
+        }
+        do {
+            return try AttachmentCrypto.open(object, address: address, account: account,
+                                             keyKeys: try await memberKeys(member.id, generation: keyGeneration),
+                                             addressKeys: try await memberKeys(member.id, generation: address.generation))
+        } catch let error as VaultError {
+            throw ClientError.verification(error, "the attachment is refused")
+        }
+    }
+
+    public func attachments(member: Member) async throws -> [AttachmentInfo] {
+        try await api.attachments(member: member.id)
+    }
+
+    public struct RewrapResult: Sendable {
+        public var rewrapped = 0
+        public var current = 0
+    }
+
+    /// Re-wraps every attachment key of a member under the member's newest key
+    /// generation. Each attachment is one small request; running it again after an
+    /// interruption picks up where it stopped.
+    public func rewrap(member: Member) async throws -> RewrapResult {
+        let list = try await api.attachments(member: member.id)
+        let newest = try await memberKeys(member.id, generation: member.generation)
+        var result = RewrapResult()
+        for (index, info) in list.enumerated() {
+            progress("re-wrapping attachment keys: \(index + 1)/\(list.count)")
+            guard let address = ContentAddress(info.address) else {
+                throw ClientError(.badResponse, "the server listed a malformed address \(info.address.prefix(80))")
+            }
+            let key = try await api.attachmentKey(member: member.id, address: address)
+            let generation: UInt32
+            do {
+                generation = try AttachmentCrypto.keyGeneration(of: key)
+            } catch {
+                throw ClientError.verification(error, "the key of attachment \(address)")
+            }
+            guard generation != member.generation else { result.current += 1; continue }
+            guard (1..<member.generation).contains(generation) else {
+                throw ClientError(ClientError.Code(rawValue: VaultError.Code.addressMismatch.rawValue),
+                                  "the key of attachment \(address) names generation \(generation), which member \(member.name) does not have",
+                                  kind: .verification)
+            }
+            let rewrapped: [UInt8]
+            do {
+                rewrapped = try AttachmentCrypto.rewrap(key, address: address, account: account,
+                                                        from: try await memberKeys(member.id, generation: generation), to: newest)
+            } catch let error as VaultError {
+                throw ClientError.verification(error, "the key of attachment \(address)")
+            }
+            try await api.replaceAttachmentKey(member: member.id, address: address, key: rewrapped)
+            result.rewrapped += 1
+        }
+        return result
+    }
+}

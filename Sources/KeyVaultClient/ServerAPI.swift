@@ -1,0 +1,209 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+
+/// The device keys that sign requests.
+public struct DeviceKeys: Sendable {
+    public let signing: Ed25519.PrivateKey
+    public let agreement: X25519.PrivateKey
+    public var id: DeviceID { deviceID(for: signing.publicKey) }
+
+    public init(signing: Ed25519.PrivateKey = Ed25519.PrivateKey(), agreement: X25519.PrivateKey = X25519.PrivateKey()) {
+        self.signing = signing
+        self.agreement = agreement
+    }
+
+    /// The fields that introduce this device in a genesis or device.add link.
+    public func fields(name: String) -> [String: String] {
+        ChainLink.deviceFields(signingKey: signing.publicKey, boxKey: agreement.publicKey, name: name)
+    }
+}
+
+/// The HTTP API of docs/api.md, typed. Signed routes use `keys`.
+public struct ServerAPI: Sendable {
+    public let transport: any HTTPTransport
+    public let account: AccountID?
+    public let keys: DeviceKeys?
+
+    public init(transport: any HTTPTransport, account: AccountID? = nil, keys: DeviceKeys? = nil) {
+        self.transport = transport
+        self.account = account
+        self.keys = keys
+    }
+
+    var accountPath: String { "/v1/accounts/\(account?.rawValue ?? "")" }
+
+    // MARK: Exchange
+
+    /// Sends a request (signed when `signed`) and returns the body of a 2xx answer.
+    ///
+    /// - Throws: `ClientError` with the server's code for a refusal, `device_revoked`
+    ///   (kind `.revoked`) when this device was revoked.
+    func call(_ method: String, _ path: String, query: String = "", body: [UInt8] = [], signed: Bool = true,
+              contentType: String = "application/json") async throws -> (status: Int, body: [UInt8]) {
+        var headers: [(String, String)] = []
+        if !body.isEmpty { headers.append(("Content-Type", contentType)) }
+        if signed {
+            guard let keys else { throw ClientError(.notInitialized, "this request needs an enrolled device") }
+            headers += RequestSignature.headers(method: method, path: path, query: query, body: body, device: keys.id,
+                                                key: keys.signing, timestamp: Int64(Date().timeIntervalSince1970))
+        }
+        let reply = try await transport.send(HTTPExchange(method: method, target: query.isEmpty ? path : path + "?" + query,
+                                                          headers: headers, body: body))
+        guard (200..<300).contains(reply.status) else { throw Self.refusal(reply) }
+        return (reply.status, reply.body)
+    }
+
+    static func refusal(_ reply: HTTPReply) -> ClientError {
+        guard let error = try? JSONDecoder().decode(ErrorBody.self, from: Data(reply.body)) else {
+            return ClientError(.badResponse, "the server answered HTTP \(reply.status) without a KeyVault error body",
+                               hint: "is --server a KeyVault server (`keyctl serve`)?")
+        }
+        let code = error.error.code, message = error.error.message
+        switch code {
+        case "device_revoked":
+            return ClientError(.deviceRevoked, "this device was revoked from the account; the server refuses it",
+                               hint: "to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home",
+                               status: reply.status)
+        case "stale_timestamp":
+            return ClientError(ClientError.Code(rawValue: code), "the server refused the request time: \(message)",
+                               hint: "check this computer's clock", status: reply.status)
+        case "unknown_device":
+            return ClientError(ClientError.Code(rawValue: code), "the server does not know this device: \(message)",
+                               hint: "was the account deleted? check `keyctl status` and --server", status: reply.status)
+        case "rate_limited", "too_many_link_requests":
+            let wait = reply.headers["retry-after"].map { " (try again in \($0) seconds)" } ?? ""
+            return ClientError(ClientError.Code(rawValue: code), "the server refused: \(message)\(wait)", status: reply.status)
+        default:
+            return ClientError(ClientError.Code(rawValue: code), "the server refused: \(message) (\(code), HTTP \(reply.status))",
+                               status: reply.status)
+        }
+    }
+
+    func json<T: Decodable>(_ type: T.Type, _ bytes: [UInt8], _ what: String) throws -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch {
+            throw ClientError(.badResponse, "the server's \(what) is not what the protocol says: \(error)")
+        }
+    }
+
+    func encode(_ value: some Encodable) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(value))
+    }
+
+    // MARK: Routes
+
+    public func health() async throws {
+        _ = try await call("GET", "/health", signed: false)
+    }
+
+    public func createAccount(_ request: CreateAccountRequest) async throws -> CreateAccountResponse {
+        try json(CreateAccountResponse.self, try await call("POST", "/v1/accounts", body: encode(request), signed: false).body, "answer")
+    }
+
+    public func deleteAccount() async throws {
+        _ = try await call("DELETE", accountPath)
+    }
+
+    public func chain() async throws -> ChainResponse {
+        try json(ChainResponse.self, try await call("GET", accountPath + "/chain").body, "chain")
+    }
+
+    public func append(_ request: AppendRequest) async throws {
+        _ = try await call("POST", accountPath + "/chain", body: encode(request))
+    }
+
+    public func devices() async throws -> [DeviceInfo] {
+        try json([String: [DeviceInfo]].self, try await call("GET", accountPath + "/devices").body, "device list")["devices"] ?? []
+    }
+
+    public func boxes(generation: UInt32? = nil, all: Bool = false) async throws -> [KeyBox] {
+        var query = [String]()
+        if let generation { query.append("generation=\(generation)") }
+        if all { query.append("recipient=all") }
+        return try json([String: [KeyBox]].self, try await call("GET", accountPath + "/boxes", query: query.joined(separator: "&")).body,
+                        "key boxes")["boxes"] ?? []
+    }
+
+    public func wraps(member: MemberID) async throws -> [MemberWrap] {
+        try json([String: [MemberWrap]].self, try await call("GET", accountPath + "/wraps", query: "member=\(member)").body,
+                 "member key wraps")["wraps"] ?? []
+    }
+
+    public func audit() async throws -> [AuditEntry] {
+        try json([String: [AuditEntry]].self, try await call("GET", accountPath + "/audit").body, "audit log")["entries"] ?? []
+    }
+
+    // Recovery (unsigned until enrolled)
+
+    public func recoverySlot() async throws -> RecoverySlot {
+        try json(RecoverySlot.self, try await call("GET", accountPath + "/recovery", signed: false).body, "recovery slot")
+    }
+
+    public func recoveryChallenge() async throws -> RecoveryChallenge {
+        try json(RecoveryChallenge.self, try await call("POST", accountPath + "/recovery/challenge", signed: false).body, "challenge")
+    }
+
+    public func recoveryProof(_ proof: RecoveryProof) async throws -> RecoverySession {
+        try json(RecoverySession.self, try await call("POST", accountPath + "/recovery/proof", body: encode(proof), signed: false).body,
+                 "recovery session")
+    }
+
+    public func recoveryEnroll(_ request: RecoveryEnrollRequest) async throws {
+        _ = try await call("POST", accountPath + "/recovery/enroll", body: encode(request), signed: false)
+    }
+
+    // Device links
+
+    public func createLinkRequest(_ request: LinkRequestCreate) async throws -> LinkRequestInfo {
+        try json(LinkRequestInfo.self, try await call("POST", accountPath + "/link-requests", body: encode(request), signed: false).body,
+                 "link request")
+    }
+
+    public func linkRequestStatus(_ code: String) async throws -> LinkRequestInfo {
+        try json(LinkRequestInfo.self, try await call("GET", accountPath + "/link-requests/\(code)", signed: false).body, "link request")
+    }
+
+    public func pendingLinkRequests() async throws -> [LinkRequestInfo] {
+        try json([String: [LinkRequestInfo]].self, try await call("GET", accountPath + "/link-requests").body, "link requests")["requests"] ?? []
+    }
+
+    public func approveLinkRequest(_ code: String, _ request: AppendRequest) async throws {
+        _ = try await call("POST", accountPath + "/link-requests/\(code)/approve", body: encode(request))
+    }
+
+    public func refuseLinkRequest(_ code: String) async throws {
+        _ = try await call("POST", accountPath + "/link-requests/\(code)/refuse")
+    }
+
+    // Attachments
+
+    func attachmentPath(_ member: MemberID, _ address: ContentAddress? = nil) -> String {
+        accountPath + "/members/\(member)/attachments" + (address.map { "/\($0)" } ?? "")
+    }
+
+    public func putAttachment(member: MemberID, address: ContentAddress, object: AttachmentObject) async throws -> AttachmentInfo {
+        try json(AttachmentInfo.self, try await call("PUT", attachmentPath(member, address), body: object.bytes,
+                                                     contentType: "application/octet-stream").body, "answer")
+    }
+
+    public func attachment(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
+        try await call("GET", attachmentPath(member, address)).body
+    }
+
+    public func attachments(member: MemberID) async throws -> [AttachmentInfo] {
+        try json([String: [AttachmentInfo]].self, try await call("GET", attachmentPath(member)).body, "attachment list")["attachments"] ?? []
+    }
+
+    public func attachmentKey(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
+        try await call("GET", attachmentPath(member, address) + "/key").body
+    }
+
+    public func replaceAttachmentKey(member: MemberID, address: ContentAddress, key: [UInt8]) async throws {
+        _ = try await call("PUT", attachmentPath(member, address) + "/key", body: key, contentType: "application/octet-stream")
+    }
+}

@@ -1,0 +1,432 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultVault
+
+/// Reports progress of long work: a line of what is happening now.
+public typealias ProgressReporter = @Sendable (String) -> Void
+
+/// One enrolled device at work on its account: it verifies what the server sends
+/// before using it, keeps the newest chain head it has seen, and writes links
+/// that the rest of the account can verify. Not thread-safe: one command at a time
+/// (the device home's lock makes it so across processes).
+public final class Vault: @unchecked Sendable {
+    public let home: DeviceHome
+    public private(set) var record: DeviceRecord
+    public let api: ServerAPI
+    public internal(set) var links: [ChainLink] = []
+    public internal(set) var state: ChainState?
+    let progress: ProgressReporter
+
+    init(home: DeviceHome, record: DeviceRecord, transport: any HTTPTransport, progress: @escaping ProgressReporter) {
+        self.home = home
+        self.record = record
+        self.api = ServerAPI(transport: transport, account: record.account, keys: record.keys)
+        self.progress = progress
+    }
+
+    /// Opens the device in `home` and verifies the account chain.
+    public static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport,
+                            progress: @escaping ProgressReporter = { _ in }, sync: Bool = true) async throws -> Vault {
+        try home.lock()
+        let record = try home.load()
+        guard record.enrolled else {
+            throw ClientError(.notInitialized, "this device's enrolment in account \(record.account) did not finish",
+                              hint: "run `keyctl device enroll` or `keyctl device link` again")
+        }
+        let vault = Vault(home: home, record: record, transport: try transport(record.server), progress: progress)
+        if sync { try await vault.sync() }
+        return vault
+    }
+
+    public var account: AccountID { record.account }
+    public var device: DeviceID { record.device }
+
+    /// The verified chain state (after `sync`).
+    public var chain: ChainState {
+        get throws {
+            guard let state else { throw ClientError(.chainInvalid, "the chain has not been fetched") }
+            return state
+        }
+    }
+
+    // MARK: Chain
+
+    /// Fetches the chain, replays it from genesis and checks it against the newest
+    /// head this device has seen: a chain that forks or goes back is refused.
+    public func sync() async throws {
+        let response = try await api.chain()
+        let verified = try Self.verify(response.links, account: record.account, seenHead: record.head, seenSequence: record.sequence)
+        guard let me = verified.devices[record.device] else {
+            throw ClientError(.chainInvalid, "the account chain does not contain this device",
+                              hint: "the server's chain is not this device's account; do not trust it", kind: .verification)
+        }
+        guard me.isActive else {
+            throw ClientError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))",
+                              hint: "to use this computer again, enroll it anew: `keyctl device enroll` with a fresh --home")
+        }
+        guard me.boxKey == record.keys.agreement.publicKey else {
+            throw ClientError(.chainInvalid, "the chain names other keys for this device", kind: .verification)
+        }
+        links = response.links
+        state = verified
+        if verified.head != record.head {
+            record.head = verified.head
+            record.sequence = verified.sequence
+            try home.save(record)
+        }
+    }
+
+    /// The checks of `sync`, on their own.
+    ///
+    /// - Throws: `ClientError` `chain_invalid` for a link that does not follow,
+    ///   `wrong_account`, `chain_rollback` (shorter than seen), `chain_fork` (a
+    ///   different link where this device saw another).
+    public static func verify(_ links: [ChainLink], account: AccountID, seenHead: String, seenSequence: UInt64) throws -> ChainState {
+        let state: ChainState
+        do {
+            state = try ChainState(links: links)
+        } catch {
+            throw ClientError.verification(error, "the account chain from the server does not verify")
+        }
+        guard state.account == account else {
+            throw ClientError(.wrongAccount, "the server sent the chain of account \(state.account), not \(account)",
+                              hint: "the server is not trustworthy; nothing was changed", kind: .verification)
+        }
+        guard !seenHead.isEmpty else { return state }
+        guard state.sequence >= seenSequence else {
+            throw ClientError(.chainRollback, "the server's chain ends at link \(state.sequence), but this device has already seen link \(seenSequence): the server rolled the account back",
+                              hint: "do not trust this server's answers; nothing was changed", kind: .verification)
+        }
+        guard links[Int(seenSequence)].hash == seenHead else {
+            throw ClientError(.chainFork, "the server's chain differs from the one this device saw at link \(seenSequence): the chain forked",
+                              hint: "do not trust this server's answers; nothing was changed", kind: .verification)
+        }
+        return state
+    }
+
+    // MARK: Keys
+
+    /// The current master key: from the cache, else from this device's box, verified.
+    public func masterKey() async throws -> (key: SymmetricKey, generation: UInt32) {
+        let state = try chain
+        let g = state.masterGeneration
+        if let cached = record.masterKeys[g] { return (cached, g) }
+        let boxes = try await api.boxes(generation: g)
+        guard let box = boxes.first(where: { $0.recipient == record.device.rawValue && $0.generation == g }) else {
+            throw ClientError(.missingKey, "the server has no master key box of generation \(g) for this device",
+                              hint: "another device must rotate the master key (`keyctl master rotate`) to include this one", kind: .verification)
+        }
+        let key = try Self.open(box, in: state, with: record.keys.agreement)
+        record.masterKeys[g] = key
+        try home.save(record)
+        return (key, g)
+    }
+
+    /// Verifies a key box against the chain and opens it.
+    static func open(_ box: KeyBox, in state: ChainState, with agreement: X25519.PrivateKey) throws -> SymmetricKey {
+        do {
+            try box.verify(in: state)
+        } catch {
+            throw ClientError.verification(error, "the master key box for generation \(box.generation) is refused")
+        }
+        guard let sealed = base64Decode(box.box), let key = try? SymmetricKey(agreement.openSealedBox(sealed)) else {
+            throw ClientError(.badBox, "the master key box for generation \(box.generation) does not open with this device's key",
+                              kind: .verification)
+        }
+        return key
+    }
+
+    /// A member key generation: from the cache, else from its wrap under the current master key.
+    public func memberKey(_ member: MemberID, generation: UInt32) async throws -> SymmetricKey {
+        if let cached = record.memberKeys[member]?[generation] { return cached }
+        let state = try chain
+        guard let current = state.members[member], (1...current.generation).contains(generation) else {
+            throw ClientError(.noSuchMember, "member \(member) has no key generation \(generation)")
+        }
+        let (master, g) = try await masterKey()
+        let wraps = try await api.wraps(member: member)
+        guard let wrap = wraps.first(where: { $0.member == member && $0.memberGeneration == generation && $0.masterGeneration == g }) else {
+            throw ClientError(.missingKey, "the server has no wrap of member \(member.rawValue.prefix(8))… generation \(generation) under master key \(g)",
+                              kind: .verification)
+        }
+        let key: SymmetricKey
+        do {
+            key = try MemberKeyWrap.open(wrap, account: account, masterKey: master, masterGeneration: g)
+        } catch {
+            throw ClientError.verification(error, "member key refused")
+        }
+        record.memberKeys[member, default: [:]][generation] = key
+        try home.save(record)
+        return key
+    }
+
+    public struct Member: Sendable, Equatable {
+        public var id: MemberID
+        public var name: String
+        public var generation: UInt32
+    }
+
+    /// The account's members with their names opened.
+    public func members() async throws -> [Member] {
+        let state = try chain
+        var out = [Member]()
+        for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
+            let first = try await memberKey(member.id, generation: 1)
+            let name: String
+            do {
+                name = try MemberName.open(member.name, account: account, member: member.id, firstKey: first)
+            } catch {
+                throw ClientError.verification(error, "a member name")
+            }
+            out.append(Member(id: member.id, name: name, generation: member.generation))
+        }
+        return out.sorted { $0.name < $1.name }
+    }
+
+    /// The member called `name` (or with this id).
+    public func member(named name: String) async throws -> Member {
+        let all = try await members()
+        if let found = all.first(where: { $0.name == name || $0.id.rawValue == name }) { return found }
+        throw ClientError(.noSuchMember, "there is no member called \(name.debugDescription)",
+                          hint: all.isEmpty ? "add one with `keyctl member add NAME`"
+                              : "members: \(all.map(\.name).joined(separator: ", ")) (`keyctl member list`)")
+    }
+
+    // MARK: Writing links
+
+    func makeLink(_ type: LinkType, _ body: [String: String], after state: ChainState) -> ChainLink {
+        var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: type, signer: device.rawValue,
+                             time: Int64(Date().timeIntervalSince1970), body: body)
+        link.sign(with: record.keys.signing)
+        return link
+    }
+
+    func box(_ key: SymmetricKey, generation: UInt32, to recipient: String, boxKey: X25519.PublicKey) throws -> KeyBox {
+        var box = KeyBox(generation: generation, recipient: recipient, box: base64Encode(try boxKey.sealedBox(for: key)),
+                         signer: device.rawValue, signature: "")
+        box.sign(with: record.keys.signing, account: account)
+        return box
+    }
+
+    /// Boxes of `key` for every active device of `state` and the recovery key.
+    func boxes(_ key: SymmetricKey, generation: UInt32, in state: ChainState) throws -> [KeyBox] {
+        var boxes = try state.activeDevices.map { try box(key, generation: generation, to: $0.id.rawValue, boxKey: $0.boxKey) }
+        if let recovery = state.recovery {
+            boxes.append(try box(key, generation: generation, to: ChainLink.recoverySigner, boxKey: recovery.boxKey))
+        }
+        return boxes
+    }
+
+    public static let maxAttempts = 5
+
+    /// Appends a link built on the newest chain. When another device wrote first
+    /// (`stale_chain`), fetches the chain again and rebuilds on top, so that two
+    /// devices writing at once both land, one after the other.
+    func write(_ what: String, send: ((AppendRequest) async throws -> Void)? = nil,
+               _ build: (ChainState) async throws -> (AppendRequest, () -> Void)) async throws {
+        for attempt in 1...Self.maxAttempts {
+            let state = try chain
+            let (request, commit) = try await build(state)
+            do {
+                if let send { try await send(request) } else { try await api.append(request) }
+            } catch let error as ClientError where error.code.rawValue == "stale_chain" && attempt < Self.maxAttempts {
+                progress("another device changed the account first; fetching the chain and trying again (\(what))")
+                try await sync()
+                continue
+            }
+            var next = state
+            do {
+                try next.apply(request.link)
+            } catch {
+                throw ClientError.verification(error, "the link this device wrote")
+            }
+            links.append(request.link)
+            self.state = next
+            record.head = next.head
+            record.sequence = next.sequence
+            commit()
+            try home.save(record)
+            return
+        }
+        throw ClientError(.tooManyConflicts, "other devices kept changing the account during \(what)", hint: "try again in a moment")
+    }
+
+    // MARK: Members
+
+    public func addMember(name: String) async throws -> Member {
+        guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a member name has 1 to 100 characters") }
+        if try await members().contains(where: { $0.name == name }) {
+            throw ClientError(ClientError.Code(rawValue: "member_exists"), "there is already a member called \(name.debugDescription)",
+                              hint: "choose another name", kind: .input)
+        }
+        let id = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        let key = SymmetricKey()
+        try await write("member add") { state in
+            let (master, g) = try await masterKey()
+            let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: 1, under: master, masterGeneration: g)
+            let sealedName = try MemberName.seal(name, account: account, member: id, firstKey: key)
+            let link = makeLink(.memberAdd, ["member": id.rawValue, "memberGeneration": "1", "name": sealedName], after: state)
+            return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id] = [1: key] })
+        }
+        return Member(id: id, name: name, generation: 1)
+    }
+
+    /// A new generation of a member key, wrapped under the current master key.
+    @discardableResult
+    public func rotateMember(_ id: MemberID) async throws -> UInt32 {
+        var made: UInt32 = 0
+        try await write("member rotate") { state in
+            guard let member = state.members[id] else { throw ClientError(.noSuchMember, "no such member \(id)") }
+            let (master, g) = try await masterKey()
+            let h = member.generation + 1
+            let key = SymmetricKey()
+            let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: h, under: master, masterGeneration: g)
+            let link = makeLink(.memberRotate, ["member": id.rawValue, "memberGeneration": String(h)], after: state)
+            return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id, default: [:]][h] = key; made = h })
+        }
+        return made
+    }
+
+    // MARK: Master key
+
+    /// A new master key generation, sealed to every active device and the recovery
+    /// key; every generation of every member key is wrapped under it.
+    @discardableResult
+    public func rotateMaster() async throws -> UInt32 {
+        var made: UInt32 = 0
+        try await write("master rotate") { state in
+            let g = state.masterGeneration + 1
+            let key = SymmetricKey()
+            var wraps = [MemberWrap]()
+            for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
+                for h in 1...member.generation {
+                    let memberKey = try await memberKey(member.id, generation: h)
+                    wraps.append(try MemberKeyWrap.seal(memberKey, account: account, member: member.id, memberGeneration: h,
+                                                        under: key, masterGeneration: g))
+                }
+            }
+            let link = makeLink(.masterRotate, ["masterGeneration": String(g)], after: state)
+            var after = state
+            try after.apply(link)
+            return (AppendRequest(link: link, boxes: try boxes(key, generation: g, in: after), wraps: wraps),
+                    { self.record.masterKeys[g] = key; made = g })
+        }
+        return made
+    }
+
+    /// Work a revocation or recovery rotation left undone (interrupted): a master key
+    /// rotation, and member key rotations after a revocation.
+    public struct PendingRotation: Sendable, Equatable {
+        public var master: Bool
+        public var members: [MemberID]
+        public var isEmpty: Bool { !master && members.isEmpty }
+    }
+
+    public func pendingRotation() throws -> PendingRotation {
+        let state = try chain
+        let lastRevoke = links.lastIndex { $0.type == .deviceRevoke }
+        let lastRecovery = links.lastIndex { $0.type == .recoverySet && $0.body["recoveryGeneration"] != "1" }
+        guard let start = [lastRevoke, lastRecovery].compactMap({ $0 }).max() else { return PendingRotation(master: false, members: []) }
+        let after = links[(start + 1)...]
+        let master = !after.contains { $0.type == .masterRotate }
+        var members = [MemberID]()
+        if let lastRevoke {
+            let later = links[(lastRevoke + 1)...]
+            for member in state.members.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+                let added = links.firstIndex { $0.type == .memberAdd && $0.body["member"] == member.rawValue } ?? 0
+                guard added < lastRevoke else { continue }
+                if !later.contains(where: { $0.type == .memberRotate && $0.body["member"] == member.rawValue }) { members.append(member) }
+            }
+        }
+        return PendingRotation(master: master, members: members)
+    }
+
+    /// Finishes pending rotations, with progress.
+    public func finishPendingRotations() async throws {
+        let pending = try pendingRotation()
+        let total = (pending.master ? 1 : 0) + pending.members.count
+        var done = 0
+        if pending.master {
+            progress("rotating the master key (\(done + 1)/\(total))")
+            try await rotateMaster()
+            done += 1
+        }
+        for member in pending.members where try pendingRotation().members.contains(member) {
+            progress("rotating member key \(member.rawValue.prefix(8))… (\(done + 1)/\(total))")
+            try await rotateMember(member)
+            done += 1
+        }
+    }
+
+    // MARK: Devices
+
+    /// The device `text` names: a whole id, a unique prefix of one, or a unique name.
+    public func device(matching text: String) throws -> ChainState.Device {
+        let devices = try chain.devices.values
+        if let id = DeviceID(rawValue: text), let device = devices.first(where: { $0.id == id }) { return device }
+        let matches = devices.filter { (text.count >= 4 && $0.id.rawValue.hasPrefix(text)) || $0.name == text }
+        guard matches.count == 1 else {
+            throw ClientError(.noSuchDevice, matches.isEmpty ? "no device of this account matches \(text.debugDescription)"
+                                                             : "\(text.debugDescription) matches \(matches.count) devices",
+                              hint: "see the ids with `keyctl device list`")
+        }
+        return matches[0]
+    }
+
+    /// Revokes a device, then rotates the master key and every member key so that
+    /// it never receives a generation made after it. Resumable: running it again on
+    /// a revoked device finishes the rotations.
+    public func revoke(_ target: ChainState.Device) async throws {
+        guard target.id != device else {
+            throw ClientError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
+        }
+        if target.isActive {
+            progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
+            try await write("device revoke") { state in
+                (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
+            }
+        }
+        try await finishPendingRotations()
+    }
+
+    // MARK: Recovery code
+
+    /// Sets a new recovery code (the old one stops working), and rotates the master
+    /// key so that nothing the old code could open is current.
+    public func setRecoveryCode(_ code: Mnemonic, parameters: Argon2id.Parameters) async throws {
+        // Open every key first: after recovery.set, boxes signed by the old recovery key no longer verify.
+        let state = try chain
+        let (master, g) = try await masterKey()
+        for member in state.members.values {
+            for h in 1...member.generation { _ = try await memberKey(member.id, generation: h) }
+        }
+        let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
+        progress("deriving the recovery keys (Argon2id \(parameters))")
+        let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
+        guard let genesis = links.first?.hash else { throw ClientError(.chainInvalid, "no chain") }
+        var generation: UInt32 = 0
+        try await write("recovery rotate") { state in
+            generation = (state.recovery?.generation ?? 0) + 1
+            let anchor = try RecoveryAnchor(account: account, genesis: genesis).seal(under: keys, generation: generation)
+            let link = makeLink(.recoverySet, ["authKey": Hex.encode(keys.authKey.publicKey.rawRepresentation),
+                                           "boxKey": Hex.encode(keys.boxKey.publicKey.rawRepresentation),
+                                           "recoveryGeneration": String(generation)], after: state)
+            let recoveryBox = try box(master, generation: g, to: ChainLink.recoverySigner, boxKey: keys.boxKey.publicKey)
+            return (AppendRequest(link: link, boxes: [recoveryBox], recovery: keys.slot(salt: salt, parameters: parameters, anchor: anchor)), {})
+        }
+        if generation > 1 {
+            progress("rotating the master key away from the old recovery code")
+            try await finishPendingRotations()
+        }
+    }
+
+    // MARK: Account
+
+    public func deleteAccount() async throws {
+        try await api.deleteAccount()
+        try home.remove()
+    }
+}
