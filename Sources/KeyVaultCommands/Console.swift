@@ -20,7 +20,13 @@ public protocol Console: AnyObject, Sendable {
     /// One line read with echo off when input is a terminal; the prompt goes to standard error.
     func readSecretLine(prompt: String) throws -> [UInt8]?
     func write(_ text: String)
+    /// Raw bytes to standard output (file content, not text).
+    func writeBytes(_ bytes: [UInt8])
     func writeError(_ text: String)
+}
+
+extension Console {
+    public func writeBytes(_ bytes: [UInt8]) { write(String(decoding: bytes, as: UTF8.self)) }
 }
 
 /// The process's real standard streams.
@@ -68,11 +74,12 @@ public final class StandardConsole: Console, @unchecked Sendable {
         return try readLine()
     }
 
-    public func write(_ text: String) { Self.write(text, to: STDOUT_FILENO) }
-    public func writeError(_ text: String) { Self.write(text, to: STDERR_FILENO) }
+    public func write(_ text: String) { Self.write(Array(text.utf8), to: STDOUT_FILENO) }
+    public func writeBytes(_ bytes: [UInt8]) { Self.write(bytes, to: STDOUT_FILENO) }
+    public func writeError(_ text: String) { Self.write(Array(text.utf8), to: STDERR_FILENO) }
 
-    private static func write(_ text: String, to fd: Int32) {
-        var bytes = Array(text.utf8)
+    private static func write(_ bytes: [UInt8], to fd: Int32) {
+        var bytes = bytes
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeyVaultClient
 import KeyVaultServer
 
 /// `keyctl`: the KeyVault command line.
@@ -18,14 +19,28 @@ public struct Keyctl: AsyncParsableCommand {
 
               keyctl serve
 
-            Exit codes: 0 success, 1 the answer is no (invalid code, failed quiz),
-            2 the command could not do its work, 64 the command line is wrong.
+            Start an account, then add devices and members:
+
+              keyctl init --server http://127.0.0.1:8080 --name laptop
+              keyctl member add Alice
+              keyctl attachment put --member Alice scan.pdf
+              keyctl device link --server URL --account ID --name phone   (on the new device)
+
+            Every command takes --home DIR (default $KEYCTL_HOME, else ~/.keyctl) and
+            --json (one JSON object per line; the last line is the result).
+
+            Exit codes: 0 success; 1 the answer is no (invalid code, failed quiz or
+            audit, SAS mismatch, refused link); 2 the command could not do its work
+            (network, files, device home); 3 the server refused the request; 4 this
+            device was revoked; 5 the server's answer failed verification (do not trust
+            it); 64 the command line is wrong.
 
             This is KeyVault's keyctl, not the Linux keyutils tool of the same name:
             run it as ./keyctl or from .build/release/, or check with `keyctl --version`.
             """,
         version: "keyctl (KeyVault) 0.1.0",
-        subcommands: [Recovery.self, Serve.self])
+        subcommands: [Init.self, Status.self, Device.self, Member.self, Master.self, Recovery.self, Attachment.self,
+                      Audit.self, Account.self, Serve.self])
 
     public init() {}
 }
@@ -53,6 +68,10 @@ public enum KeyctlMain {
                 }
                 return KeyctlError.ExitCode.success.rawValue
             } catch let error as KeyctlError {
+                report(error, to: console, json: arguments.contains("--json"))
+                return error.exitCode.rawValue
+            } catch let error as ClientError {
+                let error = KeyctlError(error)
                 report(error, to: console, json: arguments.contains("--json"))
                 return error.exitCode.rawValue
             } catch {

@@ -8,6 +8,12 @@ public struct KeyctlError: Error, Sendable, CustomStringConvertible {
         case rejected = 1
         /// The command could not do its work: unreadable input, a file problem.
         case failure = 2
+        /// The server refused the request (its error code is in the message).
+        case serverRefused = 3
+        /// This device has been revoked from its account.
+        case revoked = 4
+        /// The server's answer failed verification: it is not to be trusted.
+        case untrusted = 5
         /// The command line itself is wrong (argument-parser's EX_USAGE).
         case usage = 64
     }

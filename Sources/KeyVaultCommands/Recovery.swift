@@ -15,7 +15,7 @@ struct Recovery: AsyncParsableCommand {
             The code is read from standard input, never from the command line, so it
             does not end up in your shell history or the process list.
             """,
-        subcommands: [Generate.self, Verify.self, Quiz.self])
+        subcommands: [Generate.self, Verify.self, Quiz.self, Rotate.self])
 }
 
 extension MnemonicLanguage: ExpressibleByArgument {

@@ -1,0 +1,185 @@
+import ArgumentParser
+import Foundation
+import KeyVaultClient
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+
+extension Argon2id.Parameters: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let preset = Self.presets.first(where: { $0.name == argument }) else { return nil }
+        self = preset.parameters
+    }
+    public static var allValueStrings: [String] { presets.map(\.name) }
+}
+
+// MARK: init
+
+struct Init: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create an account with this computer as its first device.",
+        discussion: """
+            Makes this device's keys and the account's first master key, shows a new
+            24-word recovery code once (or writes it to --recovery-file with mode 0600),
+            asks for three of its words back (unless --yes), then creates the account
+            on the server and sets the code. Prints the account id: other devices join
+            with it (`keyctl device enroll` or `keyctl device link`).
+
+            --json prints {"account", "device", "server"}; it needs --recovery-file.
+            """)
+
+    @OptionGroup var server: ServerOptions
+
+    @Option(name: .long, help: "A name for this device, shown to your other devices (1-100 characters).")
+    var name: String
+
+    @Option(name: .long, help: ArgumentHelp("Write the recovery code to this new file (mode 0600) instead of showing it.", valueName: "file"))
+    var recoveryFile: String?
+
+    @Flag(name: .long, help: "Do not ask for words of the recovery code back.")
+    var yes = false
+
+    @Option(name: .long, help: "Argon2id cost of the recovery code: interactive, recovery, moderate or sensitive.")
+    var kdf: Argon2id.Parameters = .recovery
+
+    @OptionGroup var options: HomeOptions
+
+    func run() async throws {
+        let home = options.deviceHome()
+        if home.exists {
+            throw KeyctlError(.invalidInput, "\(home.directory) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
+        }
+        let transport = try KeyctlMain.transport(server.server)
+        try await ServerAPI(transport: transport).health()
+        let code = try Mnemonic.generate(wordCount: 24, language: .english)
+        try deliverRecoveryCode(code, file: recoveryFile, json: options.json, skipQuiz: yes)
+        let vault = try await Vault.createAccount(home: home, server: server.server, transport: transport, name: name, code: code,
+                                                  parameters: kdf, progress: options.progress)
+        options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "server": server.server], """
+            Account \(vault.account) created; this device is \(vault.device) (\(name)).
+            Add another device with:  keyctl device link --server \(server.server) --account \(vault.account) --name NAME
+
+            """)
+    }
+}
+
+// MARK: status
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show this device's account, the chain head and key generations.",
+        discussion: """
+            Fetches and verifies the account chain, then shows the account, this
+            device, the server, the chain head, the master, recovery and member key
+            generations, pending device-link requests and any unfinished rotation.
+            """)
+
+    @OptionGroup var options: HomeOptions
+
+    func run() async throws {
+        let vault = try await options.openVault()
+        let state = try vault.chain
+        let pending = try await vault.api.pendingLinkRequests()
+        let rotation = try vault.pendingRotation()
+        let members = state.members.values.sorted { $0.id.rawValue < $1.id.rawValue }
+        var object: [String: Any] = [
+            "account": vault.account.rawValue, "device": vault.device.rawValue, "name": vault.record.name,
+            "server": vault.record.server, "head": state.head, "sequence": state.sequence,
+            "masterGeneration": state.masterGeneration, "recoveryGeneration": state.recovery?.generation ?? 0,
+            "members": members.map { ["id": $0.id.rawValue, "generation": $0.generation] },
+            "devices": state.activeDevices.count,
+            "pendingLinkRequests": pending.map { ["code": $0.code, "name": $0.request.name, "device": $0.request.device.rawValue] },
+            "pendingRotation": ["master": rotation.master, "members": rotation.members.map(\.rawValue)],
+        ]
+        if state.recovery == nil { object["warning"] = "no recovery code is set" }
+        var text = """
+            account     \(vault.account)
+            device      \(vault.device) (\(vault.record.name))
+            server      \(vault.record.server)
+            chain head  \(state.head.prefix(16))… at link \(state.sequence)
+            master key  generation \(state.masterGeneration)
+            recovery    \(state.recovery.map { "generation \($0.generation)" } ?? "NOT SET: run `keyctl recovery rotate` to set a recovery code")
+            devices     \(state.activeDevices.count) active
+            members     \(members.isEmpty ? "none" : members.map { "\($0.id.rawValue.prefix(8))… (generation \($0.generation))" }.joined(separator: ", "))
+
+            """
+        for request in pending {
+            text += "link request \(request.code) from \(request.request.name.debugDescription): approve with `keyctl device approve \(request.code)`\n"
+        }
+        if !rotation.isEmpty {
+            text += "unfinished rotation: run `keyctl master rotate` to finish it\n"
+        }
+        options.result(object, text)
+    }
+}
+
+// MARK: audit
+
+struct Audit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify everything the server holds for this account.",
+        discussion: """
+            Replays the whole chain, checks every master key box (signature, recipient,
+            one for each active device and the recovery code, none for a revoked
+            device at the current generation), opens every member key wrap, and
+            compares the server's device list and audit log with the chain.
+            Exits 0 when all of it checks out and 1 with each finding otherwise.
+
+            --json prints {"ok", "links", "boxes", "wraps", "auditEntries", "refusals",
+            "findings": [{"area", "message"}]}.
+            """)
+
+    @OptionGroup var options: HomeOptions
+
+    func run() async throws {
+        let vault = try await options.openVault()
+        let report = try await vault.audit()
+        let ok = report.findings.isEmpty
+        options.result([
+            "ok": ok, "links": report.links, "boxes": report.boxes, "wraps": report.wraps, "auditEntries": report.auditEntries,
+            "refusals": report.refusals, "findings": report.findings.map { ["area": $0.area, "message": $0.message] },
+        ], ok ? """
+            Checked \(report.links) links, \(report.boxes) key boxes, \(report.wraps) member key wraps and \(report.auditEntries) audit entries: all consistent.
+            The server refused \(report.refusals) request(s) for this account (see the audit log).
+
+            """ : report.findings.map { "finding (\($0.area)): \($0.message)\n" }.joined())
+        guard ok else {
+            if !options.json {
+                KeyctlMain.console.writeError("keyctl: error: the audit found \(report.findings.count) problem(s)\n")
+                KeyctlMain.console.writeError("keyctl: hint: do not trust this server's data until they are explained\n")
+            }
+            throw ExitCode(KeyctlError.ExitCode.rejected.rawValue)
+        }
+    }
+}
+
+// MARK: account delete
+
+struct Account: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete the whole account.",
+        subcommands: [Delete.self])
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete everything of the account on the server, then this device's keys.",
+            discussion: """
+                Deletes the chain, devices, key boxes, wraps, recovery slot, attachments
+                and audit log in one transaction; other devices are refused from then on.
+                Cannot be undone. Asks for confirmation unless --yes.
+                """)
+
+        @Flag(name: .long, help: "Do not ask for confirmation.")
+        var yes = false
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            try confirm("Delete account \(vault.account) and everything in it, for every device? This cannot be undone.",
+                        assumeYes: yes, what: "deleting the account")
+            try await vault.deleteAccount()
+            options.result(["deleted": vault.account.rawValue], "Account \(vault.account) was deleted.\n")
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import ArgumentParser
+import Foundation
+import KeyVaultClient
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+
+/// Options of every command that works on a device home.
+struct HomeOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("This device's home directory (default: $KEYCTL_HOME, else ~/.keyctl).", valueName: "dir"))
+    var home: String?
+
+    @Flag(name: .long, help: "Print JSON objects, one per line; the last line is the result.")
+    var json = false
+
+    var directory: String { DeviceHome.defaultDirectory(home) }
+
+    /// The device home, with a passphrase prompt for sealed keys on a terminal
+    /// (or the file named by KEYCTL_PASSPHRASE_FILE).
+    func deviceHome() -> DeviceHome {
+        let home = DeviceHome(directory: directory)
+        let console = KeyctlMain.console
+        home.passphraseProvider = {
+            if let path = ProcessInfo.processInfo.environment["KEYCTL_PASSPHRASE_FILE"] {
+                return SecureBytes(copying: Array(try Recovery.readPassphrase(at: path).utf8))
+            }
+            guard console.inputIsTerminal else {
+                throw KeyctlError(.invalidInput, "this device's keys are sealed under a passphrase",
+                                  hint: "run on a terminal to be asked for it, or set KEYCTL_PASSPHRASE_FILE to a file holding it")
+            }
+            var line = try console.readSecretLine(prompt: "Passphrase for \(home.directory) (input hidden): ") ?? []
+            defer { secureWipe(&line) }
+            return SecureBytes(copying: line)
+        }
+        return home
+    }
+
+    /// Progress lines on a terminal's standard error; nothing with --json or when piped.
+    var progress: ProgressReporter {
+        let console = KeyctlMain.console
+        guard !json, console.errorIsTerminal else { return { _ in } }
+        return { console.writeError("… \($0)\n") }
+    }
+
+    func openVault(sync: Bool = true) async throws -> Vault {
+        try await Vault.open(home: deviceHome(), transport: KeyctlMain.transport, progress: progress, sync: sync)
+    }
+
+    /// Writes the result: JSON with --json, else the text.
+    func result(_ object: [String: Any], _ text: @autoclosure () -> String) {
+        let console = KeyctlMain.console
+        if json { console.write(jsonLine(object)) } else { console.write(text()) }
+    }
+}
+
+/// Options of the commands that reach a server before the device has a home.
+struct ServerOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The KeyVault server, e.g. http://127.0.0.1:8080.", valueName: "url"))
+    var server: String
+
+    func validate() throws {
+        guard let url = URL(string: server), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ValidationError("--server must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080")
+        }
+    }
+}
+
+extension KeyctlMain {
+    /// How commands reach a server; tests may replace it for one run.
+    @TaskLocal static var transport: @Sendable (String) throws -> any HTTPTransport = { server in
+        guard let url = URL(string: server) else { throw KeyctlError(.invalidInput, "\(server) is not a URL") }
+        return URLSessionTransport(baseURL: url)
+    }
+}
+
+extension KeyctlError {
+    /// The exit code and advice for a client failure.
+    init(_ error: ClientError) {
+        let exit: ExitCode = switch error.kind {
+        case .rejected: .rejected
+        case .network, .home, .input: .failure
+        case .server: .serverRefused
+        case .revoked: .revoked
+        case .verification: .untrusted
+        }
+        self.init(Code(rawValue: error.code.rawValue), error.message, hint: error.hint, exitCode: exit)
+    }
+}
+
+/// Asks a yes/no question on the terminal; `assumeYes` answers for scripts.
+func confirm(_ question: String, assumeYes: Bool, what: String) throws {
+    if assumeYes { return }
+    let console = KeyctlMain.console
+    guard console.inputIsTerminal else {
+        throw KeyctlError(.invalidInput, "\(what) needs a confirmation", hint: "answer on a terminal, or add --yes", exitCode: .usage)
+    }
+    console.writeError(question + " [y/N] ")
+    let answer = String(decoding: try console.readLine() ?? [], as: UTF8.self).lowercased()
+    guard answer == "y" || answer == "yes" else {
+        throw KeyctlError(.invalidInput, "not confirmed; nothing was changed", exitCode: .rejected)
+    }
+}
+
+/// Reads a recovery code from standard input or a hidden prompt.
+func readRecoveryCode(prompt: String = "Recovery code (input hidden): ") throws -> Mnemonic {
+    var phrase = try Recovery.readPhrase(from: KeyctlMain.console, prompt: prompt)
+    defer { secureWipe(&phrase) }
+    do {
+        return try Mnemonic(utf8: phrase)
+    } catch let error as MnemonicError {
+        throw KeyctlError(.invalidCode, "that is not a valid recovery code: \(error.message)",
+                          hint: Recovery.hint(for: error) ?? "check the words with `keyctl recovery verify`", exitCode: .rejected)
+    }
+}
+
+/// Shows a new recovery code once, or writes it to a file (0600); then, unless
+/// `skipQuiz`, asks for a few of its words back.
+func deliverRecoveryCode(_ code: Mnemonic, file: String?, json: Bool, skipQuiz: Bool) throws {
+    let console = KeyctlMain.console
+    if let file {
+        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw KeyctlError(.io, "cannot create \(file): \(String(cString: strerror(errno)))",
+                              hint: "the file must not exist yet (a recovery code is never overwritten)")
+        }
+        var bytes = Array((code.phrase + "\n").utf8)
+        defer { secureWipe(&bytes) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced else { throw KeyctlError(.io, "cannot write the recovery code to \(file)") }
+        if !json { console.writeError("The recovery code was written to \(file) (mode 0600). Print it, store it offline, then delete the file.\n") }
+    } else if json {
+        throw KeyctlError(.invalidInput, "with --json the recovery code goes to a file", hint: "add --recovery-file FILE", exitCode: .usage)
+    } else {
+        console.write("Your recovery code (24 words):\n\n" + Recovery.numberedGrid(code.words) + """
+
+            Write these words on paper, in order, and keep them safe. They are shown only
+            this once. Anyone who has them can open your vault; nobody can give them back.
+
+            """)
+    }
+    guard !skipQuiz else { return }
+    var positions = Array(1...code.wordCount)
+    var rng = SystemRandom()
+    positions.shuffle(using: &rng)
+    for position in positions.prefix(3).sorted() {
+        var answer = try console.readSecretLine(prompt: "To check your copy, word #\(position): ") ?? []
+        defer { secureWipe(&answer) }
+        guard code.isWord(String(decoding: answer, as: UTF8.self), at: position) else {
+            throw KeyctlError(.invalidCode, "word #\(position) does not match; nothing was changed",
+                              hint: "copy the code again carefully and rerun the command (or add --yes to skip the check)", exitCode: .rejected)
+        }
+    }
+}

@@ -1,0 +1,217 @@
+import ArgumentParser
+import Foundation
+import KeyVaultClient
+import KeyVaultCrypto
+import KeyVaultModel
+
+struct Device: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add, list and revoke the devices of the account.",
+        discussion: """
+            A new device joins with the recovery code (`device enroll`) or with the
+            approval of a device already in the account (`device link` on the new one,
+            `device approve` on the old one, comparing a short code on both screens).
+            """,
+        subcommands: [Enroll.self, Link.self, Approve.self, List.self, Revoke.self])
+}
+
+struct AccountOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The account id (32 hex digits) that `keyctl init` printed.", valueName: "id"))
+    var account: String
+
+    @Option(name: .long, help: "A name for this device, shown to your other devices (1-100 characters).")
+    var name: String
+
+    var accountID: AccountID { AccountID(rawValue: account)! }
+
+    func validate() throws {
+        guard AccountID(rawValue: account) != nil else { throw ValidationError("--account is 32 lowercase hex digits (see `keyctl status` on a device of the account)") }
+        guard (1...100).contains(name.count) else { throw ValidationError("--name has 1 to 100 characters") }
+    }
+}
+
+extension Device {
+    struct Enroll: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Join an account with its recovery code.",
+            discussion: """
+                Reads the 24-word code from standard input (a hidden prompt on a
+                terminal), derives its keys (Argon2id, a second or so), proves it to the
+                server, checks the account chain against the anchor the code opens, and
+                adds this device. Exit 1 when the code does not open the account.
+
+                --json prints {"account", "device"}.
+                """)
+
+        @OptionGroup var server: ServerOptions
+        @OptionGroup var target: AccountOption
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let code = try readRecoveryCode()
+            let vault = try await Vault.enrollWithRecoveryCode(
+                home: options.deviceHome(), server: server.server, transport: try KeyctlMain.transport(server.server),
+                account: target.accountID, name: target.name, code: code, progress: options.progress)
+            options.result(["account": vault.account.rawValue, "device": vault.device.rawValue],
+                           "This device (\(vault.device)) joined account \(vault.account).\n")
+        }
+    }
+
+    struct Link: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Ask a device of the account to add this one.",
+            discussion: """
+                Prints a request code and a short authentication string (SAS), then waits
+                until a device of the account approves (`keyctl device approve CODE`),
+                refuses, or the request expires (10 minutes). Approve only when both
+                screens show the same SAS.
+
+                --json prints {"code", "sas", "expires"} at once, then {"account", "device", "status"}.
+                """)
+
+        @OptionGroup var server: ServerOptions
+        @OptionGroup var target: AccountOption
+        @OptionGroup var options: HomeOptions
+
+        @Option(name: .long, help: "Seconds between checks for an answer.")
+        var poll: Double = 1
+
+        func run() async throws {
+            let console = KeyctlMain.console
+            let json = options.json
+            let vault = try await Vault.link(
+                home: options.deviceHome(), server: server.server, transport: try KeyctlMain.transport(server.server),
+                account: target.accountID, name: target.name, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
+                started: { ticket in
+                    if json {
+                        console.write(jsonLine(["code": ticket.code, "sas": ticket.sas, "expires": ticket.expires]))
+                    } else {
+                        console.write("""
+                            On a device of the account, run:
+
+                              keyctl device approve \(ticket.code)
+
+                            and check that it shows this code:  \(ticket.sas)
+
+                            """)
+                    }
+                }, progress: options.progress)
+            options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "status": "approved"],
+                           "Approved: this device (\(vault.device)) joined account \(vault.account).\n")
+        }
+    }
+
+    struct Approve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Approve a new device's link request.",
+            discussion: """
+                Shows the new device's name and the SAS this device computes from the
+                request's keys. Approve only when it is the SAS the new device shows:
+                a different one means someone swapped the keys on the way. With --sas
+                (for scripts) the comparison is made for you; a mismatch refuses the
+                request and adds nothing (exit 1).
+                """)
+
+        @Argument(help: "The request code the new device shows.")
+        var code: String
+
+        @Option(name: .long, help: "The SAS the new device shows (6 digits).")
+        var sas: String?
+
+        @Flag(name: .long, help: "Do not ask; needs --sas.")
+        var yes = false
+
+        @OptionGroup var options: HomeOptions
+
+        func validate() throws {
+            if yes, sas == nil { throw ValidationError("--yes needs --sas: the SAS must be compared before a device is added") }
+        }
+
+        func run() async throws {
+            let console = KeyctlMain.console
+            let vault = try await options.openVault()
+            let candidate = try await vault.linkCandidate(code: code)
+            if !options.json {
+                console.writeError("New device \(candidate.request.name.debugDescription) (\(candidate.request.device)) asks to join.\nSAS on this device: \(candidate.sas)\n")
+            }
+            if let sas {
+                let digits = { (s: String) in s.filter(\.isNumber) }
+                guard constantTimeEquals(Array(digits(sas).utf8), Array(digits(candidate.sas).utf8)) else {
+                    try await vault.refuse(candidate)
+                    throw KeyctlError(.init(rawValue: "sas_mismatch"), "the SAS does not match: the request was refused and no device was added",
+                                      hint: "someone may have swapped the keys; start again with `keyctl device link` on the new device",
+                                      exitCode: .rejected)
+                }
+                if !yes { try confirm("Add \(candidate.request.name.debugDescription) to the account?", assumeYes: false, what: "approving") }
+            } else {
+                try confirm("Does the new device show exactly \(candidate.sas)?", assumeYes: false, what: "approving a device")
+            }
+            try await vault.approve(candidate)
+            options.result(["approved": true, "device": candidate.request.device.rawValue, "name": candidate.request.name],
+                           "Approved \(candidate.request.name.debugDescription); it now has the account's keys.\n")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the devices of the account.",
+            discussion: """
+                Status comes from the verified chain; last seen from the server.
+                --json prints {"devices": [{"id", "name", "status", "added", "revoked", "lastSeen", "current"}]}.
+                """)
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let state = try vault.chain
+            let seen = Dictionary(try await vault.api.devices().map { ($0.id, $0.lastSeen) }, uniquingKeysWith: { a, _ in a })
+            let devices = state.devices.values.sorted { $0.added < $1.added }
+            let objects: [[String: Any]] = devices.map { device in
+                var object: [String: Any] = ["id": device.id.rawValue, "name": device.name, "status": device.isActive ? "active" : "revoked",
+                                             "added": device.added, "current": device.id == vault.device]
+                if let revoked = device.revoked { object["revoked"] = revoked }
+                if let last = seen[device.id] ?? nil { object["lastSeen"] = last }
+                return object
+            }
+            options.result(["devices": objects], devices.map { device in
+                "\(device.id)  \(device.isActive ? "active " : "revoked")  \(device.name)\(device.id == vault.device ? "  (this device)" : "")\n"
+            }.joined())
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a device from the account and rotate every key away from it.",
+            discussion: """
+                Signs a device.revoke link (the server refuses that device from its very
+                next request), then makes a new master key sealed to the remaining devices
+                and the recovery code, and a new generation of every member key. If it is
+                interrupted, run it again: it finishes the rotations.
+
+                --json prints {"revoked", "masterGeneration", "members": [{"id", "generation"}]}.
+                """)
+
+        @Argument(help: "The device: its id, a unique prefix of it, or its name (see `keyctl device list`).")
+        var device: String
+
+        @Flag(name: .long, help: "Do not ask for confirmation.")
+        var yes = false
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let target = try vault.device(matching: device)
+            if target.isActive {
+                try confirm("Revoke \(target.name.debugDescription) (\(target.id))? It loses access to everything from now on.",
+                            assumeYes: yes, what: "revoking a device")
+            }
+            try await vault.revoke(target)
+            let state = try vault.chain
+            options.result(["revoked": target.id.rawValue, "masterGeneration": state.masterGeneration,
+                            "members": state.members.values.map { ["id": $0.id.rawValue, "generation": $0.generation] }],
+                           "Revoked \(target.name.debugDescription); master key is now generation \(state.masterGeneration) and every member key was rotated.\n")
+        }
+    }
+}

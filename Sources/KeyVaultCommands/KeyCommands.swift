@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+import KeyVaultClient
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+
+struct Member: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Family members: each has its own key for its attachments.",
+        discussion: "Member names are sealed: the server sees only random ids.",
+        subcommands: [Add.self, List.self, Rotate.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a member with a new member key.", discussion: #"--json prints {"member", "name", "generation"}."#)
+
+        @Argument(help: "The member's name (1-100 characters).")
+        var name: String
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let member = try await vault.addMember(name: name)
+            options.result(["member": member.id.rawValue, "name": member.name, "generation": member.generation],
+                           "Added member \(name.debugDescription) (\(member.id)).\n")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the members.", discussion: #"--json prints {"members": [{"id", "name", "generation"}]}."#)
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let members = try await vault.members()
+            options.result(["members": members.map { ["id": $0.id.rawValue, "name": $0.name, "generation": $0.generation] }],
+                           members.isEmpty ? "No members yet: add one with `keyctl member add NAME`.\n"
+                               : members.map { "\($0.id)  generation \($0.generation)  \($0.name)\n" }.joined())
+        }
+    }
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new generation of a member's key.",
+            discussion: """
+                New attachments use the new generation; older ones stay readable, and
+                `keyctl attachment rewrap` moves their keys to it.
+                --json prints {"member", "generation"}.
+                """)
+
+        @Argument(help: "The member's name or id.")
+        var name: String
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let member = try await vault.member(named: name)
+            let generation = try await vault.rotateMember(member.id)
+            options.result(["member": member.id.rawValue, "generation": generation],
+                           "Member \(member.name.debugDescription) now has key generation \(generation).\n")
+        }
+    }
+}
+
+struct Master: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The account's master key.",
+        subcommands: [Rotate.self])
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new master key generation for the active devices and the recovery code.",
+            discussion: """
+                Every member key is re-wrapped under it. Also finishes a rotation that a
+                revocation or recovery rotation left unfinished.
+                --json prints {"masterGeneration"}.
+                """)
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            if try vault.pendingRotation().isEmpty {
+                try await vault.rotateMaster()
+            } else {
+                try await vault.finishPendingRotations()
+            }
+            let generation = try vault.chain.masterGeneration
+            options.result(["masterGeneration": generation], "The master key is now generation \(generation).\n")
+        }
+    }
+}
+
+extension Recovery {
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Replace the account's recovery code with a new one.",
+            discussion: """
+                Shows a new 24-word code once (or writes it to --recovery-file, mode
+                0600), asks for three of its words back unless --yes, then sets it: from
+                then on the old code enrolls nothing. The master key is rotated too.
+                Also sets a first code on an account that has none.
+                --json prints {"recoveryGeneration", "masterGeneration"}; it needs --recovery-file.
+                """)
+
+        @Option(name: .long, help: ArgumentHelp("Write the new code to this new file (mode 0600) instead of showing it.", valueName: "file"))
+        var recoveryFile: String?
+
+        @Flag(name: .long, help: "Do not ask for words of the new code back.")
+        var yes = false
+
+        @Option(name: .long, help: "Argon2id cost: interactive, recovery, moderate or sensitive.")
+        var kdf: Argon2id.Parameters = .recovery
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let code = try Mnemonic.generate(wordCount: 24, language: .english)
+            try deliverRecoveryCode(code, file: recoveryFile, json: options.json, skipQuiz: yes)
+            try await vault.setRecoveryCode(code, parameters: kdf)
+            let state = try vault.chain
+            options.result(["recoveryGeneration": state.recovery?.generation ?? 0, "masterGeneration": state.masterGeneration],
+                           "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n")
+        }
+    }
+}
