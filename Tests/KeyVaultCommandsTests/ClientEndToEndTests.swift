@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+
+/// The last JSON line a command printed.
+func lastJSON(_ output: String) throws -> [String: Any] {
+    let line = try #require(output.split(separator: "\n").last, "no output")
+    return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+}
+
+/// A `keyctl device link` running in the background until it is answered.
+final class LinkingDevice {
+    let process = Process()
+    let stdout = Pipe(), stderr = Pipe()
+    private(set) var firstLine: [String: Any] = [:]
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = keyctlBinary
+        process.arguments = arguments
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !text.contains("\n"), Date() < deadline {
+            text += String(decoding: stdout.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        firstLine = try lastJSON(String(text.prefix { $0 != "\n" }))
+    }
+
+    var code: String { firstLine["code"] as? String ?? "" }
+    var sas: String { firstLine["sas"] as? String ?? "" }
+
+    func finish() -> (code: Int32, out: String, err: String) {
+        let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, out, err)
+    }
+}
+
+/// The whole story of issue 4 with the real binaries: a real `keyctl serve` on a free
+/// port, and device homes driven through init, members, attachments, enrolment by
+/// recovery code and by link, revocation, rotations, audit and account deletion.
+@Test(.timeLimit(.minutes(5)))
+func realBinariesTellTheWholeStory() async throws {
+    let server = try RunningServer()
+    let url = "http://127.0.0.1:\(server.port)"
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("kv-story-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: root) }
+    func home(_ name: String) -> [String] { ["--home", root.appendingPathComponent(name).path, "--json"] }
+    func path(_ name: String) -> String { root.appendingPathComponent(name).path }
+    func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
+             sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        let result = try keyctl(arguments + home(device), input: Data(input.utf8))
+        #expect(result.code == expect, "keyctl \(arguments.joined(separator: " ")): \(result.err)", sourceLocation: sourceLocation)
+        return expect == 0 ? try lastJSON(result.out) : [:]
+    }
+
+    // Init: the account and its first device; the code goes to a 0600 file.
+    let created = try run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("code1"), "--yes"], "laptop")
+    let account = try #require(created["account"] as? String)
+    #expect(account.count == 32)
+    let attributes = try FileManager.default.attributesOfItem(atPath: path("laptop"))
+    #expect((attributes[.posixPermissions] as? Int) == 0o700)
+    #expect((try FileManager.default.attributesOfItem(atPath: path("laptop") + "/device.json")[.posixPermissions] as? Int) == 0o600)
+    #expect((try FileManager.default.attributesOfItem(atPath: path("code1"))[.posixPermissions] as? Int) == 0o600)
+    let code1 = try String(contentsOfFile: path("code1"), encoding: .utf8)
+    #expect(code1.split(separator: " ").count == 24)
+    #expect(!(try String(contentsOfFile: path("laptop") + "/device.json", encoding: .utf8)).contains(code1.split(separator: " ")[0] + " "))
+
+    // A member and an attachment, stored once.
+    let member = try run(["member", "add", "Alice"], "laptop")
+    #expect(member["name"] as? String == "Alice" && member["generation"] as? Int == 1)
+    let scan = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+    try scan.write(to: URL(fileURLWithPath: path("scan.pdf")))
+    let put = try run(["attachment", "put", "--member", "Alice", path("scan.pdf")], "laptop")
+    let address = try #require(put["address"] as? String)
+    #expect(address.hasPrefix("ca1.1.") && put["existed"] as? Bool == false)
+    #expect(try run(["attachment", "put", "--member", "Alice", path("scan.pdf")], "laptop")["existed"] as? Bool == true)
+    #expect(try run(["attachment", "address", "--member", "Alice", path("scan.pdf")], "laptop")["address"] as? String == address)
+
+    // Enrolment by recovery code: the phone opens what was put before it joined.
+    _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", "phone"], "phone", input: code1)
+    _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("phone.pdf")], "phone")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: path("phone.pdf"))) == scan)
+
+    // Link: a wrong SAS refuses the request and adds nothing; the right one adds the tablet.
+    let impostor = try LinkingDevice(["device", "link", "--server", url, "--account", account, "--name", "tablet", "--poll", "0.1"] + home("impostor"))
+    _ = try run(["device", "approve", impostor.code, "--sas", "000 000", "--yes"], "laptop", expect: 1)
+    #expect(impostor.finish().code == 1)
+    let tablet = try LinkingDevice(["device", "link", "--server", url, "--account", account, "--name", "tablet", "--poll", "0.1"] + home("tablet"))
+    #expect(tablet.sas.count == 7)
+    let approved = try run(["device", "approve", tablet.code, "--sas", tablet.sas, "--yes"], "laptop")
+    #expect(approved["approved"] as? Bool == true)
+    let linked = tablet.finish()
+    #expect(linked.code == 0, "\(linked.err)")
+    #expect(try lastJSON(linked.out)["status"] as? String == "approved")
+    _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("tablet.pdf")], "tablet")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: path("tablet.pdf"))) == scan)
+    let devices = try #require(try run(["device", "list"], "tablet")["devices"] as? [[String: Any]])
+    #expect(devices.compactMap { $0["name"] as? String } == ["laptop", "phone", "tablet"])
+
+    // Revoke the phone: its very next request is refused (exit 4), and every key moved on.
+    let phoneID = try #require(devices.first { $0["name"] as? String == "phone" }?["id"] as? String)
+    let revoked = try run(["device", "revoke", phoneID, "--yes"], "laptop")
+    #expect(revoked["masterGeneration"] as? Int == 2)
+    #expect((revoked["members"] as? [[String: Any]])?.first?["generation"] as? Int == 2)
+    let refused = try keyctl(["attachment", "list", "--member", "Alice"] + home("phone"))
+    #expect(refused.code == 4 && refused.err.contains("revoked"), "\(refused)")
+    let phoneFile = try String(contentsOfFile: path("phone") + "/device.json", encoding: .utf8)
+    #expect(phoneFile.contains(#""1" : "#) && !phoneFile.contains(#""2" : "#), "the phone never received generation 2")
+
+    // Rotations: a member key, then re-wrapping its attachments (resumable: the second run has nothing to do).
+    #expect(try run(["member", "rotate", "Alice"], "tablet")["generation"] as? Int == 3)
+    #expect(try run(["attachment", "rewrap", "--member", "Alice"], "tablet")["rewrapped"] as? Int == 1)
+    #expect(try run(["attachment", "rewrap", "--member", "Alice"], "tablet")["rewrapped"] as? Int == 0)
+    _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("laptop2.pdf")], "laptop")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: path("laptop2.pdf"))) == scan)
+
+    // Two devices rotating the master key at the same time both land, one after the other.
+    let both = try await withThrowingTaskGroup(of: Int32.self) { group in
+        for device in ["laptop", "tablet"] {
+            group.addTask { try keyctl(["master", "rotate"] + home(device)).code }
+        }
+        return try await group.reduce(into: [Int32]()) { $0.append($1) }
+    }
+    #expect(both == [0, 0])
+    let status = try run(["status"], "laptop")
+    #expect(status["masterGeneration"] as? Int == 4)
+    #expect(try run(["status"], "tablet")["head"] as? String == status["head"] as? String)
+
+    // Recovery rotation: the old code enrolls nothing, the new one does.
+    _ = try run(["recovery", "rotate", "--recovery-file", path("code2"), "--yes"], "tablet")
+    let code2 = try String(contentsOfFile: path("code2"), encoding: .utf8)
+    let old = try keyctl(["device", "enroll", "--server", url, "--account", account, "--name", "old"] + home("old"), input: Data(code1.utf8))
+    #expect(old.code == 1 && old.err.contains("does not open"), "\(old)")
+    _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", "desktop"], "desktop", input: code2)
+    _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("desktop.pdf")], "desktop")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: path("desktop.pdf"))) == scan)
+
+    // The audit checks out everywhere.
+    for device in ["laptop", "tablet", "desktop"] {
+        let audit = try run(["audit"], device)
+        #expect(audit["ok"] as? Bool == true, "\(audit)")
+    }
+
+    // Account deletion: everything goes; the other devices are refused.
+    #expect(try run(["account", "delete", "--yes"], "laptop")["deleted"] as? String == account)
+    let gone = try keyctl(["status"] + home("tablet"))
+    #expect(gone.code == 3, "\(gone)")
+    #expect(server.stop() == 0)
+}
