@@ -81,6 +81,12 @@ let package = Package(
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
+        .testTarget(name: "KeyVaultClientTests", dependencies: [
+            "KeyVaultClient", "KeyVaultServer", "KeyVaultStore", "KeyVaultProtocol", "KeyVaultVault", "KeyVaultMnemonic",
+            "KeyVaultCrypto", "KeyVaultModel",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]),
         .testTarget(name: "KeyVaultCommandsTests", dependencies: [
             "KeyVaultCommands", "keyctl", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultCrypto",
         ]),

@@ -76,6 +76,12 @@ public final class DeviceHome: @unchecked Sendable {
         lockDescriptor = fd
     }
 
+    /// Releases the lock (it is also released when the home is freed or the process ends).
+    public func unlock() {
+        if lockDescriptor >= 0 { close(lockDescriptor) }
+        lockDescriptor = -1
+    }
+
     func ensureDirectory() throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {

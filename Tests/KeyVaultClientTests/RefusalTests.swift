@@ -1,0 +1,244 @@
+import Foundation
+import KeyVaultClient
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultVault
+import Testing
+
+// Each refusal the client owes a dishonest server (issue 4, "What must hold"), played
+// by a tampering double in front of the real service. Every test also checks the
+// honest path first, so that it cannot pass by refusing everything.
+
+func expectRefusal(_ code: String, kind: ClientError.Kind = .verification, sourceLocation: SourceLocation = #_sourceLocation,
+                   _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected a refusal with \(code)", sourceLocation: sourceLocation)
+    } catch let error as ClientError {
+        #expect(error.kind == kind, "\(error)", sourceLocation: sourceLocation)
+        #expect(error.code.rawValue == code || error.message.contains(code), "\(error.code.rawValue): \(error.message)",
+                sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected a ClientError, got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+@Test func aChainThatGoesBackIsRefusedAndNothingChanges() async throws {
+    try await Fixture.run { fixture, laptop in
+        _ = try await laptop.addMember(name: "Alice")
+        try await laptop.sync()
+        let seen = laptop.record.head
+        fixture.transport.tamper(rewriting("/chain", as: ChainResponse.self) { chain in
+            chain.links.removeLast()
+            chain.head = chain.links.last!.hash
+        })
+        await expectRefusal("chain_rollback") { try await laptop.sync() }
+        #expect(try fixture.home("laptop").load().head == seen)
+    }
+}
+
+@Test func aChainThatForksIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        _ = try await laptop.addMember(name: "Alice")
+        // Another link at the same place, validly signed (say, by a key the server
+        // kept from an earlier answer): a fork.
+        let keys = laptop.record.keys
+        fixture.transport.tamper(rewriting("/chain", as: ChainResponse.self) { chain in
+            let last = chain.links.removeLast()
+            var other = ChainLink(sequence: last.sequence, previous: last.previous, type: .memberAdd, signer: last.signer,
+                                  time: last.time, body: ["member": String(repeating: "ab", count: 16), "memberGeneration": "1"])
+            other.sign(with: keys.signing)
+            chain.links.append(other)
+            chain.head = other.hash
+        })
+        await expectRefusal("chain_fork") { try await laptop.sync() }
+        fixture.transport.tamper(nil)
+        try await laptop.sync()
+    }
+}
+
+@Test func linksSignedByAnUnknownOrRevokedDeviceAreRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                            account: laptop.account, name: "phone", code: fixture.code)
+        let phoneKeys = phone.record.keys
+        try await laptop.sync()
+        try await laptop.revoke(try laptop.device(matching: phone.device.rawValue))
+        #expect(try laptop.chain.devices[phone.device]?.isActive == false)
+
+        for (signer, expected) in [(DeviceKeys(), "unknown_signer"), (phoneKeys, "signer_revoked")] {
+            fixture.transport.tamper(rewriting("/chain", as: ChainResponse.self) { chain in
+                let last = chain.links.last!
+                var forged = ChainLink(sequence: last.sequence + 1, previous: last.hash, type: .deviceAdd, signer: signer.id.rawValue,
+                                       time: last.time, body: DeviceKeys().fields(name: "intruder"))
+                forged.sign(with: signer.signing)
+                chain.links.append(forged)
+                chain.head = forged.hash
+            })
+            await expectRefusal(expected) { try await laptop.sync() }
+        }
+        fixture.transport.tamper(nil)
+        try await laptop.sync()
+        #expect(try laptop.chain.devices.count == 2)
+    }
+}
+
+@Test func aBoxNotSignedByAnActiveDeviceIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                            account: laptop.account, name: "phone", code: fixture.code)
+        let phoneKeys = phone.record.keys
+        try await laptop.sync()
+        try await laptop.revoke(try laptop.device(matching: phone.device.rawValue))
+        laptop.home.unlock()
+        // The honest box opens.
+        _ = try await fixture.open("laptop", forgetKeys: true).masterKey()
+
+        let account = laptop.account
+        let me = laptop.record.keys
+        let chosen = SymmetricKey()  // a key the server would like the device to use
+        for (signer, expected) in [(DeviceKeys(), "unknown_signer"), (phoneKeys, "unknown_signer"), (me, "bad_signature")] {
+            fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
+                answer["boxes"] = try answer["boxes"]!.map { box in
+                    var forged = KeyBox(generation: box.generation, recipient: box.recipient,
+                                        box: base64Encode(try me.agreement.publicKey.sealedBox(for: chosen)),
+                                        signer: signer.id.rawValue, signature: box.signature)
+                    if signer.id != me.id { forged.sign(with: signer.signing, account: account) }  // else: the old signature, over another box
+                    return forged
+                }
+            })
+            let vault = try await fixture.open("laptop", forgetKeys: true)
+            await expectRefusal(expected) { _ = try await vault.masterKey() }
+            vault.home.unlock()
+        }
+    }
+}
+
+@Test func aWrapMovedToAnotherMemberOrGenerationIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let bob = try await laptop.addMember(name: "Bob")
+        try await laptop.rotateMember(alice.id)
+        laptop.home.unlock()
+        var vault = try await fixture.open("laptop", forgetKeys: true)
+        _ = try await vault.memberKey(alice.id, generation: 2)  // honest: opens
+        vault.home.unlock()
+
+        // Bob's wrap served as Alice's.
+        let bobWraps = try await vault.api.wraps(member: bob.id)
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps"] = bobWraps.map { var w = $0; w.member = alice.id; return w }
+        })
+        vault = try await fixture.open("laptop", forgetKeys: true)
+        await expectRefusal("wrap_mismatch") { _ = try await vault.memberKey(alice.id, generation: 1) }
+        vault.home.unlock()
+
+        // Alice's generation 1 served as her generation 2.
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            let first = answer["wraps"]!.first { $0.memberGeneration == 1 }!
+            answer["wraps"] = answer["wraps"]!.map { $0.memberGeneration == 2 ? MemberWrap(member: alice.id, memberGeneration: 2,
+                                                                                        masterGeneration: first.masterGeneration,
+                                                                                        envelope: first.envelope) : $0 }
+        })
+        vault = try await fixture.open("laptop", forgetKeys: true)
+        await expectRefusal("wrap_mismatch") { _ = try await vault.memberKey(alice.id, generation: 2) }
+    }
+}
+
+@Test func recoveryParametersBelowTheFloorAreRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        fixture.transport.tamper(rewriting("/recovery", as: RecoverySlot.self) { slot in
+            slot.iterations = 1
+            slot.memoryKiB = 8
+        })
+        await expectRefusal("weak_kdf") {
+            _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                       account: laptop.account, name: "phone", code: fixture.code)
+        }
+        fixture.transport.tamper(nil)
+        _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                   account: laptop.account, name: "phone", code: fixture.code)
+    }
+}
+
+@Test func aRecoverySlotFromAnotherAccountOrAnotherCodeIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        await expectRefusal("wrong_recovery_code", kind: .rejected) {
+            _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                       account: laptop.account, name: "phone",
+                                                       code: try .generate(wordCount: 24, language: .english))
+        }
+        let devices = try laptop.chain.devices.count
+        #expect(devices == 1)
+    }
+}
+
+@Test func anAttachmentThatDoesNotMatchItsAddressIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let files = try (0..<2).map { i in
+            let url = fixture.root.appendingPathComponent("file\(i)")
+            try Data(SystemRandom.bytes(count: 5000 + i)).write(to: url)
+            return url.path
+        }
+        let first = try await laptop.put(fileAt: files[0], member: alice)
+        let second = try await laptop.put(fileAt: files[1], member: alice)
+        #expect(try await laptop.get(first.address, member: alice).unprotectedCopy() == [UInt8](try Data(contentsOf: URL(fileURLWithPath: files[0]))))
+
+        let other = try await laptop.api.attachment(member: alice.id, address: second.address)
+        fixture.transport.tamper { request, reply in
+            if request.target.hasSuffix(first.address.description) { reply.body = other }
+        }
+        await expectRefusal("address_mismatch") { _ = try await laptop.get(first.address, member: alice) }
+        fixture.transport.tamper { request, reply in
+            if request.target.hasSuffix(first.address.description) { reply.body[reply.body.count - 20] ^= 1 }
+        }
+        await expectRefusal("address_mismatch") { _ = try await laptop.get(first.address, member: alice) }
+        fixture.transport.tamper { request, reply in
+            if request.target.hasSuffix(first.address.description) { reply.body = Array(reply.body.prefix(40)) }
+        }
+        await expectRefusal("malformed_attachment") { _ = try await laptop.get(first.address, member: alice) }
+    }
+}
+
+@Test func aCorruptOrMissingHomeGivesAClearErrorWithAWayOut() async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kv-home-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let home = DeviceHome(directory: directory.path)
+    do {
+        _ = try home.load()
+        Issue.record("expected not_initialized")
+    } catch let error as ClientError {
+        #expect(error.code == .notInitialized && error.hint?.contains("keyctl init") == true)
+    }
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    for garbage in ["", "{", #"{"format":1}"#, #"{"format":9,"server":"","account":"","device":"","name":"","head":"","sequence":0,"enrolled":true}"#] {
+        try Data(garbage.utf8).write(to: directory.appendingPathComponent("device.json"))
+        do {
+            _ = try home.load()
+            Issue.record("expected a refusal of \(garbage)")
+        } catch let error as ClientError {
+            #expect(error.kind == .home && error.message.contains("damaged") && error.hint != nil, "\(error)")
+        }
+    }
+}
+
+@Test func aSealedHomeOpensOnlyWithItsPassphrase() async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kv-home-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let home = DeviceHome(directory: directory.path)
+    home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    let record = DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
+                              head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()])
+    try home.save(record)
+    let text = try String(contentsOfFile: directory.path + "/device.json", encoding: .utf8)
+    #expect(text.contains("sealed") && !text.contains(Hex.encode(record.keys.signing.seed.unprotectedCopy())))
+
+    let reader = DeviceHome(directory: directory.path)
+    reader.passphrase = SecureBytes(copying: Array("wrong horse".utf8))
+    #expect(throws: ClientError.self) { try reader.load() }
+    reader.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    let loaded = try reader.load()
+    #expect(loaded.device == record.device && loaded.masterKeys[1] == record.masterKeys[1])
+}
