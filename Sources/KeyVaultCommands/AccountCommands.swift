@@ -42,10 +42,12 @@ struct Init: AsyncParsableCommand {
     @Option(name: .long, help: "Argon2id cost of the recovery code: interactive, recovery, moderate or sensitive.")
     var kdf: Argon2id.Parameters = .recovery
 
+    @OptionGroup var seal: PassphraseOption
     @OptionGroup var options: HomeOptions
 
     func run() async throws {
         let home = options.deviceHome()
+        try seal.apply(to: home)
         if home.exists {
             throw KeyctlError(.invalidInput, "\(home.directory) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
         }

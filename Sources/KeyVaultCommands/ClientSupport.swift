@@ -153,3 +153,30 @@ func deliverRecoveryCode(_ code: Mnemonic, file: String?, json: Bool, skipQuiz: 
         }
     }
 }
+
+/// `--passphrase`: seal the new device's keys under a local passphrase.
+struct PassphraseOption: ParsableArguments {
+    @Flag(name: .long, help: "Seal this device's keys under a passphrase (asked on the terminal, or read from the file in KEYCTL_PASSPHRASE_FILE).")
+    var passphrase = false
+
+    /// Asks for the passphrase (twice on a terminal) and sets it on `home`.
+    func apply(to home: DeviceHome) throws {
+        guard passphrase else { return }
+        if let path = ProcessInfo.processInfo.environment["KEYCTL_PASSPHRASE_FILE"] {
+            let text = try Recovery.readPassphrase(at: path)
+            guard text.count >= 8 else { throw KeyctlError(.invalidInput, "the passphrase in \(path) is shorter than 8 characters") }
+            home.passphrase = SecureBytes(copying: Array(text.utf8))
+            return
+        }
+        let console = KeyctlMain.console
+        guard console.inputIsTerminal else {
+            throw KeyctlError(.invalidInput, "--passphrase needs a terminal to ask on", hint: "or set KEYCTL_PASSPHRASE_FILE to a file holding it", exitCode: .usage)
+        }
+        var first = try console.readSecretLine(prompt: "New passphrase for this device's keys (input hidden): ") ?? []
+        var second = try console.readSecretLine(prompt: "Once more: ") ?? []
+        defer { secureWipe(&first); secureWipe(&second) }
+        guard first.count >= 8 else { throw KeyctlError(.invalidInput, "a passphrase has at least 8 characters", exitCode: .rejected) }
+        guard constantTimeEquals(first, second) else { throw KeyctlError(.invalidInput, "the two passphrases differ; nothing was changed", exitCode: .rejected) }
+        home.passphrase = SecureBytes(copying: first)
+    }
+}

@@ -45,12 +45,15 @@ extension Device {
 
         @OptionGroup var server: ServerOptions
         @OptionGroup var target: AccountOption
+        @OptionGroup var seal: PassphraseOption
         @OptionGroup var options: HomeOptions
 
         func run() async throws {
+            let home = options.deviceHome()
+            try seal.apply(to: home)
             let code = try readRecoveryCode()
             let vault = try await Vault.enrollWithRecoveryCode(
-                home: options.deviceHome(), server: server.server, transport: try KeyctlMain.transport(server.server),
+                home: home, server: server.server, transport: try KeyctlMain.transport(server.server),
                 account: target.accountID, name: target.name, code: code, progress: options.progress)
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue],
                            "This device (\(vault.device)) joined account \(vault.account).\n")
@@ -76,11 +79,15 @@ extension Device {
         @Option(name: .long, help: "Seconds between checks for an answer.")
         var poll: Double = 1
 
+        @OptionGroup var seal: PassphraseOption
+
         func run() async throws {
             let console = KeyctlMain.console
             let json = options.json
+            let home = options.deviceHome()
+            try seal.apply(to: home)
             let vault = try await Vault.link(
-                home: options.deviceHome(), server: server.server, transport: try KeyctlMain.transport(server.server),
+                home: home, server: server.server, transport: try KeyctlMain.transport(server.server),
                 account: target.accountID, name: target.name, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
                 started: { ticket in
                     if json {
