@@ -51,12 +51,7 @@ extension Vault {
     public static func enrollWithRecoveryCode(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID,
                                               name: String, code: Mnemonic,
                                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try home.lock()
-        if let existing = try? home.load(), existing.enrolled {
-            throw ClientError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)",
-                              hint: "pick another directory with --home")
-        }
-        guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a device name has 1 to 100 characters") }
+        try prepareNewDevice(home: home, name: name)
         let api = ServerAPI(transport: transport, account: account)
         let slot = try await api.recoverySlot()
         let parameters: Argon2id.Parameters
@@ -120,6 +115,16 @@ extension Vault {
         return vault
     }
 
+    /// Locks the home of a device about to join, which must not hold an enrolled device already.
+    static func prepareNewDevice(home: DeviceHome, name: String) throws {
+        try home.lock()
+        if let existing = try? home.load(), existing.enrolled {
+            throw ClientError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)",
+                              hint: "pick another directory with --home")
+        }
+        guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a device name has 1 to 100 characters") }
+    }
+
     /// What a new device shows while it waits for approval.
     public struct LinkTicket: Sendable {
         public let code: String
@@ -132,12 +137,7 @@ extension Vault {
     public static func link(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID, name: String,
                             pollInterval: Duration = .seconds(1), started: (LinkTicket) -> Void,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try home.lock()
-        if let existing = try? home.load(), existing.enrolled {
-            throw ClientError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)",
-                              hint: "pick another directory with --home")
-        }
-        guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a device name has 1 to 100 characters") }
+        try prepareNewDevice(home: home, name: name)
         let device = DeviceKeys()
         var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
         try home.save(record)

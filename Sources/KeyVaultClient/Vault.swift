@@ -30,8 +30,15 @@ public final class Vault: @unchecked Sendable {
     /// Opens the device in `home` and verifies the account chain.
     public static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport,
                             progress: @escaping ProgressReporter = { _ in }, sync: Bool = true) async throws -> Vault {
+        guard home.exists else { _ = try home.load(); throw ClientError(.notInitialized, "no device") }  // load says how to start
         try home.lock()
-        let record = try home.load()
+        let record: DeviceRecord
+        do {
+            record = try home.load()
+        } catch {
+            home.unlock()
+            throw error
+        }
         guard record.enrolled else {
             throw ClientError(.notInitialized, "this device's enrolment in account \(record.account) did not finish",
                               hint: "run `keyctl device enroll` or `keyctl device link` again")

@@ -20,6 +20,7 @@ struct HomeOptions: ParsableArguments {
     func deviceHome() -> DeviceHome {
         let home = DeviceHome(directory: directory)
         let console = KeyctlMain.console
+        let directory = directory  // not `home`: the provider must not keep the home (and its lock) alive
         home.passphraseProvider = {
             if let path = ProcessInfo.processInfo.environment["KEYCTL_PASSPHRASE_FILE"] {
                 return SecureBytes(copying: Array(try Recovery.readPassphrase(at: path).utf8))
@@ -28,7 +29,7 @@ struct HomeOptions: ParsableArguments {
                 throw KeyctlError(.invalidInput, "this device's keys are sealed under a passphrase",
                                   hint: "run on a terminal to be asked for it, or set KEYCTL_PASSPHRASE_FILE to a file holding it")
             }
-            var line = try console.readSecretLine(prompt: "Passphrase for \(home.directory) (input hidden): ") ?? []
+            var line = try console.readSecretLine(prompt: "Passphrase for \(directory) (input hidden): ") ?? []
             defer { secureWipe(&line) }
             return SecureBytes(copying: line)
         }

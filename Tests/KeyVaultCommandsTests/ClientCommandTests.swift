@@ -1,0 +1,49 @@
+import Foundation
+import KeyVaultCommands
+import Testing
+
+/// Runs keyctl in-process; returns exit code, stdout and stderr.
+func runKeyctl(_ arguments: [String], input: String = "", terminal: Bool = false) async -> (Int32, String, String) {
+    let console = BufferConsole(input: input, terminal: terminal)
+    let code = await KeyctlMain.run(arguments, console: console)
+    return (code, console.output, console.errorOutput)
+}
+
+func emptyHome() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("kv-empty-\(UUID().uuidString)").path
+}
+
+@Test func aMissingHomeSaysHowToStart() async {
+    let home = emptyHome()
+    defer { try? FileManager.default.removeItem(atPath: home) }
+    for command in [["status"], ["device", "list"], ["member", "add", "Emma"], ["audit"]] {
+        let (code, _, err) = await runKeyctl(command + ["--home", home])
+        #expect(code == 2, "\(command)")
+        #expect(err.contains("there is no KeyVault device") && err.contains("keyctl init"), "\(command) \(err)")
+    }
+    let (code, out, _) = await runKeyctl(["status", "--home", home, "--json"])
+    #expect(code == 2 && out.contains(#""code":"not_initialized""#), "\(out)")
+}
+
+@Test func badClientCommandLinesAreUsageErrors() async {
+    for arguments in [
+        ["init", "--server", "not a url", "--name", "laptop"],
+        ["init", "--server", "ftp://example.org", "--name", "laptop"],
+        ["device", "approve", "ABCDEFGH12", "--yes"],  // --yes without --sas would skip the SAS comparison
+        ["device", "enroll", "--server", "http://127.0.0.1:1", "--account", "xyz", "--name", "phone"],
+        ["attachment", "get", "--member", "Emma", "ca1.x.00"],
+        ["init", "--server", "http://127.0.0.1:1", "--name", "laptop", "--kdf", "weak"],
+    ] {
+        let (code, _, err) = await runKeyctl(arguments)
+        #expect(code == 64, "\(arguments): \(err)")
+    }
+}
+
+@Test func anUnreachableServerIsAFailureWithAHint() async {
+    let home = emptyHome()
+    defer { try? FileManager.default.removeItem(atPath: home) }
+    let (code, _, err) = await runKeyctl(["init", "--server", "http://127.0.0.1:1", "--name", "laptop", "--home", home, "--yes"])
+    #expect(code == 2)
+    #expect(err.contains("cannot reach the server") && err.contains("keyctl serve"), "\(err)")
+    #expect(!FileManager.default.fileExists(atPath: home + "/device.json"), "nothing is saved when the account was not created")
+}
