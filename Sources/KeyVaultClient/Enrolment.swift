@@ -148,9 +148,15 @@ extension Vault {
         let info = try await api.createLinkRequest(request)
         // The SAS comes from what this device sent, never from the server's echo.
         started(LinkTicket(code: info.code, sas: LinkSAS.compute(account: account, code: info.code, request: request), expires: info.expires))
+        // The server says when the request expires; a server that keeps saying "pending" is not waited on for ever.
+        let deadline = min(info.expires, Int64(Date().timeIntervalSince1970) + 15 * 60) + 30
         while true {
             try await Task.sleep(for: pollInterval)
             let status = try await api.linkRequestStatus(info.code)
+            if status.status == .pending, Int64(Date().timeIntervalSince1970) > deadline {
+                throw ClientError(.linkClosed, "the request expired before it was approved",
+                                  hint: "run `keyctl device link` again and approve it within 10 minutes", kind: .rejected)
+            }
             switch status.status {
             case .pending:
                 let left = max(0, status.expires - Int64(Date().timeIntervalSince1970))

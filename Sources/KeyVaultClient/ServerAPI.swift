@@ -60,7 +60,7 @@ public struct ServerAPI: Sendable {
             return ClientError(.badResponse, "the server answered HTTP \(reply.status) without a KeyVault error body",
                                hint: "is --server a KeyVault server (`keyctl serve`)?")
         }
-        let code = error.error.code, message = error.error.message
+        let code = error.error.code.printable, message = error.error.message.printable
         switch code {
         case "device_revoked":
             return ClientError(.deviceRevoked, "this device was revoked from the account; the server refuses it",
@@ -205,5 +205,16 @@ public struct ServerAPI: Sendable {
 
     public func replaceAttachmentKey(member: MemberID, address: ContentAddress, key: [UInt8]) async throws {
         _ = try await call("PUT", attachmentPath(member, address) + "/key", body: key, contentType: "application/octet-stream")
+    }
+}
+
+extension String {
+    /// Text from the server made safe for a terminal: control characters (an
+    /// escape sequence could rewrite what the person sees) become "?", and it is
+    /// cut at 500 characters.
+    public var printable: String {
+        String(String.UnicodeScalarView(prefix(500).unicodeScalars.map {
+            $0.properties.generalCategory == .control ? "?" : $0
+        }))
     }
 }

@@ -139,7 +139,7 @@ extension Device {
             let vault = try await options.openVault()
             let candidate = try await vault.linkCandidate(code: code)
             if !options.json {
-                console.writeError("New device \(candidate.request.name.debugDescription) (\(candidate.request.device)) asks to join.\nSAS on this device: \(candidate.sas)\n")
+                console.writeError("New device \(candidate.request.name.printable.debugDescription) (\(candidate.request.device)) asks to join.\nSAS on this device: \(candidate.sas)\n")
             }
             if let sas {
                 let digits = { (s: String) in s.filter(\.isNumber) }
@@ -182,7 +182,7 @@ extension Device {
                 return object
             }
             options.result(["devices": objects], devices.map { device in
-                "\(device.id)  \(device.isActive ? "active " : "revoked")  \(device.name)\(device.id == vault.device ? "  (this device)" : "")\n"
+                "\(device.id)  \(device.isActive ? "active " : "revoked")  \(device.name.printable)\(device.id == vault.device ? "  (this device)" : "")\n"
             }.joined())
         }
     }

@@ -243,3 +243,21 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     let loaded = try reader.load()
     #expect(loaded.device == record.device && loaded.masterKeys[1] == record.masterKeys[1])
 }
+
+@Test func serverTextCannotDriveTheTerminal() async throws {
+    #expect("a\u{1B}[2Jb\u{7}\nc".printable == "a?[2Jb??c")
+    #expect(String(repeating: "x", count: 2000).printable.count == 500)
+    try await Fixture.run { fixture, laptop in
+        fixture.transport.tamper { _, reply in
+            reply.status = 400
+            reply.body = Array(#"{"error":{"code":"bad\u001b[31m","message":"\u001b]0;pwned\u0007 clear screen \u001b[2J"}}"#.utf8)
+        }
+        do {
+            _ = try await laptop.api.devices()
+            Issue.record("expected a refusal")
+        } catch let error as ClientError {
+            #expect(!error.message.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(error.message)")
+            #expect(error.kind == .server)
+        }
+    }
+}
