@@ -24,7 +24,9 @@ public struct Keyctl: AsyncParsableCommand {
               keyctl init --server http://127.0.0.1:8080 --name laptop
               keyctl member add Alice
               keyctl attachment put --member Alice scan.pdf
-              keyctl device link --server URL --account ID --name phone   (on the new device)
+              keyctl device link --server URL --account ID --name phone
+
+            (the last one on the new device; then `keyctl device approve CODE` on the first).
 
             Every command takes --home DIR (default $KEYCTL_HOME, else ~/.keyctl) and
             --json (one JSON object per line; the last line is the result).
