@@ -192,7 +192,13 @@ extension Vault {
             throw ClientError(.linkClosed, "there is no pending link request \(code)",
                               hint: "check the code the new device shows; requests expire after 10 minutes", kind: .input)
         }
-        return LinkCandidate(code: code, request: info.request, sas: LinkSAS.compute(account: account, code: code, request: info.request))
+        let request = info.request
+        func isHex(_ text: String, _ count: Int) -> Bool { text.utf8.count == count && (try? Hex.decode(text)) != nil }
+        guard (1...100).contains(request.name.count), request.name.utf8.count <= 400, isHex(request.signingKey, 64),
+              isHex(request.boxKey, 64), isHex(request.nonce, 32) else {
+            throw ClientError(.badResponse, "the server's link request \(code) is malformed; refusing it")
+        }
+        return LinkCandidate(code: code, request: request, sas: LinkSAS.compute(account: account, code: code, request: request))
     }
 
     /// Approves a link request: signs `device.add` for exactly the keys in it and

@@ -33,14 +33,7 @@ struct Init: AsyncParsableCommand {
     @Option(name: .long, help: "A name for this device, shown to your other devices (1-100 characters).")
     var name: String
 
-    @Option(name: .long, help: ArgumentHelp("Write the recovery code to this new file (mode 0600) instead of showing it.", valueName: "file"))
-    var recoveryFile: String?
-
-    @Flag(name: .long, help: "Do not ask for words of the recovery code back.")
-    var yes = false
-
-    @Option(name: .long, help: "Argon2id cost of the recovery code: interactive, recovery, moderate or sensitive.")
-    var kdf: Argon2id.Parameters = .recovery
+    @OptionGroup var recovery: NewCodeOptions
 
     @OptionGroup var seal: PassphraseOption
     @OptionGroup var options: HomeOptions
@@ -53,10 +46,9 @@ struct Init: AsyncParsableCommand {
         }
         let transport = try KeyctlMain.transport(server.server)
         try await ServerAPI(transport: transport).health()
-        let code = try Mnemonic.generate(wordCount: 24, language: .english)
-        try deliverRecoveryCode(code, file: recoveryFile, json: options.json, skipQuiz: yes)
+        let code = try recovery.newCode(json: options.json)
         let vault = try await Vault.createAccount(home: home, server: server.server, transport: transport, name: name, code: code,
-                                                  parameters: kdf, progress: options.progress)
+                                                  parameters: recovery.kdf, progress: options.progress)
         options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "server": server.server], """
             Account \(vault.account) created; this device is \(vault.device) (\(name)).
             Add another device with:  keyctl device link --server \(server.server) --account \(vault.account) --name NAME

@@ -181,3 +181,22 @@ struct PassphraseOption: ParsableArguments {
         home.passphrase = SecureBytes(copying: first)
     }
 }
+
+/// Where a new recovery code goes and how it is checked (init, recovery rotate).
+struct NewCodeOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Write the recovery code to this new file (mode 0600) instead of showing it.", valueName: "file"))
+    var recoveryFile: String?
+
+    @Flag(name: .long, help: "Do not ask for words of the recovery code back.")
+    var yes = false
+
+    @Option(name: .long, help: "Argon2id cost of the recovery code: interactive, recovery, moderate or sensitive.")
+    var kdf: Argon2id.Parameters = .recovery
+
+    /// Generates a code, then shows it or writes it, and quizzes unless --yes.
+    func newCode(json: Bool) throws -> Mnemonic {
+        let code = try Mnemonic.generate(wordCount: 24, language: .english)
+        try deliverRecoveryCode(code, file: recoveryFile, json: json, skipQuiz: yes)
+        return code
+    }
+}

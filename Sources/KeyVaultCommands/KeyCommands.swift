@@ -108,22 +108,13 @@ extension Recovery {
                 --json prints {"recoveryGeneration", "masterGeneration"}; it needs --recovery-file.
                 """)
 
-        @Option(name: .long, help: ArgumentHelp("Write the new code to this new file (mode 0600) instead of showing it.", valueName: "file"))
-        var recoveryFile: String?
-
-        @Flag(name: .long, help: "Do not ask for words of the new code back.")
-        var yes = false
-
-        @Option(name: .long, help: "Argon2id cost: interactive, recovery, moderate or sensitive.")
-        var kdf: Argon2id.Parameters = .recovery
-
+        @OptionGroup var recovery: NewCodeOptions
         @OptionGroup var options: HomeOptions
 
         func run() async throws {
             let vault = try await options.openVault()
-            let code = try Mnemonic.generate(wordCount: 24, language: .english)
-            try deliverRecoveryCode(code, file: recoveryFile, json: options.json, skipQuiz: yes)
-            try await vault.setRecoveryCode(code, parameters: kdf)
+            let code = try recovery.newCode(json: options.json)
+            try await vault.setRecoveryCode(code, parameters: recovery.kdf)
             let state = try vault.chain
             options.result(["recoveryGeneration": state.recovery?.generation ?? 0, "masterGeneration": state.masterGeneration],
                            "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n")

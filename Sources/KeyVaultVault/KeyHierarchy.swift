@@ -150,7 +150,7 @@ public enum LinkSAS {
     public static func compute(account: AccountID, code: String, request: LinkRequestCreate) -> String {
         var bytes = Array("keyvault/v1/link-sas".utf8) + [0]
         for part in [account.rawValue, code, request.device.rawValue, request.signingKey, request.boxKey, request.nonce, request.name] {
-            let utf8 = Array(part.utf8)
+            let utf8 = Array(part.utf8.prefix(Int(UInt16.max)))  // callers check the fields first; never trap on a long one
             bytes += [UInt8(utf8.count >> 8), UInt8(utf8.count & 0xff)] + utf8
         }
         let digest = SHA256.hash(bytes)
