@@ -41,7 +41,12 @@ extension Vault {
         let vault = Vault(home: home, record: record, transport: transport, progress: progress)
         vault.links = [genesis]
         vault.state = state
-        try await vault.setRecoveryCode(code, parameters: parameters)
+        do {
+            try await vault.setRecoveryCode(code, parameters: parameters)
+        } catch let error as ClientError {
+            throw ClientError(error.code, "account \(state.account) was created and this device is in it, but setting the recovery code failed: \(error.message)",
+                              hint: "the code shown does not work yet: run `keyctl recovery rotate` for a new one", kind: error.kind, status: error.status)
+        }
         return vault
     }
 
