@@ -41,7 +41,6 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         public static let noSuchDevice = Code(rawValue: "no_such_device")
         public static let sasMismatch = Code(rawValue: "sas_mismatch")
         public static let linkClosed = Code(rawValue: "link_request_closed")
-        public static let noRecovery = Code(rawValue: "no_recovery_code")
         public static let io = Code(rawValue: "io")
         public static let invalidInput = Code(rawValue: "invalid_input")
         public static let badResponse = Code(rawValue: "bad_response")

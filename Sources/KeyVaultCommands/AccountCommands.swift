@@ -30,8 +30,8 @@ struct Init: AsyncParsableCommand {
 
     @OptionGroup var server: ServerOptions
 
-    @Option(name: .long, help: "A name for this device, shown to your other devices (1-100 characters).")
-    var name: String
+    @OptionGroup var device: DeviceNameOption
+    var name: String { device.name }
 
     @OptionGroup var recovery: NewCodeOptions
 
@@ -40,10 +40,10 @@ struct Init: AsyncParsableCommand {
 
     func run() async throws {
         let home = options.deviceHome()
-        try seal.apply(to: home)
         if home.exists {
             throw KeyctlError(.invalidInput, "\(home.directory) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
         }
+        try seal.apply(to: home)
         let transport = try KeyctlMain.transport(server.server)
         try await ServerAPI(transport: transport).health()
         let code = try recovery.newCode(json: options.json)

@@ -15,18 +15,28 @@ struct Device: AsyncParsableCommand {
         subcommands: [Enroll.self, Link.self, Approve.self, List.self, Revoke.self])
 }
 
+/// `--name` of a new device (init, enroll, link).
+struct DeviceNameOption: ParsableArguments {
+    @Option(name: .long, help: "A name for this device, shown to your other devices (1-100 characters).")
+    var name: String
+
+    func validate() throws {
+        guard (1...100).contains(name.count) else { throw ValidationError("--name has 1 to 100 characters") }
+    }
+}
+
+/// `--account` and `--name` of a device joining an account.
 struct AccountOption: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The account id (32 hex digits) that `keyctl init` printed.", valueName: "id"))
     var account: String
 
-    @Option(name: .long, help: "A name for this device, shown to your other devices (1-100 characters).")
-    var name: String
+    @OptionGroup var device: DeviceNameOption
+    var name: String { device.name }
 
     var accountID: AccountID { AccountID(rawValue: account)! }
 
     func validate() throws {
         guard AccountID(rawValue: account) != nil else { throw ValidationError("--account is 32 lowercase hex digits (see `keyctl status` on a device of the account)") }
-        guard (1...100).contains(name.count) else { throw ValidationError("--name has 1 to 100 characters") }
     }
 }
 

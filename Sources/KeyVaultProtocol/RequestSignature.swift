@@ -19,14 +19,22 @@ public enum RequestSignature {
     /// The bytes a device signs for one request.
     public static func signedBytes(method: String, path: String, query: String, bodyHash: [UInt8],
                                    timestamp: Int64, nonce: String, device: DeviceID) -> [UInt8] {
-        var w = CanonicalWriter(domain: "keyvault/v1/request")
+        requestBytes(domain: "keyvault/v1/request", method: method, path: path, query: query, bodyHash: bodyHash,
+                     timestamp: timestamp, nonce: nonce, signer: device.rawValue)
+    }
+
+    /// The fields both request formats cover (docs/formats/request-signature.md); they differ in
+    /// domain and in who is named last (the device, or the session).
+    static func requestBytes(domain: String, method: String, path: String, query: String, bodyHash: [UInt8],
+                             timestamp: Int64, nonce: String, signer: String) -> [UInt8] {
+        var w = CanonicalWriter(domain: domain)
         w.short(method.uppercased())
         w.long(Array(path.utf8))
         w.long(Array(query.utf8))
         w.raw(bodyHash)
         w.u64(UInt64(bitPattern: timestamp))
         w.short(nonce)
-        w.short(device.rawValue)
+        w.short(signer)
         return w.bytes
     }
 
@@ -100,15 +108,8 @@ public enum RequestMAC {
 
     public static func macBytes(method: String, path: String, query: String, bodyHash: [UInt8],
                                 timestamp: Int64, nonce: String, session: String) -> [UInt8] {
-        var w = CanonicalWriter(domain: "keyvault/v1/request-mac")
-        w.short(method.uppercased())
-        w.long(Array(path.utf8))
-        w.long(Array(query.utf8))
-        w.raw(bodyHash)
-        w.u64(UInt64(bitPattern: timestamp))
-        w.short(nonce)
-        w.short(session)
-        return w.bytes
+        RequestSignature.requestBytes(domain: "keyvault/v1/request-mac", method: method, path: path, query: query,
+                                      bodyHash: bodyHash, timestamp: timestamp, nonce: nonce, signer: session)
     }
 
     /// The four headers of a session request.

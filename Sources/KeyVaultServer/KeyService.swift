@@ -296,46 +296,56 @@ struct KeyService: Sendable {
 
     // MARK: Attachments
 
+    /// What every attachment route starts from: the signed request and the member and address in its path.
+    struct AttachmentTarget {
+        let account: AccountID
+        let device: StoredDevice
+        let body: [UInt8]
+        let member: MemberID
+        let address: String
+    }
+
+    func attachmentTarget(_ request: Request, _ context: Context, limit: Int? = nil) async throws -> AttachmentTarget {
+        let (account, device, body) = try await authenticated(request, context, limit: limit)
+        return AttachmentTarget(account: account, device: device, body: body, member: try memberParameter(context),
+                                address: try addressParameter(context).description)
+    }
+
+    func octetStream(_ bytes: some Sequence<UInt8>) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
     func putAttachment(_ request: Request, _ context: Context) async throws -> Response {
-        let (account, device, bytes) = try await authenticated(request, context, limit: configuration.maxAttachmentBytes)
-        let member = try memberParameter(context)
-        let address = try addressParameter(context)
-        guard try await state(account).members[member] != nil else { throw APIError.notFound("member") }
-        let object = try AttachmentObject(bytes: bytes)
-        let info = try await database.putAttachment(account, member: member, address: address.description, key: Data(object.key),
-                                                    data: Data(object.content), device: device.id)
+        let target = try await attachmentTarget(request, context, limit: configuration.maxAttachmentBytes)
+        guard try await state(target.account).members[target.member] != nil else { throw APIError.notFound("member") }
+        let object = try AttachmentObject(bytes: target.body)
+        let info = try await database.putAttachment(target.account, member: target.member, address: target.address, key: Data(object.key),
+                                                    data: Data(object.content), device: target.device.id)
         return try json(info, status: info.existed == true ? .ok : .created)
     }
 
     func getAttachment(_ request: Request, _ context: Context) async throws -> Response {
-        let (account, _, _) = try await authenticated(request, context)
-        let member = try memberParameter(context)
-        let address = try addressParameter(context)
-        guard let stored = try await database.attachment(account, member: member, address: address.description) else {
+        let target = try await attachmentTarget(request, context)
+        guard let stored = try await database.attachment(target.account, member: target.member, address: target.address) else {
             throw APIError.notFound("attachment")
         }
-        let object = AttachmentObject(key: [UInt8](stored.key), content: [UInt8](stored.data))
-        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: object.bytes)))
+        return octetStream(AttachmentObject(key: [UInt8](stored.key), content: [UInt8](stored.data)).bytes)
     }
 
     func getAttachmentKey(_ request: Request, _ context: Context) async throws -> Response {
-        let (account, _, _) = try await authenticated(request, context)
-        let member = try memberParameter(context)
-        let address = try addressParameter(context)
-        guard let key = try await database.attachmentKey(account, member: member, address: address.description) else {
+        let target = try await attachmentTarget(request, context)
+        guard let key = try await database.attachmentKey(target.account, member: target.member, address: target.address) else {
             throw APIError.notFound("attachment")
         }
-        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: key)))
+        return octetStream(key)
     }
 
     /// Re-wrapping: replaces an attachment's wrapped data key, never its content.
     func putAttachmentKey(_ request: Request, _ context: Context) async throws -> Response {
-        let (account, device, bytes) = try await authenticated(request, context, limit: AttachmentObject.maximumKeyBytes)
-        let member = try memberParameter(context)
-        let address = try addressParameter(context)
-        try AttachmentObject.checkKey(bytes)
-        guard try await database.replaceAttachmentKey(account, member: member, address: address.description, key: Data(bytes),
-                                                      device: device.id) else {
+        let target = try await attachmentTarget(request, context, limit: AttachmentObject.maximumKeyBytes)
+        try AttachmentObject.checkKey(target.body)
+        guard try await database.replaceAttachmentKey(target.account, member: target.member, address: target.address,
+                                                      key: Data(target.body), device: target.device.id) else {
             throw APIError.notFound("attachment")
         }
         return Response(status: .noContent)
