@@ -100,10 +100,7 @@ public final class DeviceHome: @unchecked Sendable {
     // MARK: Load
 
     public func load() throws -> DeviceRecord {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw ClientError(.notInitialized, "there is no KeyVault device in \(directory)",
-                              hint: "run `keyctl init --server URL --name NAME` for a new account, or `keyctl device enroll` / `keyctl device link` to join one; --home picks another directory")
-        }
+        guard let data = FileManager.default.contents(atPath: file) else { throw notFound }
         var bytes = [UInt8](data)
         defer { secureWipe(&bytes) }
         let stored: StoredHome
@@ -152,6 +149,12 @@ public final class DeviceHome: @unchecked Sendable {
         }
     }
 
+    /// The error for a home without a device: how to start one.
+    public var notFound: ClientError {
+        ClientError(.notInitialized, "there is no KeyVault device in \(directory)",
+                    hint: "run `keyctl init --server URL --name NAME` for a new account, or `keyctl device enroll` / `keyctl device link` to join one; --home picks another directory")
+    }
+
     func corrupt(_ why: String) -> ClientError {
         ClientError(.home, "the device file \(file) is damaged: \(why)",
                     hint: "restore it from a backup, or move it away and enroll this computer again (`keyctl device enroll` with the recovery code)")
@@ -162,7 +165,7 @@ public final class DeviceHome: @unchecked Sendable {
     /// Writes the record atomically: a crash leaves the old file or the new one.
     public func save(_ record: DeviceRecord) throws {
         try ensureDirectory()
-        var secrets = StoredSecrets(
+        let secrets = StoredSecrets(
             signingSeed: HexSecret(record.keys.signing.seed), boxKey: HexSecret(record.keys.agreement.rawRepresentation),
             master: Dictionary(uniqueKeysWithValues: record.masterKeys.map { (String($0.key), HexSecret($0.value.bytes)) }),
             members: Dictionary(uniqueKeysWithValues: record.memberKeys.map { member, keys in
@@ -177,7 +180,6 @@ public final class DeviceHome: @unchecked Sendable {
         } else {
             stored.secrets = secrets
         }
-        secrets = StoredSecrets(signingSeed: HexSecret(""), boxKey: HexSecret(""), master: [:], members: [:])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         var bytes = Array(try encoder.encode(stored))
@@ -195,14 +197,24 @@ public final class DeviceHome: @unchecked Sendable {
             let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
+                let error = homeError("cannot write \(temporary): \(String(cString: strerror(errno)))")
                 close(fd)
                 unlink(temporary)
-                throw homeError("cannot write \(temporary): \(String(cString: strerror(errno)))")
+                throw error
             }
             offset += n
         }
-        guard fsync(fd) == 0, close(fd) == 0 else { throw homeError("cannot flush \(temporary) to disk") }
-        guard rename(temporary, file) == 0 else { throw homeError("cannot replace \(file): \(String(cString: strerror(errno)))") }
+        let synced = fsync(fd) == 0
+        let closed = close(fd) == 0
+        guard synced, closed else {
+            unlink(temporary)
+            throw homeError("cannot flush \(temporary) to disk")
+        }
+        guard rename(temporary, file) == 0 else {
+            let error = homeError("cannot replace \(file): \(String(cString: strerror(errno)))")
+            unlink(temporary)
+            throw error
+        }
         let dir = open(directory, O_RDONLY | O_CLOEXEC)
         if dir >= 0 { fsync(dir); close(dir) }
     }

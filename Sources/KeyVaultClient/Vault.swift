@@ -29,8 +29,8 @@ public final class Vault: @unchecked Sendable {
 
     /// Opens the device in `home` and verifies the account chain.
     public static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport,
-                            progress: @escaping ProgressReporter = { _ in }, sync: Bool = true) async throws -> Vault {
-        guard home.exists else { _ = try home.load(); throw ClientError(.notInitialized, "no device") }  // load says how to start
+                            progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
+        guard home.exists else { throw home.notFound }  // before the lock, which would create the directory
         try home.lock()
         let record: DeviceRecord
         do {
@@ -44,7 +44,7 @@ public final class Vault: @unchecked Sendable {
                               hint: "run `keyctl device enroll` or `keyctl device link` again")
         }
         let vault = Vault(home: home, record: record, transport: try transport(record.server), progress: progress)
-        if sync { try await vault.sync() }
+        try await vault.sync()
         return vault
     }
 
@@ -239,7 +239,8 @@ public final class Vault: @unchecked Sendable {
             let (request, commit) = try await build(state)
             do {
                 if let send { try await send(request) } else { try await api.append(request) }
-            } catch let error as ClientError where error.code.rawValue == "stale_chain" && attempt < Self.maxAttempts {
+            } catch let error as ClientError where error.code.rawValue == "stale_chain" {
+                guard attempt < Self.maxAttempts else { break }
                 progress("another device changed the account first; fetching the chain and trying again (\(what))")
                 try await sync()
                 continue

@@ -43,8 +43,8 @@ struct HomeOptions: ParsableArguments {
         return { console.writeError("… \($0)\n") }
     }
 
-    func openVault(sync: Bool = true) async throws -> Vault {
-        try await Vault.open(home: deviceHome(), transport: KeyctlMain.transport, progress: progress, sync: sync)
+    func openVault() async throws -> Vault {
+        try await Vault.open(home: deviceHome(), transport: KeyctlMain.transport, progress: progress)
     }
 
     /// Writes the result: JSON with --json, else the text.
@@ -149,6 +149,7 @@ func deliverRecoveryCode(_ code: Mnemonic, file: String?, json: Bool, skipQuiz: 
         var answer = try console.readSecretLine(prompt: "To check your copy, word #\(position): ") ?? []
         defer { secureWipe(&answer) }
         guard code.isWord(String(decoding: answer, as: UTF8.self), at: position) else {
+            if let file { unlink(file) }  // the code was not set: its file must not look like a working one
             throw KeyctlError(.invalidCode, "word #\(position) does not match; nothing was changed",
                               hint: "copy the code again carefully and rerun the command (or add --yes to skip the check)", exitCode: .rejected)
         }

@@ -113,8 +113,17 @@ extension Recovery {
 
         func run() async throws {
             let vault = try await options.openVault()
+            let before = try vault.chain.recovery?.generation ?? 0
             let code = try recovery.newCode(json: options.json)
-            try await vault.setRecoveryCode(code, parameters: recovery.kdf)
+            do {
+                try await vault.setRecoveryCode(code, parameters: recovery.kdf)
+            } catch let error as ClientError {
+                let set = (try? vault.chain.recovery?.generation ?? 0) ?? 0 > before
+                throw ClientError(error.code, set ? "the new recovery code is set, but rotating the master key after it failed: \(error.message)"
+                                                  : "the new recovery code was not set (the old one still works): \(error.message)",
+                                  hint: set ? "run `keyctl master rotate` to finish" : "run `keyctl recovery rotate` again\(recovery.recoveryFile.map { " after deleting \($0)" } ?? "")",
+                                  kind: error.kind, status: error.status)
+            }
             let state = try vault.chain
             options.result(["recoveryGeneration": state.recovery?.generation ?? 0, "masterGeneration": state.masterGeneration],
                            "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n")

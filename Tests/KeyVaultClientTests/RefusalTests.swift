@@ -281,3 +281,16 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
         }
     }
 }
+
+@Test func aServerThatAlwaysSaysStaleChainStopsTheRetriesAndChangesNothingHere() async throws {
+    try await Fixture.run { fixture, laptop in
+        let before = try laptop.chain.head
+        fixture.transport.answer { request in
+            guard request.method == "POST", request.target.hasSuffix("/chain") else { return nil }
+            return HTTPReply(status: 409, body: Array(#"{"error":{"code":"stale_chain","message":"someone else wrote first"}}"#.utf8))
+        }
+        await expectRefusal("too_many_conflicts", kind: .server) { try await laptop.rotateMaster() }
+        #expect(try laptop.chain.head == before && laptop.record.head == before)
+        #expect(try laptop.chain.masterGeneration == 1)
+    }
+}

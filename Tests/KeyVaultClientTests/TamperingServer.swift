@@ -32,13 +32,18 @@ final class TamperingTransport: HTTPTransport {
     typealias Rule = @Sendable (HTTPExchange, inout HTTPReply) throws -> Void
     let inner: RouterTransport
     private let rule = Mutex<Rule?>(nil)
+    private let answer = Mutex<(@Sendable (HTTPExchange) -> HTTPReply?)?>(nil)
 
     init(_ inner: RouterTransport) { self.inner = inner }
 
     /// Rewrites answers from now on (nil: honest again).
     func tamper(_ rule: Rule?) { self.rule.withLock { $0 = rule } }
 
+    /// Answers some requests itself, without passing them on (nil: pass on).
+    func answer(_ answer: (@Sendable (HTTPExchange) -> HTTPReply?)?) { self.answer.withLock { $0 = answer } }
+
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
+        if let own = answer.withLock({ $0 })?(request) { return own }
         var reply = try await inner.send(request)
         if let rule = rule.withLock({ $0 }) { try rule(request, &reply) }
         return reply
