@@ -41,6 +41,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         public static let noSuchDevice = Code(rawValue: "no_such_device")
         public static let sasMismatch = Code(rawValue: "sas_mismatch")
         public static let linkClosed = Code(rawValue: "link_request_closed")
+        public static let badReveal = Code(rawValue: "bad_reveal")
         public static let io = Code(rawValue: "io")
         public static let invalidInput = Code(rawValue: "invalid_input")
         public static let badResponse = Code(rawValue: "bad_response")
@@ -67,7 +68,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         case .network, .badResponse: .network
         case .home, .notInitialized, .alreadyInitialized: .home
         case .deviceRevoked: .revoked
-        case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF: .verification
+        case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .badReveal: .verification
         case .sasMismatch, .linkClosed: .rejected
         case .io, .invalidInput, .noSuchMember, .noSuchDevice: .input
         default: .server

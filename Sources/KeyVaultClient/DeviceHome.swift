@@ -20,17 +20,21 @@ public struct DeviceRecord: Sendable {
     public var masterKeys: [UInt32: SymmetricKey]
     /// Cached member key generations.
     public var memberKeys: [MemberID: [UInt32: SymmetricKey]]
+    /// The code of the link request this not-yet-enrolled device is waiting on, so a
+    /// second `device link` can finish a request approved while nobody watched.
+    public var linkCode: String?
 
     public var device: DeviceID { keys.id }
 
     public init(server: String, account: AccountID, name: String, head: String, sequence: UInt64, enrolled: Bool,
-                keys: DeviceKeys, masterKeys: [UInt32: SymmetricKey] = [:], memberKeys: [MemberID: [UInt32: SymmetricKey]] = [:]) {
+                linkCode: String? = nil, keys: DeviceKeys, masterKeys: [UInt32: SymmetricKey] = [:], memberKeys: [MemberID: [UInt32: SymmetricKey]] = [:]) {
         self.server = server
         self.account = account
         self.name = name
         self.head = head
         self.sequence = sequence
         self.enrolled = enrolled
+        self.linkCode = linkCode
         self.keys = keys
         self.masterKeys = masterKeys
         self.memberKeys = memberKeys
@@ -130,7 +134,7 @@ public final class DeviceHome: @unchecked Sendable {
         }
         do {
             return DeviceRecord(server: stored.server, account: account, name: stored.name, head: stored.head,
-                                sequence: stored.sequence, enrolled: stored.enrolled,
+                                sequence: stored.sequence, enrolled: stored.enrolled, linkCode: stored.linkCode,
                                 keys: DeviceKeys(signing: try Ed25519.PrivateKey(seed: secrets.signingSeed.secure()),
                                                  agreement: try X25519.PrivateKey(rawRepresentation: secrets.boxKey.secure())),
                                 masterKeys: try secrets.master.reduce(into: [:]) { out, entry in
@@ -172,7 +176,8 @@ public final class DeviceHome: @unchecked Sendable {
                 (member.rawValue, Dictionary(uniqueKeysWithValues: keys.map { (String($0.key), HexSecret($0.value.bytes)) }))
             }))
         var stored = StoredHome(format: 1, server: record.server, account: record.account.rawValue, device: record.device.rawValue,
-                                name: record.name, head: record.head, sequence: record.sequence, enrolled: record.enrolled)
+                                name: record.name, head: record.head, sequence: record.sequence, enrolled: record.enrolled,
+                                linkCode: record.linkCode)
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
@@ -294,6 +299,7 @@ struct StoredHome: Codable {
     var head: String
     var sequence: UInt64
     var enrolled: Bool
+    var linkCode: String?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
 }

@@ -130,85 +130,188 @@ extension Vault {
         guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a device name has 1 to 100 characters") }
     }
 
-    /// What a new device shows while it waits for approval.
-    public struct LinkTicket: Sendable {
-        public let code: String
-        public let sas: String
-        public let expires: Int64
+    /// What a new device shows while it links (docs/formats/device-link.md).
+    public enum LinkEvent: Sendable, Equatable {
+        /// The request is posted: show `code`; a device of the account approves with it.
+        case requested(code: String, expires: Int64)
+        /// The approver answered and this device revealed its value: show the SAS, which
+        /// the person types on the approving device.
+        case sas(String)
+        /// A request made earlier from this home was approved while nobody was watching:
+        /// the device joins with the keys it already has.
+        case resumed(code: String)
     }
 
-    /// Asks an existing device to add this one: posts a link request, reports its
-    /// code and SAS through `started`, and waits until it is approved, refused or expired.
+    /// Asks a device of the account to add this one: posts a request with a commitment
+    /// to this device's keys and a random value r_N, waits for the approver's value,
+    /// reveals r_N, reports the SAS through `events`, and waits until the request is
+    /// approved, refused or expired.
+    ///
+    /// A home left by an earlier `link` that never saw its request end is looked at
+    /// first: if that request was approved, the device joins with its keys.
     public static func link(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID, name: String,
-                            pollInterval: Duration = .seconds(1), started: (LinkTicket) -> Void,
+                            pollInterval: Duration = .seconds(1), events: (LinkEvent) -> Void,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try prepareNewDevice(home: home, name: name)
+        if let earlier = try? home.load(), earlier.account == account, let code = earlier.linkCode,
+           let info = try? await ServerAPI(transport: transport, account: account).linkRequest(code),
+           info.status == .approved, info.request.device == earlier.device {
+            events(.resumed(code: code))
+            return try await finishLink(home: home, record: earlier, transport: transport, progress: progress)
+        }
         let device = DeviceKeys()
         var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
         try home.save(record)
         let api = ServerAPI(transport: transport, account: account, keys: device)
-        let request = LinkRequestCreate(device: device.id, name: name, signingKey: Hex.encode(device.signing.publicKey.rawRepresentation),
-                                        boxKey: Hex.encode(device.agreement.publicKey.rawRepresentation),
-                                        nonce: Hex.encode(SystemRandom.bytes(count: 16)))
+        let nonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
+        let signingKey = device.signing.publicKey.rawRepresentation, boxKey = device.agreement.publicKey.rawRepresentation
+        let commitment = LinkCommitment.compute(account: account, device: device.id, signingKey: signingKey, boxKey: boxKey,
+                                                name: name, nonce: nonce)
+        let request = LinkRequestCreate(device: device.id, name: name, signingKey: Hex.encode(signingKey), boxKey: Hex.encode(boxKey),
+                                        commitment: Hex.encode(commitment))
         let info = try await api.createLinkRequest(request)
-        // The SAS comes from what this device sent, never from the server's echo.
-        started(LinkTicket(code: info.code, sas: LinkSAS.compute(account: account, code: info.code, request: request), expires: info.expires))
+        guard Self.isLinkCode(info.code) else { throw ClientError(.badResponse, "the server's link request code is malformed") }
+        record.linkCode = info.code
+        try home.save(record)
+        events(.requested(code: info.code, expires: info.expires))
         // The server says when the request expires; a server that keeps saying "pending" is not waited on for ever.
         let deadline = min(info.expires, Int64(Date().timeIntervalSince1970) + 15 * 60) + 30
+        var revealed = false
         while true {
             try await Task.sleep(for: pollInterval)
-            let status = try await api.linkRequestStatus(info.code)
-            if status.status == .pending, Int64(Date().timeIntervalSince1970) > deadline {
-                throw ClientError(.linkClosed, "the request expired before it was approved",
-                                  hint: "run `keyctl device link` again and approve it within 10 minutes", kind: .rejected)
-            }
+            let status = try await api.linkRequest(info.code)
             switch status.status {
             case .pending:
+                guard Int64(Date().timeIntervalSince1970) <= deadline else { throw linkExpired }
+                // Reveal only once the approver's value is fixed: the server then chose it without knowing r_N.
+                if !revealed, let answer = status.approverNonce {
+                    guard let approverNonce = try? Hex.decode(answer), approverNonce.count == LinkCommitment.nonceByteCount,
+                          let sas = LinkSAS.compute(account: account, code: info.code, request: request, deviceNonce: nonce,
+                                                    approverNonce: approverNonce)
+                    else { throw ClientError(.badResponse, "the approver's value in link request \(info.code) is malformed") }
+                    try await api.revealLinkRequest(info.code, nonce: nonce)
+                    revealed = true
+                    events(.sas(sas))
+                }
                 let left = max(0, status.expires - Int64(Date().timeIntervalSince1970))
-                progress("waiting for approval on another device (\(left / 60):\(String(format: "%02d", left % 60)) left)")
-                continue
+                progress(revealed ? "waiting for the code to be typed on the other device (\(left / 60):\(String(format: "%02d", left % 60)) left)"
+                                  : "waiting for a device of the account to answer (\(left / 60):\(String(format: "%02d", left % 60)) left)")
             case .refused:
                 throw ClientError(.linkClosed, "the request was refused on the other device",
-                                  hint: "if that was a mistake, run `keyctl device link` again", kind: .rejected)
+                                  hint: "if the codes did not match, someone may have tried to swap keys; otherwise run `keyctl device link` again",
+                                  kind: .rejected)
             case .expired:
-                throw ClientError(.linkClosed, "the request expired before it was approved",
-                                  hint: "run `keyctl device link` again and approve it within 10 minutes", kind: .rejected)
+                throw linkExpired
             case .approved:
-                record.enrolled = true
-                try home.save(record)
-                let vault = Vault(home: home, record: record, transport: transport, progress: progress)
-                try await vault.sync()
-                _ = try await vault.masterKey()
-                return vault
+                return try await finishLink(home: home, record: record, transport: transport, progress: progress)
             }
         }
     }
 
-    /// A pending link request with the SAS this device computes for it.
+    static var linkExpired: ClientError {
+        ClientError(.linkClosed, "the request expired before it was approved",
+                    hint: "run `keyctl device link` again and approve it within 10 minutes", kind: .rejected)
+    }
+
+    /// Joins after an approval: the chain must now hold this device with its keys.
+    private static func finishLink(home: DeviceHome, record: DeviceRecord, transport: any HTTPTransport,
+                                   progress: @escaping ProgressReporter) async throws -> Vault {
+        var record = record
+        record.enrolled = true
+        record.linkCode = nil
+        let vault = Vault(home: home, record: record, transport: transport, progress: progress)
+        try await vault.sync()
+        _ = try await vault.masterKey()
+        try home.save(vault.record)
+        return vault
+    }
+
+    static func isLinkCode(_ code: String) -> Bool {
+        code.utf8.count == 10 && code.unicodeScalars.allSatisfy { "0123456789ABCDEFGHJKMNPQRSTVWXYZ".unicodeScalars.contains($0) }
+    }
+
+    /// A link request on the approving side: what was fetched before this device drew
+    /// its own value (kept, never re-read from the server), then the SAS.
     public struct LinkCandidate: Sendable {
         public let code: String
         public let request: LinkRequestCreate
-        public let sas: String
+        /// The SAS this device computed, once `exchange` saw the new device's reveal.
+        public internal(set) var sas: String?
     }
 
+    /// Fetches the pending link request the new device shows `code` for.
     public func linkCandidate(code raw: String) async throws -> LinkCandidate {
         let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
-        guard let info = try await api.pendingLinkRequests().first(where: { $0.code == code }) else {
-            throw ClientError(.linkClosed, "there is no pending link request \(code)",
+        guard Self.isLinkCode(code) else {
+            throw ClientError(.invalidInput, "\(code.printable.debugDescription) is not a link code",
+                              hint: "the code is the 10 letters and digits `keyctl device link` shows on the new device")
+        }
+        let info: LinkRequestInfo
+        do {
+            info = try await api.linkRequest(code)
+        } catch let error as ClientError where error.status == 404 {
+            throw ClientError(.linkClosed, "there is no link request \(code)",
                               hint: "check the code the new device shows; requests expire after 10 minutes", kind: .input)
         }
-        let request = info.request
-        func isHex(_ text: String, _ count: Int) -> Bool { text.utf8.count == count && (try? Hex.decode(text)) != nil }
-        guard (1...100).contains(request.name.count), request.name.utf8.count <= 400, isHex(request.signingKey, 64),
-              isHex(request.boxKey, 64), isHex(request.nonce, 32) else {
-            throw ClientError(.badResponse, "the server's link request \(code) is malformed; refusing it")
+        guard info.code == code, info.request.isWellFormed else {
+            throw ClientError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)
         }
-        return LinkCandidate(code: code, request: request, sas: LinkSAS.compute(account: account, code: code, request: request))
+        guard info.status == .pending, info.approverNonce == nil else {
+            throw ClientError(.linkClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)",
+                              hint: "start again with `keyctl device link` on the new device", kind: .rejected)
+        }
+        return LinkCandidate(code: code, request: info.request, sas: nil)
     }
 
-    /// Approves a link request: signs `device.add` for exactly the keys in it and
-    /// seals the current master key to its box key.
-    public func approve(_ candidate: LinkCandidate) async throws {
+    /// Posts this device's random value r_A, waits for the new device to reveal r_N,
+    /// checks r_N against the commitment fetched before r_A was drawn, and computes the
+    /// SAS. A reveal that does not open the commitment refuses the request.
+    public func exchange(_ candidate: LinkCandidate, pollInterval: Duration = .seconds(1)) async throws -> LinkCandidate {
+        let approverNonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
+        try await api.respondToLinkRequest(candidate.code, nonce: approverNonce)
+        let deadline = Int64(Date().timeIntervalSince1970) + 15 * 60
+        while true {
+            try await Task.sleep(for: pollInterval)
+            let info = try await api.linkRequest(candidate.code)
+            guard info.status == .pending else {
+                throw ClientError(.linkClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
+            }
+            guard let reveal = info.deviceNonce else {
+                guard Int64(Date().timeIntervalSince1970) <= deadline else { throw Self.linkExpired }
+                progress("waiting for the new device to show its code")
+                continue
+            }
+            guard let deviceNonce = try? Hex.decode(reveal),
+                  LinkCommitment.opens(account: account, request: candidate.request, nonce: deviceNonce),
+                  let sas = LinkSAS.compute(account: account, code: candidate.code, request: candidate.request,
+                                            deviceNonce: deviceNonce, approverNonce: approverNonce)
+            else {
+                try? await api.refuseLinkRequest(candidate.code)
+                throw ClientError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
+                                  hint: "start again with `keyctl device link` on the new device; if this repeats, do not trust this server",
+                                  kind: .verification)
+            }
+            var done = candidate
+            done.sas = sas
+            return done
+        }
+    }
+
+    /// Approves a link request when `typedSAS` (what the new device shows, as the person
+    /// typed it) equals the SAS this device computed: signs `device.add` for exactly the
+    /// keys in the request and seals the current master key to its box key. A mismatch
+    /// refuses the request and adds nothing.
+    ///
+    /// - Throws: `sas_mismatch` (kind `.rejected`) on a mismatch; `invalid_input` before `exchange`.
+    public func approve(_ candidate: LinkCandidate, typedSAS: String) async throws {
+        guard let sas = candidate.sas, let expected = LinkSAS.digits(sas) else {
+            throw ClientError(.invalidInput, "exchange values with the new device before approving it")
+        }
+        guard let typed = LinkSAS.digits(typedSAS), constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
+            try await refuse(candidate)
+            throw ClientError(.sasMismatch, "the code typed does not match: the request was refused and no device was added",
+                              hint: "someone may have swapped the keys; start again with `keyctl device link` on the new device")
+        }
         let request = candidate.request
         let signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey
         do {

@@ -164,8 +164,17 @@ public struct ServerAPI: Sendable {
                  "link request")
     }
 
-    public func linkRequestStatus(_ code: String) async throws -> LinkRequestInfo {
+    public func linkRequest(_ code: String) async throws -> LinkRequestInfo {
         try json(LinkRequestInfo.self, try await call("GET", accountPath + "/link-requests/\(code)", signed: false).body, "link request")
+    }
+
+    public func respondToLinkRequest(_ code: String, nonce: [UInt8]) async throws {
+        _ = try await call("POST", accountPath + "/link-requests/\(code)/respond", body: encode(LinkNonce(nonce: Hex.encode(nonce))))
+    }
+
+    public func revealLinkRequest(_ code: String, nonce: [UInt8]) async throws {
+        _ = try await call("POST", accountPath + "/link-requests/\(code)/reveal", body: encode(LinkNonce(nonce: Hex.encode(nonce))),
+                           signed: false)
     }
 
     public func pendingLinkRequests() async throws -> [LinkRequestInfo] {

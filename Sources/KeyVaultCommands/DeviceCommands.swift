@@ -74,12 +74,19 @@ extension Device {
         static let configuration = CommandConfiguration(
             abstract: "Ask a device of the account to add this one.",
             discussion: """
-                Prints a request code and a short authentication string (SAS), then waits
-                until a device of the account approves (`keyctl device approve CODE`),
-                refuses, or the request expires (10 minutes). Approve only when both
-                screens show the same SAS.
+                Prints a request code. On a device of the account, run
+                `keyctl device approve CODE`; once it answers, this device shows a
+                6-digit code to type there. Waits until the request is approved,
+                refused, or expires (10 minutes).
 
-                --json prints {"code", "sas", "expires"} at once, then {"account", "device", "status"}.
+                Each side commits to its keys and randomness before it sees the
+                other's, so a server in the middle cannot choose keys that give the
+                same digits (docs/formats/device-link.md). If this command is stopped
+                before the answer, run it again in the same --home: a request that was
+                approved meanwhile is finished, otherwise a new one starts.
+
+                --json prints {"code", "expires"} at once, {"sas"} when the code to
+                type is known, then {"account", "device", "status"}.
                 """)
 
         @OptionGroup var server: ServerOptions
@@ -99,18 +106,26 @@ extension Device {
             let vault = try await Vault.link(
                 home: home, server: server.server, transport: try KeyctlMain.transport(server.server),
                 account: target.accountID, name: target.name, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
-                started: { ticket in
-                    if json {
-                        console.write(jsonLine(["code": ticket.code, "sas": ticket.sas, "expires": ticket.expires]))
-                    } else {
+                events: { event in
+                    switch (event, json) {
+                    case (.requested(let code, let expires), true):
+                        console.write(jsonLine(["code": code, "expires": expires]))
+                    case (.requested(let code, _), false):
                         console.write("""
                             On a device of the account, run:
 
-                              keyctl device approve \(ticket.code)
+                              keyctl device approve \(code)
 
-                            and check that it shows this code:  \(ticket.sas)
 
                             """)
+                    case (.sas(let sas), true):
+                        console.write(jsonLine(["sas": sas]))
+                    case (.sas(let sas), false):
+                        console.write("Type this code on the other device:  \(sas)\n\n")
+                    case (.resumed(let code), true):
+                        console.write(jsonLine(["code": code, "resumed": true]))
+                    case (.resumed(let code), false):
+                        console.write("The earlier request \(code) was approved; finishing it.\n")
                     }
                 }, progress: options.progress)
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "status": "approved"],
@@ -122,50 +137,48 @@ extension Device {
         static let configuration = CommandConfiguration(
             abstract: "Approve a new device's link request.",
             discussion: """
-                Shows the new device's name and the SAS this device computes from the
-                request's keys. Approve only when it is the SAS the new device shows:
-                a different one means someone swapped the keys on the way. With --sas
-                (for scripts) the comparison is made for you; a mismatch refuses the
-                request and adds nothing (exit 1).
+                Fetches the request the new device shows CODE for, sends this device's
+                random value, and waits until the new device shows a 6-digit code. Type
+                that code here (a prompt on a terminal; otherwise one line on standard
+                input, for scripts). Only if it equals the code this device computed is
+                the new device added; anything else refuses the request and adds nothing
+                (exit 1). There is no yes/no: the digits must be typed, because a
+                person glancing at two screens is what an attacker counts on.
+
+                --json prints {"approved", "device", "name"}.
                 """)
 
-        @Argument(help: "The request code the new device shows.")
+        @Argument(help: "The request code the new device shows (10 letters and digits).")
         var code: String
 
-        @Option(name: .long, help: "The SAS the new device shows (6 digits).")
-        var sas: String?
-
-        @Flag(name: .long, help: "Do not ask; needs --sas.")
-        var yes = false
+        @Option(name: .long, help: "Seconds between checks for the new device's answer.")
+        var poll: Double = 1
 
         @OptionGroup var options: HomeOptions
-
-        func validate() throws {
-            if yes, sas == nil { throw ValidationError("--yes needs --sas: the SAS must be compared before a device is added") }
-        }
 
         func run() async throws {
             let console = KeyctlMain.console
             let vault = try await options.openVault()
             let candidate = try await vault.linkCandidate(code: code)
+            let name = candidate.request.name.printable
             if !options.json {
-                console.writeError("New device \(candidate.request.name.printable.debugDescription) (\(candidate.request.device)) asks to join.\nSAS on this device: \(candidate.sas)\n")
+                console.writeError("New device \(name.debugDescription) (\(candidate.request.device)) asks to join; waiting for it to show its code…\n")
             }
-            if let sas {
-                let digits = { (s: String) in s.filter(\.isNumber) }
-                guard constantTimeEquals(Array(digits(sas).utf8), Array(digits(candidate.sas).utf8)) else {
-                    try await vault.refuse(candidate)
-                    throw KeyctlError(.init(rawValue: "sas_mismatch"), "the SAS does not match: the request was refused and no device was added",
-                                      hint: "someone may have swapped the keys; start again with `keyctl device link` on the new device",
-                                      exitCode: .rejected)
-                }
-                if !yes { try confirm("Add \(candidate.request.name.debugDescription) to the account?", assumeYes: false, what: "approving") }
-            } else {
-                try confirm("Does the new device show exactly \(candidate.sas)?", assumeYes: false, what: "approving a device")
+            let exchanged = try await vault.exchange(candidate, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)))
+            let typed: String
+            if console.inputIsTerminal {
+                console.writeError("Type the 6-digit code the new device shows: ")
             }
-            try await vault.approve(candidate)
+            guard let line = try console.readLine() else {
+                try? await vault.refuse(exchanged)
+                throw KeyctlError(.invalidInput, "no code was typed: the request was refused and no device was added",
+                                  hint: "type the digits the new device shows (on a terminal, or one line on standard input)",
+                                  exitCode: .rejected)
+            }
+            typed = String(decoding: line, as: UTF8.self)
+            try await vault.approve(exchanged, typedSAS: typed)
             options.result(["approved": true, "device": candidate.request.device.rawValue, "name": candidate.request.name],
-                           "Approved \(candidate.request.name.debugDescription); it now has the account's keys.\n")
+                           "Approved \(name.debugDescription); it now has the account's keys.\n")
         }
     }
 

@@ -242,7 +242,8 @@ extension ChainResponse: Equatable {}
 
 // MARK: Device links
 
-/// `POST …/link-requests`: a new device asks to join, with its public keys.
+/// `POST …/link-requests`: a new device asks to join, with its public keys and a
+/// commitment to its random value (docs/formats/device-link.md, version 2).
 public struct LinkRequestCreate: Sendable, Codable, Equatable {
     public var device: DeviceID
     public var name: String
@@ -250,14 +251,14 @@ public struct LinkRequestCreate: Sendable, Codable, Equatable {
     public var signingKey: String
     /// Hex X25519 public key.
     public var boxKey: String
-    /// Hex 16 random bytes chosen by the new device, mixed into the short authentication string.
-    public var nonce: String
-    public init(device: DeviceID, name: String, signingKey: String, boxKey: String, nonce: String) {
+    /// Hex SHA-256 commitment to the keys, the name and the new device's 32 random bytes.
+    public var commitment: String
+    public init(device: DeviceID, name: String, signingKey: String, boxKey: String, commitment: String) {
         self.device = device
         self.name = name
         self.signingKey = signingKey
         self.boxKey = boxKey
-        self.nonce = nonce
+        self.commitment = commitment
     }
 }
 
@@ -268,15 +269,29 @@ public struct LinkRequestInfo: Sendable, Codable, Equatable {
     public var status: Status
     public var expires: Int64
     public var request: LinkRequestCreate
-    /// The approving device, once approved.
+    /// Hex 32 bytes the approver posted (`respond`), once it has.
+    public var approverNonce: String?
+    /// Hex 32 bytes the new device revealed (`reveal`), once it has; they open `request.commitment`.
+    public var deviceNonce: String?
+    /// The approving device, once it answered.
     public var approver: DeviceID?
-    public init(code: String, status: Status, expires: Int64, request: LinkRequestCreate, approver: DeviceID? = nil) {
+    public init(code: String, status: Status, expires: Int64, request: LinkRequestCreate, approverNonce: String? = nil,
+                deviceNonce: String? = nil, approver: DeviceID? = nil) {
         self.code = code
         self.status = status
         self.expires = expires
         self.request = request
+        self.approverNonce = approverNonce
+        self.deviceNonce = deviceNonce
         self.approver = approver
     }
+}
+
+/// `POST …/link-requests/{code}/respond` (the approver's r_A) and `…/reveal` (the new device's r_N).
+public struct LinkNonce: Sendable, Codable, Equatable {
+    /// Hex 32 random bytes.
+    public var nonce: String
+    public init(nonce: String) { self.nonce = nonce }
 }
 
 // MARK: Sessions

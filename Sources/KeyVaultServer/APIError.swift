@@ -67,8 +67,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .staleChain: APIError(.conflict, "stale_chain", "another device changed the account first; fetch the chain and try again")
             case .accountExists: APIError(.conflict, "account_exists", "that account (or its first device) already exists")
             case .notFound: APIError.notFound("account")
-            case .tooManyLinkRequests: APIError(.tooManyRequests, "too_many_link_requests", "this account has too many pending link requests; wait for them to expire")
+            case .tooManyLinkRequests: APIError(.tooManyRequests, "too_many_link_requests", "too many pending link requests from this address (or on this server); wait for them to expire")
             case .linkRequestClosed: APIError(.conflict, "link_request_closed", "this link request is no longer pending")
+            case .linkRequestOutOfTurn: APIError(.conflict, "link_request_out_of_turn", "this link request is not at that step (already answered, not answered yet, or not revealed yet)")
             }
             context.logger.info("refused", metadata: ["code": .string(api.code)])
             throw api

@@ -36,6 +36,8 @@ public enum APIRoutes {
         Route(method: .post, path: "/v1/accounts/{account}/link-requests", signed: false) { $0.createLinkRequest },
         Route(method: .get, path: "/v1/accounts/{account}/link-requests", signed: true) { $0.pendingLinkRequests },
         Route(method: .get, path: "/v1/accounts/{account}/link-requests/{code}", signed: false) { $0.linkRequestStatus },
+        Route(method: .post, path: "/v1/accounts/{account}/link-requests/{code}/respond", signed: true) { $0.respondToLinkRequest },
+        Route(method: .post, path: "/v1/accounts/{account}/link-requests/{code}/reveal", signed: false) { $0.revealLinkRequest },
         Route(method: .post, path: "/v1/accounts/{account}/link-requests/{code}/approve", signed: true) { $0.approveLinkRequest },
         Route(method: .post, path: "/v1/accounts/{account}/link-requests/{code}/refuse", signed: true) { $0.refuseLinkRequest },
         Route(method: .get, path: "/v1/accounts/{account}/members/{member}/attachments", signed: true) { $0.listAttachments },

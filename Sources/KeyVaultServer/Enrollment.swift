@@ -83,7 +83,10 @@ actor RecoveryGate {
 
 extension KeyService {
     static let linkRequestLifetime: Int64 = 600
-    static let maxPendingLinkRequests = 5
+    /// Pending link requests one client address (an IPv6 /64) may have, on all accounts together.
+    static let maxPendingLinkRequestsPerClient = 5
+    /// Pending link requests on the whole server: rows stay bounded whatever the number of addresses.
+    static let maxPendingLinkRequests = 10_000
 
     // MARK: Recovery
 
@@ -144,22 +147,33 @@ extension KeyService {
     func createLinkRequest(_ request: Request, _ context: Context) async throws -> Response {
         let account = try accountParameter(context)
         let create = try decode(LinkRequestCreate.self, from: try await body(request, limit: 4096))
-        guard let signingKey = try? Ed25519.PublicKey(rawRepresentation: Hex.decode(create.signingKey)),
-              (try? X25519.PublicKey(rawRepresentation: Hex.decode(create.boxKey))) != nil,
-              deviceID(for: signingKey) == create.device,
-              (try? Hex.decode(create.nonce))?.count == 16,
-              (1...100).contains(create.name.count)
-        else { throw APIError.badRequest("a link request has hex public keys, the device id derived from the signing key, a 16-byte hex nonce and a 1-100 character name") }
+        guard create.isWellFormed else {
+            throw APIError.badRequest("a link request has hex public keys, the device id derived from the signing key, a 1-100 character name and a 32-byte hex commitment")
+        }
         guard try await state(account).devices[create.device] == nil else {
             throw APIError(.conflict, "device_exists", "that device is already part of this account")
         }
         let code = Self.linkCode()
         let expires = RecoveryGate.now() + Self.linkRequestLifetime
-        try await database.createLinkRequest(account, code: code, expires: expires, request: create, limit: Self.maxPendingLinkRequests)
+        // Limits per client address, not per account: a stranger flooding one account's
+        // requests must not stop the owner's new device from asking.
+        try await database.createLinkRequest(account, code: code, expires: expires, request: create,
+                                             client: Self.addressBucket(context.clientAddress),
+                                             perClient: Self.maxPendingLinkRequestsPerClient, total: Self.maxPendingLinkRequests)
         return try json(LinkRequestInfo(code: code, status: .pending, expires: expires, request: create), status: .created)
     }
 
-    /// The new device polls this (unsigned: it is not enrolled yet); the code is the capability.
+    /// IPv6 clients are limited per /64 (one host usually has a whole /64); IPv4 per address.
+    static func addressBucket(_ address: String) -> String {
+        guard address.contains(":") else { return address }
+        var bytes = in6_addr()
+        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        return withUnsafeBytes(of: &bytes) { Hex.encode(Array($0.prefix(8))) } + "::/64"
+    }
+
+    /// Both devices poll this, unsigned (the new device is not enrolled yet): the code is
+    /// the capability. The approver trusts none of it beyond what the commitment and the
+    /// SAS check (docs/formats/device-link.md).
     func linkRequestStatus(_ request: Request, _ context: Context) async throws -> Response {
         let account = try accountParameter(context)
         guard let info = try await database.linkRequest(account, code: try codeParameter(context)) else {
@@ -173,12 +187,46 @@ extension KeyService {
         return try json(["requests": try await database.pendingLinkRequests(account)])
     }
 
+    /// The approver's random value r_A, posted after it fetched the request (and so its commitment).
+    func respondToLinkRequest(_ request: Request, _ context: Context) async throws -> Response {
+        let (account, device, bytes) = try await authenticated(request, context, limit: 4096)
+        let code = try codeParameter(context)
+        let nonce = try linkNonce(bytes)
+        try await database.respondToLinkRequest(account, code: code, nonce: nonce, by: device.id)
+        return Response(status: .noContent)
+    }
+
+    /// The new device's r_N. Refused unless it opens the request's commitment, so that
+    /// nobody but the new device can move the request on (or end it).
+    func revealLinkRequest(_ request: Request, _ context: Context) async throws -> Response {
+        let account = try accountParameter(context)
+        let code = try codeParameter(context)
+        let nonce = try linkNonce(try await body(request, limit: 4096))
+        guard let info = try await database.linkRequest(account, code: code) else { throw APIError.notFound("link request") }
+        guard LinkCommitment.opens(account: account, request: info.request, nonce: try Hex.decode(nonce)) else {
+            throw APIError(.badRequest, "bad_reveal", "the value does not open the request's commitment")
+        }
+        try await database.revealLinkRequest(account, code: code, nonce: nonce)
+        return Response(status: .noContent)
+    }
+
+    func linkNonce(_ bytes: [UInt8]) throws -> String {
+        let body = try decode(LinkNonce.self, from: bytes)
+        guard body.nonce.utf8.count == 64, (try? Hex.decode(body.nonce)) != nil else {
+            throw APIError.badRequest("nonce is 32 bytes as 64 hex digits")
+        }
+        return body.nonce.lowercased()
+    }
+
     func approveLinkRequest(_ request: Request, _ context: Context) async throws -> Response {
         let (account, device, bytes) = try await authenticated(request, context)
         let code = try codeParameter(context)
         guard let info = try await database.linkRequest(account, code: code) else { throw APIError.notFound("link request") }
         guard info.status == .pending else {
             throw APIError(.conflict, "link_request_closed", "this link request is \(info.status.rawValue)")
+        }
+        guard info.deviceNonce != nil, info.approver == device.id else {
+            throw APIError(.conflict, "link_request_out_of_turn", "approve a link request after answering it and seeing the new device's reveal")
         }
         let append = try decode(AppendRequest.self, from: bytes)
         guard append.link.type == .deviceAdd, append.link.body["device"] == info.request.device.rawValue,

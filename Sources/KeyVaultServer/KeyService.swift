@@ -404,7 +404,8 @@ enum KnownFields {
         case is AppendRequest.Type: .object(["link": link, "boxes": .array(box), "wraps": .array(wrap), "recovery": slot])
         case is RecoveryEnrollRequest.Type: .object(["token": nil, "link": link, "boxes": .array(box)])
         case is RecoveryProof.Type: .object(["challenge": nil, "signature": nil])
-        case is LinkRequestCreate.Type: .object(["device": nil, "name": nil, "signingKey": nil, "boxKey": nil, "nonce": nil])
+        case is LinkRequestCreate.Type: .object(["device": nil, "name": nil, "signingKey": nil, "boxKey": nil, "commitment": nil])
+        case is LinkNonce.Type: .object(["nonce": nil])
         default: nil
         }
     }

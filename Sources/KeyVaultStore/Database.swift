@@ -8,10 +8,13 @@ public enum StoreError: Error, Sendable, Equatable {
     case staleChain(currentHead: String)
     case accountExists
     case notFound
-    /// Too many pending device-link requests for the account.
+    /// Too many pending device-link requests from one client address, or on the whole server.
     case tooManyLinkRequests
     /// The link request is no longer pending (approved, refused or expired).
     case linkRequestClosed
+    /// The link request is pending but not at the step this write needs (answered
+    /// already, not answered yet, or not revealed yet).
+    case linkRequestOutOfTurn
 }
 
 /// A device as the server keeps it: what signed requests are checked against.
@@ -182,6 +185,19 @@ public struct KeyVaultDatabase: Sendable {
             // The wrapped data key, apart from the content, so re-wrapping rewrites only it.
             try db.execute(sql: "ALTER TABLE attachments ADD COLUMN key BLOB NOT NULL DEFAULT x''")
         }
+        migrator.registerMigration("v4 link exchange") { db in
+            // Device link version 2 (docs/formats/device-link.md): the approver's and the new
+            // device's random values, and the client address that asked, for per-address limits.
+            // Version 1 requests cannot finish under version 2; they are dropped.
+            try db.execute(sql: """
+                DELETE FROM link_requests;
+                ALTER TABLE link_requests ADD COLUMN approver_nonce TEXT;
+                ALTER TABLE link_requests ADD COLUMN device_nonce TEXT;
+                ALTER TABLE link_requests ADD COLUMN client TEXT NOT NULL DEFAULT '';
+                CREATE INDEX link_requests_client ON link_requests(client, status, expires);
+                CREATE INDEX link_requests_expires ON link_requests(status, expires);
+                """)
+        }
         return migrator
     }
 
@@ -220,9 +236,10 @@ public struct KeyVaultDatabase: Sendable {
             guard head == write.expectedHead else { throw StoreError.staleChain(currentHead: head) }
             if let (code, approver) = write.approvesLinkRequest {
                 try db.execute(sql: """
-                    UPDATE link_requests SET status = 'approved', approver = ?
-                    WHERE account = ? AND code = ? AND status = 'pending' AND expires >= ?
-                    """, arguments: [approver.rawValue, account.rawValue, code, Self.now()])
+                    UPDATE link_requests SET status = 'approved'
+                    WHERE account = ? AND code = ? AND status = 'pending' AND expires >= ? AND approver = ?
+                      AND device_nonce IS NOT NULL
+                    """, arguments: [account.rawValue, code, Self.now(), approver.rawValue])
                 guard db.changesCount == 1 else { throw StoreError.linkRequestClosed }
             }
             try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
@@ -392,21 +409,60 @@ public struct KeyVaultDatabase: Sendable {
 
     // MARK: Device-link requests
 
-    /// Stores a new pending request, unless the account already has `limit` pending.
+    /// Stores a new pending request, unless `client` already has `perClient` pending
+    /// requests (on any account) or the server has `total`. Both counts use an index;
+    /// long-expired requests are swept on the way.
     public func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
-                                  limit: Int) async throws {
+                                  client: String, perClient: Int, total: Int) async throws {
         try await writer.write { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true else {
                 throw StoreError.notFound
             }
-            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM link_requests WHERE account = ? AND status = 'pending' AND expires >= ?",
-                                           arguments: [account.rawValue, Self.now()]) ?? 0
-            guard pending < limit else { throw StoreError.tooManyLinkRequests }
-            try db.execute(sql: "DELETE FROM link_requests WHERE account = ? AND expires < ?", arguments: [account.rawValue, Self.now() - 86400])
-            try db.execute(sql: "INSERT INTO link_requests (account, code, status, expires, request) VALUES (?, ?, 'pending', ?, ?)",
-                           arguments: [account.rawValue, code, expires, try JSONEncoder().encode(request)])
+            let now = Self.now()
+            let fromClient = try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM (SELECT 1 FROM link_requests WHERE client = ? AND status = 'pending' AND expires >= ? LIMIT ?)
+                """, arguments: [client, now, perClient]) ?? 0
+            guard fromClient < perClient else { throw StoreError.tooManyLinkRequests }
+            let pending = try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM (SELECT 1 FROM link_requests WHERE status = 'pending' AND expires >= ? LIMIT ?)
+                """, arguments: [now, total]) ?? 0
+            guard pending < total else { throw StoreError.tooManyLinkRequests }
+            try db.execute(sql: "DELETE FROM link_requests WHERE status IN ('pending', 'approved', 'refused') AND expires < ?", arguments: [now - 86400])
+            try db.execute(sql: "INSERT INTO link_requests (account, code, status, expires, request, client) VALUES (?, ?, 'pending', ?, ?, ?)",
+                           arguments: [account.rawValue, code, expires, try JSONEncoder().encode(request), client])
             try Self.audit(db, account: account, event: "link_request.created", device: request.device.rawValue, detail: nil)
         }
+    }
+
+    /// Records the approver's random value: once per request, while it is pending.
+    public func respondToLinkRequest(_ account: AccountID, code: String, nonce: String, by device: DeviceID) async throws {
+        try await writer.write { db in
+            try db.execute(sql: """
+                UPDATE link_requests SET approver_nonce = ?, approver = ?
+                WHERE account = ? AND code = ? AND status = 'pending' AND expires >= ? AND approver_nonce IS NULL
+                """, arguments: [nonce, device.rawValue, account.rawValue, code, Self.now()])
+            guard db.changesCount == 1 else { throw try Self.linkRequestRefusal(db, account, code) }
+        }
+    }
+
+    /// Records the new device's revealed value: once, after the approver answered.
+    /// The caller has checked that it opens the request's commitment.
+    public func revealLinkRequest(_ account: AccountID, code: String, nonce: String) async throws {
+        try await writer.write { db in
+            try db.execute(sql: """
+                UPDATE link_requests SET device_nonce = ?
+                WHERE account = ? AND code = ? AND status = 'pending' AND expires >= ?
+                  AND approver_nonce IS NOT NULL AND device_nonce IS NULL
+                """, arguments: [nonce, account.rawValue, code, Self.now()])
+            guard db.changesCount == 1 else { throw try Self.linkRequestRefusal(db, account, code) }
+        }
+    }
+
+    /// Why a step of a link request did not apply.
+    private static func linkRequestRefusal(_ db: Database, _ account: AccountID, _ code: String) throws -> StoreError {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM link_requests WHERE account = ? AND code = ?",
+                                         arguments: [account.rawValue, code]) else { return .notFound }
+        return try linkRequest(row).status == .pending ? .linkRequestOutOfTurn : .linkRequestClosed
     }
 
     public func linkRequest(_ account: AccountID, code: String) async throws -> LinkRequestInfo? {
@@ -418,7 +474,8 @@ public struct KeyVaultDatabase: Sendable {
 
     public func pendingLinkRequests(_ account: AccountID) async throws -> [LinkRequestInfo] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM link_requests WHERE account = ? AND status = 'pending' AND expires >= ? ORDER BY expires",
+            // Bounded: strangers can post requests to any account (each address only a few).
+            try Row.fetchAll(db, sql: "SELECT * FROM link_requests WHERE account = ? AND status = 'pending' AND expires >= ? ORDER BY expires LIMIT 100",
                              arguments: [account.rawValue, Self.now()]).map(Self.linkRequest)
         }
     }
@@ -439,6 +496,7 @@ public struct KeyVaultDatabase: Sendable {
         if status == .pending, expires < now() { status = .expired }
         return LinkRequestInfo(code: row["code"], status: status, expires: expires,
                                request: try JSONDecoder().decode(LinkRequestCreate.self, from: row["request"] as Data),
+                               approverNonce: row["approver_nonce"], deviceNonce: row["device_nonce"],
                                approver: (row["approver"] as String?).map(DeviceID.init(unchecked:)))
     }
 

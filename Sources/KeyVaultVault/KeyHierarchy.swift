@@ -143,20 +143,3 @@ public enum AttachmentCrypto {
         return plaintext
     }
 }
-
-/// The short authentication string of a device-link request (docs/formats/device-link.md):
-/// both devices compute it, the person compares.
-public enum LinkSAS {
-    public static func compute(account: AccountID, code: String, request: LinkRequestCreate) -> String {
-        var bytes = Array("keyvault/v1/link-sas".utf8) + [0]
-        for part in [account.rawValue, code, request.device.rawValue, request.signingKey, request.boxKey, request.nonce, request.name] {
-            let utf8 = Array(part.utf8.prefix(Int(UInt16.max)))  // callers check the fields first; never trap on a long one
-            bytes += [UInt8(utf8.count >> 8), UInt8(utf8.count & 0xff)] + utf8
-        }
-        let digest = SHA256.hash(bytes)
-        let number = digest.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } % 1_000_000
-        let digits = String(number)
-        let padded = String(repeating: "0", count: 6 - digits.count) + digits
-        return padded.prefix(3) + " " + padded.suffix(3)
-    }
-}

@@ -29,7 +29,8 @@ func emptyHome() -> String {
     for arguments in [
         ["init", "--server", "not a url", "--name", "laptop"],
         ["init", "--server", "ftp://example.org", "--name", "laptop"],
-        ["device", "approve", "ABCDEFGH12", "--yes"],  // --yes without --sas would skip the SAS comparison
+        ["device", "approve", "ABCDEFGH12", "--yes"],  // no yes/no: the digits the new device shows must be typed
+        ["device", "approve", "ABCDEFGH12", "--sas", "123 456"],  // nor known before this device draws its value
         ["device", "enroll", "--server", "http://127.0.0.1:1", "--account", "xyz", "--name", "phone"],
         ["attachment", "get", "--member", "Emma", "ca1.x.00"],
         ["init", "--server", "http://127.0.0.1:1", "--name", "laptop", "--kdf", "weak"],

@@ -7,32 +7,44 @@ func lastJSON(_ output: String) throws -> [String: Any] {
     return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
 }
 
-/// A `keyctl device link` running in the background until it is answered.
-final class LinkingDevice {
+/// A `keyctl` running in the background (`device link`, `device approve`): its
+/// standard output read a line at a time, its standard input written on demand.
+final class BackgroundKeyctl {
     let process = Process()
-    let stdout = Pipe(), stderr = Pipe()
-    private(set) var firstLine: [String: Any] = [:]
+    let stdout = Pipe(), stderr = Pipe(), stdin = Pipe()
+    private var buffered = ""
 
     init(_ arguments: [String]) throws {
         process.executableURL = keyctlBinary
         process.arguments = arguments
         process.standardOutput = stdout
         process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = stdin
         try process.run()
-        var text = ""
-        let deadline = Date().addingTimeInterval(20)
-        while !text.contains("\n"), Date() < deadline {
-            text += String(decoding: stdout.fileHandleForReading.availableData, as: UTF8.self)
-        }
-        firstLine = try lastJSON(String(text.prefix { $0 != "\n" }))
     }
 
-    var code: String { firstLine["code"] as? String ?? "" }
-    var sas: String { firstLine["sas"] as? String ?? "" }
+    /// The next JSON line of standard output (bounded wait).
+    func nextJSON() throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(30)
+        while !buffered.contains("\n"), Date() < deadline {
+            let data = stdout.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            buffered += String(decoding: data, as: UTF8.self)
+        }
+        let line = String(buffered.prefix { $0 != "\n" })
+        buffered = String(buffered.dropFirst(line.count + 1))
+        return try lastJSON(line)
+    }
+
+    /// Types a line, as a person would, and closes standard input.
+    func type(_ line: String) {
+        stdin.fileHandleForWriting.write(Data((line + "\n").utf8))
+        try? stdin.fileHandleForWriting.close()
+    }
 
     func finish() -> (code: Int32, out: String, err: String) {
-        let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try? stdin.fileHandleForWriting.close()
+        let out = buffered + String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         return (process.terminationStatus, out, err)
@@ -86,15 +98,26 @@ func realBinariesTellTheWholeStory() async throws {
     _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("phone.pdf")], "phone")
     #expect(try Data(contentsOf: URL(fileURLWithPath: path("phone.pdf"))) == scan)
 
-    // Link: a wrong SAS refuses the request and adds nothing; the right one adds the tablet.
-    let impostor = try LinkingDevice(["device", "link", "--server", url, "--account", account, "--name", "tablet", "--poll", "0.1"] + home("impostor"))
-    _ = try run(["device", "approve", impostor.code, "--sas", "000 000", "--yes"], "laptop", expect: 1)
-    #expect(impostor.finish().code == 1)
-    let tablet = try LinkingDevice(["device", "link", "--server", url, "--account", account, "--name", "tablet", "--poll", "0.1"] + home("tablet"))
-    #expect(tablet.sas.count == 7)
-    let approved = try run(["device", "approve", tablet.code, "--sas", tablet.sas, "--yes"], "laptop")
-    #expect(approved["approved"] as? Bool == true)
-    let linked = tablet.finish()
+    // Link: the approver types the digits the new device shows. Wrong digits refuse the
+    // request and add nothing (both sides exit 1); the right ones add the tablet.
+    func link(_ name: String, typing: (String) -> String) throws -> (newDevice: BackgroundKeyctl, approver: BackgroundKeyctl) {
+        let newDevice = try BackgroundKeyctl(["device", "link", "--server", url, "--account", account, "--name", "tablet", "--poll", "0.1"] + home(name))
+        let code = try #require(try newDevice.nextJSON()["code"] as? String)
+        let approver = try BackgroundKeyctl(["device", "approve", code, "--poll", "0.1"] + home("laptop"))
+        let sas = try #require(try newDevice.nextJSON()["sas"] as? String)
+        #expect(sas.count == 7)
+        approver.type(typing(sas))
+        return (newDevice, approver)
+    }
+    let impostor = try link("impostor") { $0 == "000 000" ? "000 001" : "000 000" }
+    let refusedApproval = impostor.approver.finish()
+    #expect(refusedApproval.code == 1 && refusedApproval.err.contains("does not match"), "\(refusedApproval.err)")
+    #expect(impostor.newDevice.finish().code == 1)
+    let tablet = try link("tablet") { $0 }
+    let approval = tablet.approver.finish()
+    #expect(approval.code == 0, "\(approval.err)")
+    #expect(try lastJSON(approval.out)["approved"] as? Bool == true)
+    let linked = tablet.newDevice.finish()
     #expect(linked.code == 0, "\(linked.err)")
     #expect(try lastJSON(linked.out)["status"] as? String == "approved")
     _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("tablet.pdf")], "tablet")

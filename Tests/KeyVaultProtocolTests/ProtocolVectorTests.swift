@@ -132,3 +132,45 @@ struct MACFile: Decodable {
         #expect(headers[RequestMAC.macHeader] == v.mac)
     }
 }
+
+struct DeviceLinkFile: Decodable {
+    struct Case: Decodable {
+        let account: String, code: String, request: LinkRequestCreate
+        let deviceNonce: String, approverNonce: String, sas: String, wrongNonce: String
+    }
+    let tests: [Case]
+}
+
+/// docs/formats/device-link.md, version 2: the commitment and the SAS as an
+/// independent implementation computes them; a reveal that does not open the
+/// commitment, or any changed key, name or code, gives something else.
+@Test func deviceLinkCommitmentAndSASMatchTheIndependentImplementation() throws {
+    let file = try Vectors.load("device-link-v2", as: DeviceLinkFile.self)
+    #expect(file.tests.count == 3)
+    for v in file.tests {
+        let account = try #require(AccountID(rawValue: v.account))
+        let rN = try Hex.decode(v.deviceNonce), rA = try Hex.decode(v.approverNonce)
+        #expect(v.request.isWellFormed)
+        #expect(LinkCommitment.opens(account: account, request: v.request, nonce: rN))
+        #expect(!LinkCommitment.opens(account: account, request: v.request, nonce: try Hex.decode(v.wrongNonce)))
+        #expect(LinkSAS.compute(account: account, code: v.code, request: v.request, deviceNonce: rN, approverNonce: rA) == v.sas)
+
+        var renamed = v.request
+        renamed.name += "x"
+        #expect(!LinkCommitment.opens(account: account, request: renamed, nonce: rN))
+        #expect(LinkSAS.compute(account: account, code: v.code, request: renamed, deviceNonce: rN, approverNonce: rA) != v.sas)
+        #expect(LinkSAS.compute(account: account, code: "0000000000", request: v.request, deviceNonce: rN, approverNonce: rA) != v.sas)
+        #expect(LinkSAS.compute(account: account, code: v.code, request: v.request, deviceNonce: rN, approverNonce: rN) != v.sas)
+    }
+}
+
+/// The digits are uniform: the rejection step leaves no value more likely than 10^-6
+/// (a skewed reduction would make some SAS values likelier for an attacker to hit).
+@Test func linkSASDigitsParseOnlyAsSixDigits() {
+    #expect(LinkSAS.digits("123 456") == "123456")
+    #expect(LinkSAS.digits("123-456") == "123456")
+    #expect(LinkSAS.digits(" 123456 ") == "123456")
+    #expect(LinkSAS.digits("12345") == nil)
+    #expect(LinkSAS.digits("１２３４５６") == nil)
+    #expect(LinkSAS.digits("12a456") == nil)
+}

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultStore
 import Testing
 @testable import KeyVaultServer
 
@@ -113,35 +114,62 @@ struct RecoveryFixture {
 }
 
 extension TestDevice {
-    var linkRequest: LinkRequestCreate {
-        LinkRequestCreate(device: id, name: name, signingKey: Hex.encode(signing.publicKey.rawRepresentation),
-                          boxKey: Hex.encode(agreement.publicKey.rawRepresentation), nonce: Hex.encode(SystemRandom.bytes(count: 16)))
+    /// A version 2 link request, with the commitment to `nonce`.
+    func linkRequest(account: AccountID, nonce: [UInt8] = linkNonce) -> LinkRequestCreate {
+        let commitment = LinkCommitment.compute(account: account, device: id, signingKey: signing.publicKey.rawRepresentation,
+                                                boxKey: agreement.publicKey.rawRepresentation, name: name, nonce: nonce)
+        return LinkRequestCreate(device: id, name: name, signingKey: Hex.encode(signing.publicKey.rawRepresentation),
+                                 boxKey: Hex.encode(agreement.publicKey.rawRepresentation), commitment: Hex.encode(commitment))
     }
 }
 
-@Test func aDeviceLinkIsApprovedOnceAndThenClosed() async throws {
+let linkNonce = [UInt8](repeating: 7, count: 32)
+
+@Test func aDeviceLinkGoesCommitAnswerRevealApproveOnceAndThenCloses() async throws {
     try await testApplication().test(.router) { client in
         let phone = TestDevice("phone"), tablet = TestDevice("tablet")
         let masterKey = SymmetricKey()
         var state = try await client.createAccount(phone, masterKey: masterKey)
         let base = "/v1/accounts/\(state.account)/link-requests"
 
-        let created = try await client.execute(uri: base, method: .post, body: jsonBody(tablet.linkRequest))
+        let created = try await client.execute(uri: base, method: .post, body: jsonBody(tablet.linkRequest(account: state.account)))
         #expect(created.status == .created)
         let info = try decode(LinkRequestInfo.self, created)
-        #expect(info.code.count == 10 && info.status == .pending)
+        #expect(info.code.count == 10 && info.status == .pending && info.approverNonce == nil)
 
         let pending = try decode([String: [LinkRequestInfo]].self, try await client.signed(phone, .get, base))["requests"] ?? []
         #expect(pending.map(\.request.device) == [tablet.id])
 
-        // Approving a different device than the one that asked is refused.
-        let impostor = TestDevice("impostor")
-        var response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve",
-                                                   AppendRequest(link: phone.link(.deviceAdd, after: state, body: impostor.deviceFields)))
-        #expect(response.status == .badRequest)
-
         let approval = AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields),
                                      boxes: [try phone.box(masterKey, generation: 1, for: tablet, account: state.account)])
+        // Out of turn: no reveal before an answer, no approval before the reveal.
+        let reveal = LinkNonce(nonce: Hex.encode(linkNonce))
+        var response = try await client.execute(uri: "\(base)/\(info.code)/reveal", method: .post, body: jsonBody(reveal))
+        #expect(response.status == .conflict && errorCode(response) == "link_request_out_of_turn")
+        response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve", approval)
+        #expect(response.status == .conflict && errorCode(response) == "link_request_out_of_turn")
+
+        // The approver answers once; a second answer (from anyone) is refused.
+        let answer = LinkNonce(nonce: String(repeating: "ab", count: 32))
+        #expect(try await client.signedJSON(phone, .post, "\(base)/\(info.code)/respond", answer).status == .noContent)
+        response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/respond", answer)
+        #expect(response.status == .conflict && errorCode(response) == "link_request_out_of_turn")
+
+        // A reveal that does not open the commitment changes nothing.
+        response = try await client.execute(uri: "\(base)/\(info.code)/reveal", method: .post,
+                                            body: jsonBody(LinkNonce(nonce: String(repeating: "00", count: 32))))
+        #expect(response.status == .badRequest && errorCode(response) == "bad_reveal")
+        #expect(try decode(LinkRequestInfo.self, try await client.execute(uri: "\(base)/\(info.code)", method: .get)).deviceNonce == nil)
+        #expect(try await client.execute(uri: "\(base)/\(info.code)/reveal", method: .post, body: jsonBody(reveal)).status == .noContent)
+        let revealed = try decode(LinkRequestInfo.self, try await client.execute(uri: "\(base)/\(info.code)", method: .get))
+        #expect(revealed.deviceNonce == reveal.nonce && revealed.approverNonce == answer.nonce)
+
+        // Approving a different device than the one that asked is refused.
+        let impostor = TestDevice("impostor")
+        response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve",
+                                               AppendRequest(link: phone.link(.deviceAdd, after: state, body: impostor.deviceFields)))
+        #expect(response.status == .badRequest)
+
         response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve", approval)
         #expect(response.status == .created, "\(String(buffer: response.body))")
         try state.apply(approval.link)
@@ -156,30 +184,65 @@ extension TestDevice {
     }
 }
 
-@Test func aRefusedLinkCannotBeApprovedAndPendingRequestsAreLimited() async throws {
+@Test func aRefusedLinkCannotBeApprovedAndMalformedRequestsAreRefused() async throws {
     try await testApplication().test(.router) { client in
         let phone = TestDevice("phone")
         let state = try await client.createAccount(phone)
         let base = "/v1/accounts/\(state.account)/link-requests"
         let asking = TestDevice("asking")
-        let info = try decode(LinkRequestInfo.self, try await client.execute(uri: base, method: .post, body: jsonBody(asking.linkRequest)))
+        let info = try decode(LinkRequestInfo.self, try await client.execute(uri: base, method: .post,
+                                                                             body: jsonBody(asking.linkRequest(account: state.account))))
         #expect(try await client.signed(phone, .post, "\(base)/\(info.code)/refuse").status == .noContent)
         let response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve",
                                                    AppendRequest(link: phone.link(.deviceAdd, after: state, body: asking.deviceFields)))
         #expect(response.status == .conflict && errorCode(response) == "link_request_closed")
         #expect(try decode(LinkRequestInfo.self, try await client.execute(uri: "\(base)/\(info.code)", method: .get)).status == .refused)
+        let late = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/respond", LinkNonce(nonce: String(repeating: "ab", count: 32)))
+        #expect(late.status == .conflict && errorCode(late) == "link_request_closed")
 
-        for i in 0..<KeyService.maxPendingLinkRequests {
-            let r = try await client.execute(uri: base, method: .post, body: jsonBody(TestDevice("d\(i)").linkRequest))
-            #expect(r.status == .created)
-        }
-        let limited = try await client.execute(uri: base, method: .post, body: jsonBody(TestDevice("one too many").linkRequest))
-        #expect(limited.status == .tooManyRequests && errorCode(limited) == "too_many_link_requests")
-
-        var bad = TestDevice("bad").linkRequest
+        var bad = TestDevice("bad").linkRequest(account: state.account)
         bad.device = TestDevice("other").id  // not derived from its key
         #expect(try await client.execute(uri: base, method: .post, body: jsonBody(bad)).status == .badRequest)
+        var short = TestDevice("short").linkRequest(account: state.account)
+        short.commitment = "abcd"
+        #expect(try await client.execute(uri: base, method: .post, body: jsonBody(short)).status == .badRequest)
         #expect(try await client.execute(uri: "\(base)/lowercase12", method: .get).status == .badRequest)
         #expect(try await client.execute(uri: "\(base)/ABCDEFGH12", method: .get).status == .notFound)
+        let badNonce = try await client.execute(uri: "\(base)/\(info.code)/reveal", method: .post, body: jsonBody(LinkNonce(nonce: "xyz")))
+        #expect(badNonce.status == .badRequest)
     }
+}
+
+/// Item 5 of the security review: one address flooding an account's link requests
+/// used to fill its five pending slots and stop the owner's own `device link`. The
+/// limit is now per client address (an IPv6 /64), with a cap on the whole server.
+@Test func aStrangerFloodingLinkRequestsCannotStopTheOwnersNewDevice() async throws {
+    let database = try KeyVaultDatabase.inMemory()
+    try await testApplication(database: database).test(.router) { client in
+        let state = try await client.createAccount(TestDevice("phone"))
+        let base = "/v1/accounts/\(state.account)/link-requests"
+        // In process every request comes from one address: the stranger's.
+        for i in 0..<KeyService.maxPendingLinkRequestsPerClient {
+            let r = try await client.execute(uri: base, method: .post, body: jsonBody(TestDevice("spam \(i)").linkRequest(account: state.account)))
+            #expect(r.status == .created)
+        }
+        let limited = try await client.execute(uri: base, method: .post, body: jsonBody(TestDevice("one too many").linkRequest(account: state.account)))
+        #expect(limited.status == .tooManyRequests && errorCode(limited) == "too_many_link_requests")
+
+        // The owner's new device, from its own address, still gets a request.
+        let owner = TestDevice("owner's tablet").linkRequest(account: state.account)
+        try await database.createLinkRequest(state.account, code: "ABCDE00001", expires: Int64(Date().timeIntervalSince1970) + 600,
+                                             request: owner, client: "203.0.113.9", perClient: KeyService.maxPendingLinkRequestsPerClient,
+                                             total: KeyService.maxPendingLinkRequests)
+        #expect(try await client.execute(uri: "\(base)/ABCDE00001", method: .get).status == .ok)
+        // And the server as a whole stays bounded.
+        await #expect(throws: StoreError.tooManyLinkRequests) {
+            try await database.createLinkRequest(state.account, code: "CAPPED0001", expires: Int64(Date().timeIntervalSince1970) + 600,
+                                                 request: TestDevice("capped").linkRequest(account: state.account), client: "198.51.100.1",
+                                                 perClient: 5, total: KeyService.maxPendingLinkRequestsPerClient + 1)
+        }
+    }
+    #expect(KeyService.addressBucket("2001:db8:1:2:3:4:5:6") == KeyService.addressBucket("2001:db8:1:2:ffff::1"))
+    #expect(KeyService.addressBucket("2001:db8:1:3::1") != KeyService.addressBucket("2001:db8:1:2::1"))
+    #expect(KeyService.addressBucket("192.0.2.1") == "192.0.2.1")
 }

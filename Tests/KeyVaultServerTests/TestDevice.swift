@@ -60,13 +60,14 @@ struct TestDevice {
 }
 
 /// A fresh service on an in-memory database.
-func testApplication(_ configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> some ApplicationProtocol {
+func testApplication(database: KeyVaultDatabase? = nil,
+                     _ configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> some ApplicationProtocol {
     var configuration = ServerConfiguration()
     configuration.databasePath = "/unused"
     configure(&configuration)
     var logger = Logger(label: "test")
     logger.logLevel = .warning
-    return buildApplication(configuration, database: try KeyVaultDatabase.inMemory(), logger: logger)
+    return buildApplication(configuration, database: try database ?? KeyVaultDatabase.inMemory(), logger: logger)
 }
 
 func jsonBody(_ value: some Encodable) throws -> ByteBuffer { ByteBuffer(bytes: try JSONEncoder().encode(value)) }

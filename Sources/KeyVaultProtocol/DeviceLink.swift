@@ -1,0 +1,106 @@
+import KeyVaultCrypto
+import KeyVaultModel
+
+// docs/formats/device-link.md (version 2) is the specification of everything in this file.
+
+/// The new device's commitment to its keys and its random value r_N, posted before
+/// the approver contributes r_A: SHA-256 over the account, the device's id, keys and
+/// name, and r_N. Server and approver check a reveal against it.
+public enum LinkCommitment {
+    public static let nonceByteCount = 32
+
+    /// The commitment, 32 bytes.
+    public static func compute(account: AccountID, device: DeviceID, signingKey: [UInt8], boxKey: [UInt8], name: String,
+                               nonce: [UInt8]) -> [UInt8] {
+        var w = CanonicalWriter(domain: "keyvault/v2/link-commit")
+        w.short(account.rawValue)
+        w.short(device.rawValue)
+        w.raw(signingKey)
+        w.raw(boxKey)
+        w.long(Array(name.utf8))
+        w.raw(nonce)
+        return SHA256.hash(w.bytes)
+    }
+
+    /// The commitment of a request, from its hex fields; nil when a field does not parse.
+    public static func compute(account: AccountID, request: LinkRequestCreate, nonce: [UInt8]) -> [UInt8]? {
+        guard let keys = LinkKeys(request), nonce.count == nonceByteCount else { return nil }
+        return compute(account: account, device: request.device, signingKey: keys.signing, boxKey: keys.box, name: request.name,
+                       nonce: nonce)
+    }
+
+    /// True when `nonce` opens the request's commitment (compared in constant time).
+    public static func opens(account: AccountID, request: LinkRequestCreate, nonce: [UInt8]) -> Bool {
+        guard let expected = try? Hex.decode(request.commitment), expected.count == 32,
+              let actual = compute(account: account, request: request, nonce: nonce) else { return false }
+        return constantTimeEquals(actual, expected)
+    }
+}
+
+/// The short authentication string both devices show once both random values are
+/// known: six digits, uniform over 000000-999999, which the person types on the
+/// approver. Neither side's value is known to the other when it commits, so a server
+/// in the middle cannot steer it (docs/formats/device-link.md).
+public enum LinkSAS {
+    /// 4 294 000 000: the largest multiple of 10^6 below 2^32. A 32-bit chunk below
+    /// it, reduced mod 10^6, is exactly uniform.
+    static let bound: UInt32 = 4_294_000_000
+
+    public static func compute(account: AccountID, code: String, request: LinkRequestCreate, deviceNonce: [UInt8],
+                               approverNonce: [UInt8]) -> String? {
+        guard let keys = LinkKeys(request), let commitment = try? Hex.decode(request.commitment), commitment.count == 32,
+              deviceNonce.count == LinkCommitment.nonceByteCount, approverNonce.count == LinkCommitment.nonceByteCount
+        else { return nil }
+        var w = CanonicalWriter(domain: "keyvault/v2/link-sas")
+        w.short(account.rawValue)
+        w.short(code)
+        w.short(request.device.rawValue)
+        w.raw(keys.signing)
+        w.raw(keys.box)
+        w.long(Array(request.name.utf8))
+        w.raw(commitment)
+        w.raw(deviceNonce)
+        w.raw(approverNonce)
+        let digest = SHA256.hash(w.bytes)
+        // The first 32-bit chunk below `bound`; all eight above it has probability 2^-97.
+        var number: UInt32 = 0
+        for chunk in 0..<8 {
+            number = digest[(chunk * 4)..<(chunk * 4 + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            if number < bound { break }
+        }
+        let digits = String(number % 1_000_000)
+        let padded = String(repeating: "0", count: 6 - digits.count) + digits
+        return padded.prefix(3) + " " + padded.suffix(3)
+    }
+
+    /// The six digits of a typed SAS ("123 456", "123-456", "123456"), or nil.
+    public static func digits(_ typed: String) -> String? {
+        let digits = typed.filter { !$0.isWhitespace && $0 != "-" }
+        guard digits.count == 6, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return digits
+    }
+}
+
+/// The raw keys of a link request, when its fields are well formed: hex keys of the
+/// right length, the device id derived from the signing key, a 1-100 character name.
+struct LinkKeys {
+    let signing: [UInt8]
+    let box: [UInt8]
+
+    init?(_ request: LinkRequestCreate) {
+        guard let signing = try? Hex.decode(request.signingKey), signing.count == 32,
+              let box = try? Hex.decode(request.boxKey), box.count == 32,
+              let key = try? Ed25519.PublicKey(rawRepresentation: signing), deviceID(for: key) == request.device,
+              (1...100).contains(request.name.count), request.name.utf8.count <= 400
+        else { return nil }
+        self.signing = signing
+        self.box = box
+    }
+}
+
+extension LinkRequestCreate {
+    /// True when every field is well formed (keys, derived id, name, 32-byte hex commitment).
+    public var isWellFormed: Bool {
+        LinkKeys(self) != nil && commitment.utf8.count == 64 && (try? Hex.decode(commitment))?.count == 32
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import KeyVaultClient
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import Synchronization
+import Testing
+
+// Device link, version 2 (docs/formats/device-link.md), against the real in-process
+// service, with a double that does what a dishonest server would.
+
+/// What the new device showed, as the events came.
+final class LinkScreen: Sendable {
+    private let state = Mutex<(code: String?, sas: String?, resumed: Bool)>((nil, nil, false))
+    var code: String? { state.withLock { $0.code } }
+    var sas: String? { state.withLock { $0.sas } }
+    var resumed: Bool { state.withLock { $0.resumed } }
+
+    func show(_ event: Vault.LinkEvent) {
+        state.withLock { screen in
+            switch event {
+            case .requested(let code, _): screen.code = code
+            case .sas(let sas): screen.sas = sas
+            case .resumed(let code): screen.code = code; screen.resumed = true
+            }
+        }
+    }
+
+    /// Waits (bounded) until `value` is there.
+    func wait<T>(_ value: () -> T?) async throws -> T {
+        for _ in 0..<500 {
+            if let found = value() { return found }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw ClientError(.invalidInput, "the new device never showed it")
+    }
+}
+
+func startLink(_ fixture: Fixture, _ laptop: Vault, home: String = "tablet", screen: LinkScreen) -> Task<Vault, any Error> {
+    Task {
+        try await Vault.link(home: fixture.home(home), server: "test", transport: fixture.transport, account: laptop.account,
+                             name: home, pollInterval: .milliseconds(10), events: { screen.show($0) })
+    }
+}
+
+@Test func aDeviceLinkedByTypingItsCodeOpensTheAccountsKeys() async throws {
+    try await Fixture.run { fixture, laptop in
+        let screen = LinkScreen()
+        let tablet = startLink(fixture, laptop, screen: screen)
+        let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
+        #expect(candidate.sas == nil)
+        let exchanged = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
+        let shown = try await screen.wait { screen.sas }
+        #expect(exchanged.sas == shown)
+        try await laptop.approve(exchanged, typedSAS: shown.replacingOccurrences(of: " ", with: ""))
+        let joined = try await tablet.value
+        #expect(try await joined.masterKey().key == laptop.masterKey().key)
+        #expect(try fixture.home("tablet").load().linkCode == nil)
+    }
+}
+
+@Test func aMistypedCodeRefusesTheRequestAndAddsNothing() async throws {
+    try await Fixture.run { fixture, laptop in
+        let screen = LinkScreen()
+        let tablet = startLink(fixture, laptop, screen: screen)
+        let exchanged = try await laptop.exchange(try await laptop.linkCandidate(code: try await screen.wait { screen.code }),
+                                                  pollInterval: .milliseconds(10))
+        let shown = try await screen.wait { screen.sas }
+        let wrong = shown == "000 000" ? "000 001" : "000 000"
+        await expectRefusal("sas_mismatch", kind: .rejected) { try await laptop.approve(exchanged, typedSAS: wrong) }
+        await expectRefusal("link_request_closed", kind: .rejected) { _ = try await tablet.value }
+        try await laptop.sync()
+        #expect(try laptop.chain.devices.count == 1)
+        // The refused request is over: it cannot be answered again.
+        await expectRefusal("link_request_closed", kind: .rejected) { _ = try await laptop.linkCandidate(code: exchanged.code) }
+    }
+}
+
+/// Issue 8, item 1. The double substitutes its own keys in what the approver fetches,
+/// relays the approver's value, learns the digits the new device shows from its
+/// reveal, then searches up to 2^24 candidate reveals for one that makes the
+/// approver compute the same digits. Under version 1 this got the server's device
+/// approved (the same double ground the unbound nonce); under version 2 the candidate
+/// it finds does not open the commitment the approver saw, and revealing honestly
+/// gives other digits: either way the request is refused and nothing is signed.
+@Test(arguments: [true, false])
+func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws {
+    try await Fixture.run { fixture, laptop in
+        let account = laptop.account
+        let attacker = DeviceKeys()
+        let attackerNonce = SystemRandom.bytes(count: 32)
+        let forged: LinkRequestCreate = {
+            let signing = attacker.signing.publicKey.rawRepresentation, box = attacker.agreement.publicKey.rawRepresentation
+            let commitment = LinkCommitment.compute(account: account, device: attacker.id, signingKey: signing, boxKey: box,
+                                                    name: "tablet", nonce: attackerNonce)
+            return LinkRequestCreate(device: attacker.id, name: "tablet", signingKey: Hex.encode(signing), boxKey: Hex.encode(box),
+                                     commitment: Hex.encode(commitment))
+        }()
+        let screen = LinkScreen()
+        let searched = Mutex<(tried: Int, found: String?)>((0, nil))
+        // The new device polls the same route; it uses only the approver's value from it.
+        fixture.transport.tamper(rewriting("/link-requests/", as: LinkRequestInfo.self) { info in
+            let original = info.request
+            info.request = forged
+            guard let reveal = info.deviceNonce, let answer = info.approverNonce,
+                  let sasN = LinkSAS.compute(account: account, code: info.code, request: original,
+                                             deviceNonce: try Hex.decode(reveal), approverNonce: try Hex.decode(answer))
+            else { return }
+            guard grind else {
+                info.deviceNonce = Hex.encode(attackerNonce)
+                return
+            }
+            let rA = try Hex.decode(answer)
+            let found = searched.withLock { state -> String? in
+                if let found = state.found { return found }
+                var candidate = [UInt8](repeating: 0, count: 32)
+                for i in 0..<(1 << 24) {
+                    withUnsafeBytes(of: UInt32(i).bigEndian) { candidate.replaceSubrange(0..<4, with: $0) }
+                    state.tried = i + 1
+                    if LinkSAS.compute(account: account, code: info.code, request: forged, deviceNonce: candidate, approverNonce: rA) == sasN {
+                        state.found = Hex.encode(candidate)
+                        break
+                    }
+                }
+                return state.found
+            }
+            info.deviceNonce = found ?? Hex.encode(attackerNonce)
+        })
+        // A dishonest server stores whatever the approver signs: keep it here.
+        let approvals = Mutex<[AppendRequest]>([])
+        fixture.transport.answer { request in
+            guard request.method == "POST", request.target.hasSuffix("/approve"),
+                  let append = try? JSONDecoder().decode(AppendRequest.self, from: Data(request.body)) else { return nil }
+            approvals.withLock { $0.append(append) }
+            return HTTPReply(status: 201, headers: [:], body: Array(#"{"head":"","sequence":"0"}"#.utf8))
+        }
+        let tablet = startLink(fixture, laptop, screen: screen)
+        let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
+        #expect(candidate.request.device == attacker.id)  // the substitution happened
+        do {
+            let exchanged = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
+            #expect(!grind, "a reveal that does not open the commitment was accepted")
+            // The person types what the real new device shows.
+            let shown = try await screen.wait { screen.sas }
+            await expectRefusal("sas_mismatch", kind: .rejected) { try await laptop.approve(exchanged, typedSAS: shown) }
+        } catch let error as ClientError {
+            #expect(grind && error.code.rawValue == "bad_reveal", "\(error.code.rawValue): \(error.message)")
+        }
+        tablet.cancel()
+        let signed = approvals.withLock { $0 }.map { $0.link.body["device"] }
+        #expect(!signed.contains(attacker.id.rawValue), "the approver signed the server's own device into the account")
+        #expect(signed.isEmpty)
+        if grind {
+            let (tried, found) = searched.withLock { ($0.tried, $0.found) }
+            #expect(found != nil && tried <= 1 << 24, "the search found a candidate reveal with the new device's digits")
+        }
+    }
+}
+
+/// A request whose end the new device did not see leaves its home able to link again:
+/// approved meanwhile, it joins with the keys it has; refused, it asks anew.
+@Test func aLinkInterruptedBeforeItsAnswerCanBeRunAgain() async throws {
+    try await Fixture.run { fixture, laptop in
+        // Approved while the new device was not watching.
+        let screen = LinkScreen()
+        let first = startLink(fixture, laptop, screen: screen)
+        let exchanged = try await laptop.exchange(try await laptop.linkCandidate(code: try await screen.wait { screen.code }),
+                                                  pollInterval: .milliseconds(10))
+        let shown = try await screen.wait { screen.sas }
+        first.cancel()
+        _ = try? await first.value
+        try await laptop.approve(exchanged, typedSAS: shown)
+        let again = LinkScreen()
+        let joined = try await startLink(fixture, laptop, screen: again).value
+        #expect(again.resumed && again.code == screen.code)
+        #expect(try await joined.masterKey().key == laptop.masterKey().key)
+
+        // Refused while the new device was not watching.
+        let other = LinkScreen()
+        let second = startLink(fixture, laptop, home: "phone", screen: other)
+        let candidate = try await laptop.linkCandidate(code: try await other.wait { other.code })
+        second.cancel()
+        _ = try? await second.value
+        try await laptop.refuse(candidate)
+        let retry = LinkScreen()
+        let phone = startLink(fixture, laptop, home: "phone", screen: retry)
+        let code = try await retry.wait { retry.code }
+        #expect(code != other.code && !retry.resumed)
+        let answered = try await laptop.exchange(try await laptop.linkCandidate(code: code), pollInterval: .milliseconds(10))
+        try await laptop.approve(answered, typedSAS: try await retry.wait { retry.sas })
+        _ = try await phone.value
+    }
+}
