@@ -38,9 +38,19 @@ final class NonceLedger: @unchecked Sendable {
 /// Devices by id, in memory. This process is the only writer of the devices table,
 /// and it updates the cache after every commit that adds, revokes or deletes a
 /// device, so a revocation takes effect on the very next request.
+///
+/// Revocation is monotonic here: a request reads its copy of a device, then may
+/// suspend (a database write) before it would write anything back, and a
+/// revocation can commit meanwhile. So nothing writes a whole copy back over a
+/// cached entry's revocation: `put` keeps any revocation already known (also one
+/// of a device that was not cached when it was revoked), and last-seen is updated
+/// in place by `touch`.
 final class DeviceCache: @unchecked Sendable {
     private let lock = NSLock()
     private var devices: [DeviceID: StoredDevice] = [:]
+    /// Every revocation this process committed, cached device or not: a copy read
+    /// from the database just before the commit may be put just after it.
+    private var revocations: [DeviceID: (account: AccountID, sequence: UInt64)] = [:]
 
     func get(_ id: DeviceID) -> StoredDevice? {
         lock.lock()
@@ -48,22 +58,38 @@ final class DeviceCache: @unchecked Sendable {
         return devices[id]
     }
 
+    /// Caches `device`, never clearing a revocation already known.
     func put(_ device: StoredDevice) {
+        var device = device
         lock.lock()
+        defer { lock.unlock() }
+        let known = [devices[device.id]?.revoked, revocations[device.id]?.sequence, device.revoked].compactMap { $0 }
+        device.revoked = known.min()
+        if let cached = devices[device.id]?.lastSeen { device.lastSeen = max(cached, device.lastSeen ?? cached) }
         devices[device.id] = device
-        lock.unlock()
     }
 
-    func revoke(_ id: DeviceID, at sequence: UInt64) {
+    /// Records that `id` was revoked by link `sequence` (the first revocation stands).
+    func revoke(_ id: DeviceID, of account: AccountID, at sequence: UInt64) {
         lock.lock()
-        devices[id]?.revoked = sequence
-        lock.unlock()
+        defer { lock.unlock() }
+        if revocations[id] == nil { revocations[id] = (account, sequence) }
+        if devices[id] != nil, devices[id]?.revoked == nil { devices[id]?.revoked = sequence }
     }
 
+    /// Updates only the last-seen time of the cached entry.
+    func touch(_ id: DeviceID, at time: Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let entry = devices[id] { devices[id]?.lastSeen = max(entry.lastSeen ?? time, time) }
+    }
+
+    /// Forgets a deleted account's devices: the same genesis may found it again.
     func removeAccount(_ account: AccountID) {
         lock.lock()
+        defer { lock.unlock() }
         devices = devices.filter { $0.value.account != account }
-        lock.unlock()
+        revocations = revocations.filter { $0.value.account != account }
     }
 }
 
@@ -139,6 +165,9 @@ struct Authenticator: Sendable {
     let devices = DeviceCache()
     let sessions = SessionTable()
     let window: Int64
+    /// Test hook: runs before the last-seen update, to widen the window in which a
+    /// request is suspended there (the revocation race tests need it).
+    var beforeTouch: (@Sendable () async -> Void)?
 
     func device(_ id: DeviceID) async throws -> StoredDevice? {
         if let cached = devices.get(id) { return cached }
@@ -217,9 +246,16 @@ struct Authenticator: Sendable {
             throw ProtocolError("replayed_nonce", "this request was already received (nonce reused)")
         }
         if device.lastSeen.map({ now - $0 >= 60 }) ?? true {
+            // Only the time, in place: writing this copy back could undo a revocation
+            // that commits while the update below is suspended.
+            devices.touch(device.id, at: now)
+            await beforeTouch?()
             try? await database.touch(device.id, at: now)
             device.lastSeen = now
-            devices.put(device)
+        }
+        // A revocation that committed while this request was suspended wins.
+        if let current = devices.get(device.id), current.revoked != nil {
+            throw ProtocolError("device_revoked", "this device was revoked; enrol it again with the recovery code or a link")
         }
         return device
     }

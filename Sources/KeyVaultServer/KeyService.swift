@@ -24,7 +24,7 @@ struct KeyService: Sendable {
     let configuration: ServerConfiguration
     let database: KeyVaultDatabase
     let chains = ChainCache()
-    let authenticator: Authenticator
+    var authenticator: Authenticator
     let recoveryGate = RecoveryGate()
 
     init(configuration: ServerConfiguration, database: KeyVaultDatabase) {
@@ -232,9 +232,11 @@ struct KeyService: Sendable {
         } catch StoreError.linkRequestClosed {
             throw APIError(.conflict, "link_request_closed", "this link request is no longer pending")
         }
-        await chains.store(after)
+        // The device cache first, before anything that suspends: a request of a revoked
+        // device that starts once the write committed must meet the revocation.
+        for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: append.link.sequence) }
         for device in write.newDevices { authenticator.devices.put(device) }
-        for id in write.revokedDevices { authenticator.devices.revoke(id, at: append.link.sequence) }
+        await chains.store(after)
         return try json(["head": after.head, "sequence": String(after.sequence)], status: .created)
     }
 
