@@ -6,7 +6,9 @@ import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultStore
 
-/// Nonces seen within the signature window, per device. A nonce is accepted once;
+/// Nonces of session (MAC) requests seen within the signature window, per device:
+/// sessions die with the process, so these need not outlive it (Ed25519-signed
+/// requests record theirs in the database). A nonce is accepted once;
 /// entries older than twice the window are dropped, since their timestamps would
 /// be refused anyway. A lock, not an actor: the check never suspends, so it costs
 /// no thread hop on the request path.
@@ -193,7 +195,7 @@ struct Authenticator: Sendable {
             try? await database.recordAudit(account, event: "refused.bad_signature", device: device.id.rawValue, detail: nil)
             throw ProtocolError("bad_signature", "the request signature does not verify")
         }
-        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce)
+        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true)
     }
 
     /// A MAC-authenticated request: known, unexpired session of this account's device.
@@ -215,7 +217,8 @@ struct Authenticator: Sendable {
             try? await database.recordAudit(account, event: "refused.bad_signature", device: device.id.rawValue, detail: "session")
             throw ProtocolError("bad_signature", "the request MAC does not verify")
         }
-        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce)
+        // Sessions end with the process, so their nonces need not outlive it either.
+        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: false)
     }
 
     /// The device, if it is enrolled in `account`.
@@ -228,7 +231,10 @@ struct Authenticator: Sendable {
     }
 
     /// The checks both kinds of request share, after the signature or MAC verified.
-    private func admit(_ device: inout StoredDevice, account: AccountID, timestamp: Int64, nonce: String) async throws -> StoredDevice {
+    /// `persistNonce`: record the nonce in the database, so that the request cannot
+    /// be replayed after a restart either (Ed25519-signed requests).
+    private func admit(_ device: inout StoredDevice, account: AccountID, timestamp: Int64, nonce: String,
+                       persistNonce: Bool) async throws -> StoredDevice {
         // Revocation is checked after the signature, so that only the device itself
         // (not anyone who knows its id) learns that it was revoked.
         guard device.revoked == nil else {
@@ -241,7 +247,10 @@ struct Authenticator: Sendable {
         guard timestamp >= now - window, timestamp <= now + window else {
             throw ProtocolError("stale_timestamp", "the request timestamp is more than \(window) seconds from the server's clock")
         }
-        guard nonces.use(nonce, device: device.id, at: now) else {
+        let fresh = persistNonce
+            ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
+            : nonces.use(nonce, device: device.id, at: now)
+        guard fresh else {
             try? await database.recordAudit(account, event: "refused.replayed_nonce", device: device.id.rawValue, detail: nil)
             throw ProtocolError("replayed_nonce", "this request was already received (nonce reused)")
         }

@@ -182,6 +182,20 @@ public struct KeyVaultDatabase: Sendable {
             // The wrapped data key, apart from the content, so re-wrapping rewrites only it.
             try db.execute(sql: "ALTER TABLE attachments ADD COLUMN key BLOB NOT NULL DEFAULT x''")
         }
+        migrator.registerMigration("v4 request nonces") { db in
+            // Nonces of Ed25519-signed requests, kept while their timestamps are fresh, so
+            // that a request captured before a restart is refused after it. No foreign key:
+            // a deleted account's nonces still expire, and still refuse replays meanwhile.
+            try db.execute(sql: """
+                CREATE TABLE request_nonces (
+                    device TEXT NOT NULL,
+                    nonce TEXT NOT NULL,
+                    time INTEGER NOT NULL,
+                    PRIMARY KEY (device, nonce)
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX request_nonces_time ON request_nonces(time);
+                """)
+        }
         return migrator
     }
 
@@ -281,6 +295,19 @@ public struct KeyVaultDatabase: Sendable {
     public func devices(_ account: AccountID) async throws -> [StoredDevice] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE account = ? ORDER BY added", arguments: [account.rawValue]).map(Self.device)
+        }
+    }
+
+    /// Records the nonce of a signed request of `device`, with the request's
+    /// timestamp; false when that device already used it. Rows with timestamps
+    /// before `forgetBefore` go first: such requests are refused as stale anyway.
+    public func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
+        try await writer.write { db in
+            // The index on time makes this a short range delete, not a scan.
+            try db.cachedStatement(sql: "DELETE FROM request_nonces WHERE time < ?").execute(arguments: [forgetBefore])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO request_nonces (device, nonce, time) VALUES (?, ?, ?)")
+                .execute(arguments: [device.rawValue, nonce, timestamp])
+            return db.changesCount == 1
         }
     }
 
