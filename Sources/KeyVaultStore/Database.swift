@@ -75,16 +75,52 @@ public struct ChainWrite: Sendable {
 /// migrations). Every method is one transaction. Statement arguments are never logged.
 public struct KeyVaultDatabase: Sendable {
     private let writer: any DatabaseWriter
+    private var syncChainWrites = true
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
-    public static func open(path: String) throws -> KeyVaultDatabase {
+    ///
+    /// - Parameter syncChainWrites: sync the chain writes' commits (`synchronous = FULL`);
+    ///   false only to measure what that costs (keyvault-bench chain-appends).
+    public static func open(path: String, syncChainWrites: Bool = true) throws -> KeyVaultDatabase {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")  // WAL: durable at checkpoints, never corrupt
+            // WAL with NORMAL: a commit survives a crash of this process, and the file is
+            // never corrupt; on power loss the last commits may be lost. Writes that are
+            // acknowledged as durable (the chain) raise it to FULL: see `durableWrite`.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
-        return try KeyVaultDatabase(writer: pool)
+        var database = try KeyVaultDatabase(writer: pool)
+        database.syncChainWrites = syncChainWrites
+        return database
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (0 OFF, 1 NORMAL, 2 FULL) inside
+    /// a chain write and inside any other write, for tests.
+    func synchronousModes() async throws -> (chainWrite: Int, other: Int) {
+        let chainWrite = try await durableWrite { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+        let other = try await writer.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+        return (chainWrite, other)
+    }
+
+    /// A write transaction that is on disk when it returns, power loss included:
+    /// `synchronous = FULL` makes SQLite sync the WAL at this commit, not only at the
+    /// next checkpoint. The pragma cannot change inside a transaction, so it is set
+    /// around one, on the writer connection, and set back for the other writes
+    /// (last-seen, nonces, audit rows), which stay cheap. BENCHMARKS.md has the cost.
+    private func durableWrite<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let synced = syncChainWrites
+        return try await writer.writeWithoutTransaction { db in
+            if synced { try db.execute(sql: "PRAGMA synchronous = FULL") }
+            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            var result: T?
+            try db.inTransaction {
+                result = try updates(db)
+                return .commit
+            }
+            return result!
+        }
     }
 
     /// An empty database in memory, for tests.
@@ -208,7 +244,7 @@ public struct KeyVaultDatabase: Sendable {
     /// - Throws: `StoreError.accountExists` when the account (or device) is already there.
     public func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
-        try await writer.write { db in
+        try await durableWrite { db in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
                 || Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ?", arguments: [device.id.rawValue]) == true {
                 throw StoreError.accountExists
@@ -227,7 +263,7 @@ public struct KeyVaultDatabase: Sendable {
     ///
     /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`.
     public func append(_ account: AccountID, _ write: ChainWrite) async throws {
-        try await writer.write { db in
+        try await durableWrite { db in
             guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
                 throw StoreError.notFound
             }
@@ -275,7 +311,7 @@ public struct KeyVaultDatabase: Sendable {
     /// Deletes the account and everything of it (links, devices, boxes, wraps,
     /// attachments, recovery slot, audit log) in one transaction.
     public func deleteAccount(_ account: AccountID) async throws {
-        try await writer.write { db in
+        try await durableWrite { db in
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
             guard db.changesCount > 0 else { throw StoreError.notFound }
         }
