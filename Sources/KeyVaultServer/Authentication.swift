@@ -95,6 +95,36 @@ final class DeviceCache: @unchecked Sendable {
     }
 }
 
+/// Refusals of a known device go to its account's audit log, but a device (or
+/// whoever replays its requests) must not be able to grow that log without bound:
+/// at most one row per device and event a minute; the row after a quiet minute
+/// carries how many were left out before it.
+final class RefusalLog: @unchecked Sendable {
+    static let interval: Int64 = 60
+    private let lock = NSLock()
+    private var last: [String: (time: Int64, skipped: Int)] = [:]
+    private var lastSweep: Int64 = 0
+
+    /// nil when this refusal is not logged; otherwise how many were left out since the last row.
+    func admit(device: DeviceID, event: String, at now: Int64) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        // Amortised: one pass a minute drops entries with nothing left to report.
+        if now - lastSweep >= Self.interval {
+            last = last.filter { now - $0.value.time < Self.interval || $0.value.skipped > 0 }
+            lastSweep = now
+        }
+        let key = device.rawValue + " " + event
+        if let entry = last[key], now - entry.time < Self.interval {
+            last[key] = (entry.time, entry.skipped + 1)
+            return nil
+        }
+        let skipped = last[key]?.skipped ?? 0
+        last[key] = (now, 0)
+        return skipped
+    }
+}
+
 /// Session keys in memory only (never in the database): a restart ends every
 /// session and devices simply open new ones.
 final class SessionTable: @unchecked Sendable {
@@ -160,12 +190,13 @@ enum Headers {
 
 /// Checks a signed request: known device, not revoked, of this account, fresh
 /// timestamp, unused nonce, valid signature. Refusals of a known account's
-/// devices go to its audit log.
+/// devices go to its audit log, at most one row a minute per device and event (``RefusalLog``).
 struct Authenticator: Sendable {
     let database: KeyVaultDatabase
     let nonces: NonceLedger
     let devices = DeviceCache()
     let sessions = SessionTable()
+    let refusals = RefusalLog()
     let window: Int64
     /// Test hook: runs before the last-seen update, to widen the window in which a
     /// request is suspended there (the revocation race tests need it).
@@ -192,7 +223,7 @@ struct Authenticator: Sendable {
               claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                             bodyHash: SHA256.hash(body), key: key)
         else {
-            try? await database.recordAudit(account, event: "refused.bad_signature", device: device.id.rawValue, detail: nil)
+            await refused("bad_signature", device, account)
             throw ProtocolError("bad_signature", "the request signature does not verify")
         }
         return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true)
@@ -214,7 +245,7 @@ struct Authenticator: Sendable {
         let bytes = RequestMAC.macBytes(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                                         bodyHash: SHA256.hash(body), timestamp: timestamp, nonce: nonce, session: id)
         guard try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: session.key) else {
-            try? await database.recordAudit(account, event: "refused.bad_signature", device: device.id.rawValue, detail: "session")
+            await refused("bad_signature", device, account, detail: "session")
             throw ProtocolError("bad_signature", "the request MAC does not verify")
         }
         // Sessions end with the process, so their nonces need not outlive it either.
@@ -237,10 +268,7 @@ struct Authenticator: Sendable {
                        persistNonce: Bool) async throws -> StoredDevice {
         // Revocation is checked after the signature, so that only the device itself
         // (not anyone who knows its id) learns that it was revoked.
-        guard device.revoked == nil else {
-            try? await database.recordAudit(account, event: "refused.device_revoked", device: device.id.rawValue, detail: nil)
-            throw ProtocolError("device_revoked", "this device was revoked; enrol it again with the recovery code or a link")
-        }
+        try await refuseIfRevoked(device, account)
         let now = Int64(Date().timeIntervalSince1970)
         // Compared without subtracting the client's value: any Int64 is accepted
         // from the header, and now - Int64.min would overflow.
@@ -251,7 +279,7 @@ struct Authenticator: Sendable {
             ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
             : nonces.use(nonce, device: device.id, at: now)
         guard fresh else {
-            try? await database.recordAudit(account, event: "refused.replayed_nonce", device: device.id.rawValue, detail: nil)
+            await refused("replayed_nonce", device, account)
             throw ProtocolError("replayed_nonce", "this request was already received (nonce reused)")
         }
         if device.lastSeen.map({ now - $0 >= 60 }) ?? true {
@@ -263,9 +291,23 @@ struct Authenticator: Sendable {
             device.lastSeen = now
         }
         // A revocation that committed while this request was suspended wins.
-        if let current = devices.get(device.id), current.revoked != nil {
+        if let current = devices.get(device.id) { try await refuseIfRevoked(current, account) }
+        return device
+    }
+
+    private func refuseIfRevoked(_ device: StoredDevice, _ account: AccountID) async throws {
+        guard device.revoked == nil else {
+            await refused("device_revoked", device, account)
             throw ProtocolError("device_revoked", "this device was revoked; enrol it again with the recovery code or a link")
         }
-        return device
+    }
+
+    /// Logs a refusal of a known device, at most one row a minute per device and event.
+    private func refused(_ code: String, _ device: StoredDevice, _ account: AccountID, detail: String? = nil) async {
+        let event = "refused." + code
+        guard let skipped = refusals.admit(device: device.id, event: event, at: Int64(Date().timeIntervalSince1970)) else { return }
+        let note = skipped > 0 ? "\(skipped) more not logged in the minute before" : nil
+        let text = [detail, note].compactMap { $0 }.joined(separator: "; ")
+        try? await database.recordAudit(account, event: event, device: device.id.rawValue, detail: text.isEmpty ? nil : text)
     }
 }
