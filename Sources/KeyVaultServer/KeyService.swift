@@ -8,11 +8,15 @@ import KeyVaultStore
 /// The request context: Hummingbird's core storage, with this service's limits.
 public struct KeyVaultRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The peer's IP address, for rate limits (not a header: headers can be forged).
-    public let clientAddress: String
+    /// The TCP peer's IP address (nil in in-process tests).
+    public let peerAddress: String?
+    /// The client's IP address, for rate limits: the peer's, or behind a trusted
+    /// proxy the one its `X-Forwarded-For` names (``ClientAddressMiddleware``).
+    public internal(set) var clientAddress: String
     public init(source: Source) {
         coreContext = .init(source: source)
-        clientAddress = source.channel.remoteAddress?.ipAddress ?? "local"
+        peerAddress = source.channel.remoteAddress?.ipAddress
+        clientAddress = peerAddress ?? "local"
     }
     /// Bodies are collected explicitly with per-route limits; this is the ceiling.
     public var maxUploadSize: Int { 1 << 30 }
