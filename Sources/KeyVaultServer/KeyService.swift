@@ -160,7 +160,7 @@ struct KeyService: Sendable {
             device: StoredDevice(id: device.id, account: state.account, name: device.name,
                                  signingKey: device.signingKey.rawRepresentation, boxKey: device.boxKey.rawRepresentation, added: 0),
             boxes: create.boxes, recovery: nil)
-        await chains.store(state)
+        await chains.store(state, replacing: true)
         context.logger.info("account created", metadata: ["account": .string(state.account.rawValue)])
         return try json(CreateAccountResponse(account: state.account, head: state.head), status: .created)
     }
@@ -194,9 +194,19 @@ struct KeyService: Sendable {
     /// (nil for recovery enrolment, where the recovery key signed the link).
     func appendVerified(_ account: AccountID, _ append: AppendRequest, by device: StoredDevice?, _ context: Context,
                         approving code: String? = nil) async throws -> Response {
-        let before = try await state(account)
+        var before = try await state(account)
         var after = before
-        try after.apply(append.link)
+        do {
+            try after.apply(append.link)
+        } catch {
+            // Refused against the cached state: if that state is behind the database,
+            // forget it and judge the link against the stored chain instead.
+            guard let newer = try await database.links(account, after: before.sequence), !newer.links.isEmpty else { throw error }
+            await chains.forget(account)
+            before = try await state(account)
+            after = before
+            try after.apply(append.link)
+        }
         if let device, append.link.signer != device.id.rawValue {
             throw APIError(.forbidden, "wrong_signer", "a device may only append links it signed itself")
         }
