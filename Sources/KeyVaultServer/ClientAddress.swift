@@ -21,7 +21,8 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
         let bits = address.count * 8
         var prefix = bits
         if parts.count == 2 {
-            guard let value = Int(parts[1]), (0...bits).contains(value), parts[1].allSatisfy(\.isASCII) else { return nil }
+            guard !parts[1].isEmpty, parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(parts[1]),
+                  (0...bits).contains(value) else { return nil }
             prefix = value
         }
         self.prefix = prefix

@@ -19,7 +19,7 @@ func trustedProxyNetworksMatchTheirAddresses(network: String, address: String, i
 }
 
 @Test func badTrustedProxiesAreRefusedNamingTheSetting() throws {
-    for bad in ["10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0/8", "example.com", "10.0.0.0/-1", "1.2.3.4/ 8"] {
+    for bad in ["10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0/8", "example.com", "10.0.0.0/-1", "1.2.3.4/ 8", "1.2.3.4/+8", "1.2.3.4/8/8"] {
         #expect(IPNetwork(bad) == nil, "\(bad)")
         var configuration = ServerConfiguration()
         #expect(throws: ConfigurationError.self) { try configuration.apply(environment: ["KEYVAULT_TRUSTED_PROXIES": "10.0.0.1, \(bad)"]) }
