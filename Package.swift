@@ -53,7 +53,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
-        ], resources: [.copy("openapi.json")]),
+        ], exclude: ["openapi.json"]),  // compiled in as OpenAPIDocument.swift (Scripts/embed-openapi.sh)
         .target(name: "KeyVaultCommands", dependencies: [
             "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultServer", "KeyVaultClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

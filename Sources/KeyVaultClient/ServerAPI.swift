@@ -134,8 +134,32 @@ public struct ServerAPI: Sendable {
                  "member key wraps")["wraps"] ?? []
     }
 
+    /// Pages of the audit log read at most: 10 million entries at the service's 1000 a page.
+    static let maxAuditPages = 10_000
+
+    /// The whole audit log: the service answers a page at a time (oldest first), so
+    /// this reads on after the last id until a page comes back empty.
+    ///
+    /// - Throws: `bad_response` when ids do not increase (a server that pages in a
+    ///   circle would otherwise be read forever) or the log passes `maxAuditPages`.
     public func audit() async throws -> [AuditEntry] {
-        try json([String: [AuditEntry]].self, try await call("GET", accountPath + "/audit").body, "audit log")["entries"] ?? []
+        var entries = [AuditEntry]()
+        var after: Int64 = 0
+        for _ in 0..<Self.maxAuditPages {
+            let page = try json([String: [AuditEntry]].self, try await call("GET", accountPath + "/audit", query: after > 0 ? "after=\(after)" : "").body,
+                                "audit log")["entries"] ?? []
+            guard let last = page.last else { return entries }
+            var previous = after
+            for entry in page {
+                guard entry.id > previous else {
+                    throw ClientError(.badResponse, "the server's audit log goes back (entry \(entry.id) after \(previous))")
+                }
+                previous = entry.id
+            }
+            entries += page
+            after = last.id
+        }
+        throw ClientError(.badResponse, "the server's audit log is longer than \(Self.maxAuditPages) pages")
     }
 
     // Recovery (unsigned until enrolled)

@@ -34,6 +34,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
+    @Option(name: .customLong("trusted-proxy"),
+            help: ArgumentHelp("A reverse proxy (CIDR, IPv4 or IPv6) whose X-Forwarded-For names the client; repeat or separate with commas.",
+                               valueName: "cidr"))
+    var trustedProxies: [String] = []
+
     func run() async throws {
         let console = KeyctlMain.console
         var configuration = ServerConfiguration()
@@ -44,6 +49,9 @@ struct Serve: AsyncParsableCommand {
             if let database { configuration.databasePath = database }
             if let maxAttachmentBytes { configuration.maxAttachmentBytes = maxAttachmentBytes }
             if let logLevel { configuration.logLevel = logLevel }
+            if !trustedProxies.isEmpty {
+                configuration.trustedProxies = try trustedProxies.flatMap { try IPNetwork.list($0, setting: "--trusted-proxy") }
+            }
             try configuration.validate()
         } catch let error as ConfigurationError {
             throw KeyctlError(.invalidInput, "bad configuration: \(error.message)",

@@ -69,6 +69,9 @@ func buildRouter(_ service: KeyService) -> Router<KeyVaultRequestContext> {
     let router = Router(context: KeyVaultRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))  // method and path only: no header values, no bodies
+    if !service.configuration.trustedProxies.isEmpty {
+        router.add(middleware: ClientAddressMiddleware(trusted: service.configuration.trustedProxies))
+    }
     for route in APIRoutes.all {
         let path = RouterPath(route.path.replacingOccurrences(of: "{", with: ":").replacingOccurrences(of: "}", with: ""))
         let handler = route.handler(service)

@@ -6,7 +6,9 @@ import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultStore
 
-/// Nonces seen within the signature window, per device. A nonce is accepted once;
+/// Nonces of session (MAC) requests seen within the signature window, per device:
+/// sessions die with the process, so these need not outlive it (Ed25519-signed
+/// requests record theirs in the database). A nonce is accepted once;
 /// entries older than twice the window are dropped, since their timestamps would
 /// be refused anyway. A lock, not an actor: the check never suspends, so it costs
 /// no thread hop on the request path.
@@ -38,9 +40,19 @@ final class NonceLedger: @unchecked Sendable {
 /// Devices by id, in memory. This process is the only writer of the devices table,
 /// and it updates the cache after every commit that adds, revokes or deletes a
 /// device, so a revocation takes effect on the very next request.
+///
+/// Revocation is monotonic here: a request reads its copy of a device, then may
+/// suspend (a database write) before it would write anything back, and a
+/// revocation can commit meanwhile. So nothing writes a whole copy back over a
+/// cached entry's revocation: `put` keeps any revocation already known (also one
+/// of a device that was not cached when it was revoked), and last-seen is updated
+/// in place by `touch`.
 final class DeviceCache: @unchecked Sendable {
     private let lock = NSLock()
     private var devices: [DeviceID: StoredDevice] = [:]
+    /// Every revocation this process committed, cached device or not: a copy read
+    /// from the database just before the commit may be put just after it.
+    private var revocations: [DeviceID: (account: AccountID, sequence: UInt64)] = [:]
 
     func get(_ id: DeviceID) -> StoredDevice? {
         lock.lock()
@@ -48,22 +60,68 @@ final class DeviceCache: @unchecked Sendable {
         return devices[id]
     }
 
+    /// Caches `device`, never clearing a revocation already known.
     func put(_ device: StoredDevice) {
+        var device = device
         lock.lock()
+        defer { lock.unlock() }
+        let known = [devices[device.id]?.revoked, revocations[device.id]?.sequence, device.revoked].compactMap { $0 }
+        device.revoked = known.min()
+        if let cached = devices[device.id]?.lastSeen { device.lastSeen = max(cached, device.lastSeen ?? cached) }
         devices[device.id] = device
-        lock.unlock()
     }
 
-    func revoke(_ id: DeviceID, at sequence: UInt64) {
+    /// Records that `id` was revoked by link `sequence` (the first revocation stands).
+    func revoke(_ id: DeviceID, of account: AccountID, at sequence: UInt64) {
         lock.lock()
-        devices[id]?.revoked = sequence
-        lock.unlock()
+        defer { lock.unlock() }
+        if revocations[id] == nil { revocations[id] = (account, sequence) }
+        if devices[id] != nil, devices[id]?.revoked == nil { devices[id]?.revoked = sequence }
     }
 
+    /// Updates only the last-seen time of the cached entry.
+    func touch(_ id: DeviceID, at time: Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let entry = devices[id] { devices[id]?.lastSeen = max(entry.lastSeen ?? time, time) }
+    }
+
+    /// Forgets a deleted account's devices: the same genesis may found it again.
     func removeAccount(_ account: AccountID) {
         lock.lock()
+        defer { lock.unlock() }
         devices = devices.filter { $0.value.account != account }
-        lock.unlock()
+        revocations = revocations.filter { $0.value.account != account }
+    }
+}
+
+/// Refusals of a known device go to its account's audit log, but a device (or
+/// whoever replays its requests) must not be able to grow that log without bound:
+/// at most one row per device and event a minute; the row after a quiet minute
+/// carries how many were left out before it.
+final class RefusalLog: @unchecked Sendable {
+    static let interval: Int64 = 60
+    private let lock = NSLock()
+    private var last: [String: (time: Int64, skipped: Int)] = [:]
+    private var lastSweep: Int64 = 0
+
+    /// nil when this refusal is not logged; otherwise how many were left out since the last row.
+    func admit(device: DeviceID, event: String, at now: Int64) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        // Amortised: one pass a minute drops entries with nothing left to report.
+        if now - lastSweep >= Self.interval {
+            last = last.filter { now - $0.value.time < Self.interval || $0.value.skipped > 0 }
+            lastSweep = now
+        }
+        let key = device.rawValue + " " + event
+        if let entry = last[key], now - entry.time < Self.interval {
+            last[key] = (entry.time, entry.skipped + 1)
+            return nil
+        }
+        let skipped = last[key]?.skipped ?? 0
+        last[key] = (now, 0)
+        return skipped
     }
 }
 
@@ -105,17 +163,30 @@ final class SessionTable: @unchecked Sendable {
 
 /// Replayed chain states, so that checking an append does not replay the chain
 /// from disk each time. Updated only after a write commits.
+///
+/// A cached state must never fall behind the database for good: a state behind it
+/// refuses every append built on the real head. So a store never replaces a newer
+/// state with an older one (requests that committed one after the other may store
+/// in the other order, and a load may finish after a store), and an append that
+/// does not follow the cached state checks the database's head before it is
+/// refused (``KeyService/appendVerified``).
 actor ChainCache {
     private var states: [AccountID: ChainState] = [:]
 
     func state(_ account: AccountID, load: () async throws -> ChainState?) async throws -> ChainState? {
         if let cached = states[account] { return cached }
         guard let state = try await load() else { return nil }
-        states[account] = state
-        return state
+        store(state)
+        return states[account]
     }
 
-    func store(_ state: ChainState) { states[state.account] = state }
+    /// Caches `state` unless a newer one of the account is cached; `replacing`: in any
+    /// case (a new account, whose sequence restarts at 0).
+    func store(_ state: ChainState, replacing: Bool = false) {
+        if !replacing, let cached = states[state.account], cached.sequence > state.sequence { return }
+        states[state.account] = state
+    }
+
     func forget(_ account: AccountID) { states[account] = nil }
 }
 
@@ -132,13 +203,17 @@ enum Headers {
 
 /// Checks a signed request: known device, not revoked, of this account, fresh
 /// timestamp, unused nonce, valid signature. Refusals of a known account's
-/// devices go to its audit log.
+/// devices go to its audit log, at most one row a minute per device and event (``RefusalLog``).
 struct Authenticator: Sendable {
     let database: KeyVaultDatabase
     let nonces: NonceLedger
     let devices = DeviceCache()
     let sessions = SessionTable()
+    let refusals = RefusalLog()
     let window: Int64
+    /// Test hook: runs before the last-seen update, to widen the window in which a
+    /// request is suspended there (the revocation race tests need it).
+    var beforeTouch: (@Sendable () async -> Void)?
 
     func device(_ id: DeviceID) async throws -> StoredDevice? {
         if let cached = devices.get(id) { return cached }
@@ -161,10 +236,10 @@ struct Authenticator: Sendable {
               claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                             bodyHash: SHA256.hash(body), key: key)
         else {
-            try? await database.recordAudit(account, event: "refused.bad_signature", device: device.id.rawValue, detail: nil)
+            await refused("bad_signature", device, account)
             throw ProtocolError("bad_signature", "the request signature does not verify")
         }
-        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce)
+        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true)
     }
 
     /// A MAC-authenticated request: known, unexpired session of this account's device.
@@ -183,10 +258,11 @@ struct Authenticator: Sendable {
         let bytes = RequestMAC.macBytes(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                                         bodyHash: SHA256.hash(body), timestamp: timestamp, nonce: nonce, session: id)
         guard try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: session.key) else {
-            try? await database.recordAudit(account, event: "refused.bad_signature", device: device.id.rawValue, detail: "session")
+            await refused("bad_signature", device, account, detail: "session")
             throw ProtocolError("bad_signature", "the request MAC does not verify")
         }
-        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce)
+        // Sessions end with the process, so their nonces need not outlive it either.
+        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: false)
     }
 
     /// The device, if it is enrolled in `account`.
@@ -199,28 +275,52 @@ struct Authenticator: Sendable {
     }
 
     /// The checks both kinds of request share, after the signature or MAC verified.
-    private func admit(_ device: inout StoredDevice, account: AccountID, timestamp: Int64, nonce: String) async throws -> StoredDevice {
+    /// `persistNonce`: record the nonce in the database, so that the request cannot
+    /// be replayed after a restart either (Ed25519-signed requests).
+    private func admit(_ device: inout StoredDevice, account: AccountID, timestamp: Int64, nonce: String,
+                       persistNonce: Bool) async throws -> StoredDevice {
         // Revocation is checked after the signature, so that only the device itself
         // (not anyone who knows its id) learns that it was revoked.
-        guard device.revoked == nil else {
-            try? await database.recordAudit(account, event: "refused.device_revoked", device: device.id.rawValue, detail: nil)
-            throw ProtocolError("device_revoked", "this device was revoked; enrol it again with the recovery code or a link")
-        }
+        try await refuseIfRevoked(device, account)
         let now = Int64(Date().timeIntervalSince1970)
         // Compared without subtracting the client's value: any Int64 is accepted
         // from the header, and now - Int64.min would overflow.
         guard timestamp >= now - window, timestamp <= now + window else {
             throw ProtocolError("stale_timestamp", "the request timestamp is more than \(window) seconds from the server's clock")
         }
-        guard nonces.use(nonce, device: device.id, at: now) else {
-            try? await database.recordAudit(account, event: "refused.replayed_nonce", device: device.id.rawValue, detail: nil)
+        let fresh = persistNonce
+            ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
+            : nonces.use(nonce, device: device.id, at: now)
+        guard fresh else {
+            await refused("replayed_nonce", device, account)
             throw ProtocolError("replayed_nonce", "this request was already received (nonce reused)")
         }
         if device.lastSeen.map({ now - $0 >= 60 }) ?? true {
+            // Only the time, in place: writing this copy back could undo a revocation
+            // that commits while the update below is suspended.
+            devices.touch(device.id, at: now)
+            await beforeTouch?()
             try? await database.touch(device.id, at: now)
             device.lastSeen = now
-            devices.put(device)
         }
+        // A revocation that committed while this request was suspended wins.
+        if let current = devices.get(device.id) { try await refuseIfRevoked(current, account) }
         return device
+    }
+
+    private func refuseIfRevoked(_ device: StoredDevice, _ account: AccountID) async throws {
+        guard device.revoked == nil else {
+            await refused("device_revoked", device, account)
+            throw ProtocolError("device_revoked", "this device was revoked; enrol it again with the recovery code or a link")
+        }
+    }
+
+    /// Logs a refusal of a known device, at most one row a minute per device and event.
+    private func refused(_ code: String, _ device: StoredDevice, _ account: AccountID, detail: String? = nil) async {
+        let event = "refused." + code
+        guard let skipped = refusals.admit(device: device.id, event: event, at: Int64(Date().timeIntervalSince1970)) else { return }
+        let note = skipped > 0 ? "\(skipped) more not logged in the minute before" : nil
+        let text = [detail, note].compactMap { $0 }.joined(separator: "; ")
+        try? await database.recordAudit(account, event: event, device: device.id.rawValue, detail: text.isEmpty ? nil : text)
     }
 }

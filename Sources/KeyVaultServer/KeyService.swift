@@ -8,11 +8,15 @@ import KeyVaultStore
 /// The request context: Hummingbird's core storage, with this service's limits.
 public struct KeyVaultRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The peer's IP address, for rate limits (not a header: headers can be forged).
-    public let clientAddress: String
+    /// The TCP peer's IP address (nil in in-process tests).
+    public let peerAddress: String?
+    /// The client's IP address, for rate limits: the peer's, or behind a trusted
+    /// proxy the one its `X-Forwarded-For` names (``ClientAddressMiddleware``).
+    public internal(set) var clientAddress: String
     public init(source: Source) {
         coreContext = .init(source: source)
-        clientAddress = source.channel.remoteAddress?.ipAddress ?? "local"
+        peerAddress = source.channel.remoteAddress?.ipAddress
+        clientAddress = peerAddress ?? "local"
     }
     /// Bodies are collected explicitly with per-route limits; this is the ceiling.
     public var maxUploadSize: Int { 1 << 30 }
@@ -24,7 +28,7 @@ struct KeyService: Sendable {
     let configuration: ServerConfiguration
     let database: KeyVaultDatabase
     let chains = ChainCache()
-    let authenticator: Authenticator
+    var authenticator: Authenticator
     let recoveryGate = RecoveryGate()
 
     init(configuration: ServerConfiguration, database: KeyVaultDatabase) {
@@ -129,11 +133,10 @@ struct KeyService: Sendable {
         try json(["status": "ok"])
     }
 
+    /// Compiled into the binary: a resource bundle would be missing beside an installed
+    /// keyctl, and `Bundle.module` traps when it is.
     func openAPI(_ request: Request, _ context: Context) async throws -> Response {
-        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"), let data = try? Data(contentsOf: url) else {
-            throw APIError.notFound("openapi.json")
-        }
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
     }
 
     // MARK: Accounts
@@ -157,7 +160,7 @@ struct KeyService: Sendable {
             device: StoredDevice(id: device.id, account: state.account, name: device.name,
                                  signingKey: device.signingKey.rawRepresentation, boxKey: device.boxKey.rawRepresentation, added: 0),
             boxes: create.boxes, recovery: nil)
-        await chains.store(state)
+        await chains.store(state, replacing: true)
         context.logger.info("account created", metadata: ["account": .string(state.account.rawValue)])
         return try json(CreateAccountResponse(account: state.account, head: state.head), status: .created)
     }
@@ -191,9 +194,19 @@ struct KeyService: Sendable {
     /// (nil for recovery enrolment, where the recovery key signed the link).
     func appendVerified(_ account: AccountID, _ append: AppendRequest, by device: StoredDevice?, _ context: Context,
                         approving code: String? = nil) async throws -> Response {
-        let before = try await state(account)
+        var before = try await state(account)
         var after = before
-        try after.apply(append.link)
+        do {
+            try after.apply(append.link)
+        } catch {
+            // Refused against the cached state: if that state is behind the database,
+            // forget it and judge the link against the stored chain instead.
+            guard let newer = try await database.links(account, after: before.sequence), !newer.links.isEmpty else { throw error }
+            await chains.forget(account)
+            before = try await state(account)
+            after = before
+            try after.apply(append.link)
+        }
         if let device, append.link.signer != device.id.rawValue {
             throw APIError(.forbidden, "wrong_signer", "a device may only append links it signed itself")
         }
@@ -232,9 +245,11 @@ struct KeyService: Sendable {
         } catch StoreError.linkRequestClosed {
             throw APIError(.conflict, "link_request_closed", "this link request is no longer pending")
         }
-        await chains.store(after)
+        // The device cache first, before anything that suspends: a request of a revoked
+        // device that starts once the write committed must meet the revocation.
+        for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: append.link.sequence) }
         for device in write.newDevices { authenticator.devices.put(device) }
-        for id in write.revokedDevices { authenticator.devices.revoke(id, at: append.link.sequence) }
+        await chains.store(after)
         return try json(["head": after.head, "sequence": String(after.sequence)], status: .created)
     }
 

@@ -18,6 +18,9 @@ public struct ServerConfiguration: Sendable {
     public var inviteToken: String?
     /// swift-log level: trace, debug, info, notice, warning, error, critical.
     public var logLevel = "info"
+    /// Reverse proxies whose `X-Forwarded-For` names the client (for rate limits);
+    /// from any other peer the header is ignored.
+    public var trustedProxies: [IPNetwork] = []
 
     public init() {}
 
@@ -30,6 +33,7 @@ public struct ServerConfiguration: Sendable {
         ("KEYVAULT_SIGNATURE_WINDOW", "accepted clock difference in seconds (default 300)"),
         ("KEYVAULT_INVITE_TOKEN", "if set, account creation needs this token (KeyVault-Invite header)"),
         ("KEYVAULT_LOG_LEVEL", "trace, debug, info, notice, warning, error or critical (default info)"),
+        ("KEYVAULT_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed (default none)"),
     ]
 
     /// Applies `KEYVAULT_*` variables from `environment`.
@@ -47,6 +51,9 @@ public struct ServerConfiguration: Sendable {
         }
         if let value = environment["KEYVAULT_INVITE_TOKEN"] { inviteToken = value }
         if let value = environment["KEYVAULT_LOG_LEVEL"] { logLevel = value }
+        if let value = environment["KEYVAULT_TRUSTED_PROXIES"] {
+            trustedProxies = try IPNetwork.list(value, setting: "KEYVAULT_TRUSTED_PROXIES")
+        }
     }
 
     /// - Throws: `ConfigurationError` for any value out of range.

@@ -78,16 +78,52 @@ public struct ChainWrite: Sendable {
 /// migrations). Every method is one transaction. Statement arguments are never logged.
 public struct KeyVaultDatabase: Sendable {
     private let writer: any DatabaseWriter
+    private var syncChainWrites = true
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
-    public static func open(path: String) throws -> KeyVaultDatabase {
+    ///
+    /// - Parameter syncChainWrites: sync the chain writes' commits (`synchronous = FULL`);
+    ///   false only to measure what that costs (keyvault-bench chain-appends).
+    public static func open(path: String, syncChainWrites: Bool = true) throws -> KeyVaultDatabase {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")  // WAL: durable at checkpoints, never corrupt
+            // WAL with NORMAL: a commit survives a crash of this process, and the file is
+            // never corrupt; on power loss the last commits may be lost. Writes that are
+            // acknowledged as durable (the chain) raise it to FULL: see `durableWrite`.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
-        return try KeyVaultDatabase(writer: pool)
+        var database = try KeyVaultDatabase(writer: pool)
+        database.syncChainWrites = syncChainWrites
+        return database
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (0 OFF, 1 NORMAL, 2 FULL) inside
+    /// a chain write and inside any other write, for tests.
+    func synchronousModes() async throws -> (chainWrite: Int, other: Int) {
+        let chainWrite = try await durableWrite { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+        let other = try await writer.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+        return (chainWrite, other)
+    }
+
+    /// A write transaction that is on disk when it returns, power loss included:
+    /// `synchronous = FULL` makes SQLite sync the WAL at this commit, not only at the
+    /// next checkpoint. The pragma cannot change inside a transaction, so it is set
+    /// around one, on the writer connection, and set back for the other writes
+    /// (last-seen, nonces, audit rows), which stay cheap. BENCHMARKS.md has the cost.
+    private func durableWrite<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let synced = syncChainWrites
+        return try await writer.writeWithoutTransaction { db in
+            if synced { try db.execute(sql: "PRAGMA synchronous = FULL") }
+            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            var result: T?
+            try db.inTransaction {
+                result = try updates(db)
+                return .commit
+            }
+            return result!
+        }
     }
 
     /// An empty database in memory, for tests.
@@ -185,7 +221,21 @@ public struct KeyVaultDatabase: Sendable {
             // The wrapped data key, apart from the content, so re-wrapping rewrites only it.
             try db.execute(sql: "ALTER TABLE attachments ADD COLUMN key BLOB NOT NULL DEFAULT x''")
         }
-        migrator.registerMigration("v4 link exchange") { db in
+        migrator.registerMigration("v4 request nonces") { db in
+            // Nonces of Ed25519-signed requests, kept while their timestamps are fresh, so
+            // that a request captured before a restart is refused after it. No foreign key:
+            // a deleted account's nonces still expire, and still refuse replays meanwhile.
+            try db.execute(sql: """
+                CREATE TABLE request_nonces (
+                    device TEXT NOT NULL,
+                    nonce TEXT NOT NULL,
+                    time INTEGER NOT NULL,
+                    PRIMARY KEY (device, nonce)
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX request_nonces_time ON request_nonces(time);
+                """)
+        }
+        migrator.registerMigration("v5 link exchange") { db in
             // Device link version 2 (docs/formats/device-link.md): the approver's and the new
             // device's random values, and the client address that asked, for per-address limits.
             // Version 1 requests cannot finish under version 2; they are dropped.
@@ -210,7 +260,7 @@ public struct KeyVaultDatabase: Sendable {
     /// - Throws: `StoreError.accountExists` when the account (or device) is already there.
     public func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
-        try await writer.write { db in
+        try await durableWrite { db in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
                 || Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ?", arguments: [device.id.rawValue]) == true {
                 throw StoreError.accountExists
@@ -229,7 +279,7 @@ public struct KeyVaultDatabase: Sendable {
     ///
     /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`.
     public func append(_ account: AccountID, _ write: ChainWrite) async throws {
-        try await writer.write { db in
+        try await durableWrite { db in
             guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
                 throw StoreError.notFound
             }
@@ -278,7 +328,7 @@ public struct KeyVaultDatabase: Sendable {
     /// Deletes the account and everything of it (links, devices, boxes, wraps,
     /// attachments, recovery slot, audit log) in one transaction.
     public func deleteAccount(_ account: AccountID) async throws {
-        try await writer.write { db in
+        try await durableWrite { db in
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
             guard db.changesCount > 0 else { throw StoreError.notFound }
         }
@@ -298,6 +348,19 @@ public struct KeyVaultDatabase: Sendable {
     public func devices(_ account: AccountID) async throws -> [StoredDevice] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE account = ? ORDER BY added", arguments: [account.rawValue]).map(Self.device)
+        }
+    }
+
+    /// Records the nonce of a signed request of `device`, with the request's
+    /// timestamp; false when that device already used it. Rows with timestamps
+    /// before `forgetBefore` go first: such requests are refused as stale anyway.
+    public func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
+        try await writer.write { db in
+            // The index on time makes this a short range delete, not a scan.
+            try db.cachedStatement(sql: "DELETE FROM request_nonces WHERE time < ?").execute(arguments: [forgetBefore])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO request_nonces (device, nonce, time) VALUES (?, ?, ?)")
+                .execute(arguments: [device.rawValue, nonce, timestamp])
+            return db.changesCount == 1
         }
     }
 
@@ -506,7 +569,11 @@ public struct KeyVaultDatabase: Sendable {
         try await writer.write { db in try Self.audit(db, account: account, event: event, device: device, detail: detail) }
     }
 
-    public func audit(_ account: AccountID, after: Int64 = 0, limit: Int = 1000) async throws -> [AuditEntry] {
+    /// Entries per page of the audit log: a client reads on with `after` the last id until a page is empty.
+    public static let auditPageSize = 1000
+
+    /// One page of the audit log, oldest first, after entry `after`.
+    public func audit(_ account: AccountID, after: Int64 = 0, limit: Int = auditPageSize) async throws -> [AuditEntry] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE account = ? AND id > ? ORDER BY id LIMIT ?",
                              arguments: [account.rawValue, after, limit]).map {

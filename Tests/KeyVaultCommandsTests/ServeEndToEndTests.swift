@@ -14,11 +14,12 @@ final class RunningServer {
     private let ownsDirectory: Bool
 
     /// Starts a server; on a fresh directory unless `directory` (another server's) is given.
-    init(arguments: [String] = [], environment: [String: String] = [:], directory existing: URL? = nil) throws {
+    init(arguments: [String] = [], environment: [String: String] = [:], directory existing: URL? = nil,
+         binary: URL = keyctlBinary) throws {
         directory = existing ?? FileManager.default.temporaryDirectory.appendingPathComponent("kv-serve-\(UUID().uuidString)")
         ownsDirectory = existing == nil
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        process.executableURL = keyctlBinary
+        process.executableURL = binary
         process.arguments = ["serve", "--port", "0", "--database", directory.appendingPathComponent("keyvault.sqlite").path] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardOutput = output
@@ -73,12 +74,39 @@ final class RunningServer {
     #expect(files.contains("keyvault.sqlite") && !files.contains("keyvault.sqlite-wal"), "\(files)")
 }
 
+/// Item 7 of issue 8: an operator installs the binary alone, without its build
+/// folder; no request (here the unauthenticated description) may crash it.
+@Test func anInstalledKeyctlAloneServesItsAPIDescription() async throws {
+    let installed = FileManager.default.temporaryDirectory.appendingPathComponent("kv-installed-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: installed, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: installed) }
+    let binary = installed.appendingPathComponent("keyctl")
+    try FileManager.default.copyItem(at: keyctlBinary, to: binary)
+    // A SwiftPM resource bundle is found beside the binary or at the absolute path of
+    // the build it came from; an installed copy on a server has neither. If this build
+    // made one (it should not), it is moved aside while the copy runs.
+    let bundle = keyctlBinary.deletingLastPathComponent().appendingPathComponent("KeyVault_KeyVaultServer.resources")
+    let aside = installed.appendingPathComponent("moved-aside.resources")
+    let moved = (try? FileManager.default.moveItem(at: bundle, to: aside)) != nil
+    defer { if moved { try? FileManager.default.moveItem(at: aside, to: bundle) } }
+    let server = try RunningServer(binary: binary)
+    let (status, body) = try await server.request("GET", "/openapi.json")
+    #expect(status == 200)
+    let spec = try JSONSerialization.jsonObject(with: body) as? [String: Any]
+    #expect(spec?["openapi"] as? String == "3.1.0")
+    let (health, _) = try await server.request("GET", "/health")
+    #expect(health == 200)  // still serving after it
+    #expect(server.stop(SIGTERM) == 0)
+}
+
 @Test func realServeRefusesABadConfigurationWithAClearMessage() throws {
     for (arguments, environment, expected) in [
         (["serve", "--port", "70000"], [String: String](), "port 70000"),
         (["serve", "--database", "/nonexistent-dir/kv.sqlite"], [:], "does not exist"),
         (["serve"], ["KEYVAULT_PORT": "eighty"], "KEYVAULT_PORT=eighty"),
         (["serve"], ["KEYVAULT_LOG_LEVEL": "loud"], "log level"),
+        (["serve", "--trusted-proxy", "10.0.0.0/8,10.1.2.0/33"], [:], "--trusted-proxy: '10.1.2.0/33'"),
+        (["serve"], ["KEYVAULT_TRUSTED_PROXIES": "fd00::/8, proxy.local"], "KEYVAULT_TRUSTED_PROXIES: 'proxy.local'"),
     ] {
         let process = Process()
         process.executableURL = keyctlBinary

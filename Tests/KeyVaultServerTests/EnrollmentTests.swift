@@ -96,7 +96,10 @@ struct RecoveryFixture {
                                                     body: jsonBody(wrongCode.proof(challenge.challenge, account: state.account)))
             #expect(response.status == .unauthorized && errorCode(response) == "bad_recovery_proof")
         }
-        let limited = try await client.execute(uri: base + "/challenge", method: .post)
+        // The next failure is refused without being checked further; challenges are still issued.
+        let challenge = try decode(RecoveryChallenge.self, try await client.execute(uri: base + "/challenge", method: .post))
+        let limited = try await client.execute(uri: base + "/proof", method: .post,
+                                               body: jsonBody(wrongCode.proof(challenge.challenge, account: state.account)))
         #expect(limited.status == .tooManyRequests && errorCode(limited) == "rate_limited")
         let retryAfter = try #require(limited.headers[.retryAfter].flatMap(Int.init))
         #expect((1...RecoveryGate.failureWindow).contains(Int64(retryAfter)))

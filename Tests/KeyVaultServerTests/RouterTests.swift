@@ -29,6 +29,14 @@ import Testing
     }
 }
 
+/// The description the binary carries is openapi.json, byte for byte.
+@Test func theCompiledInAPIDescriptionIsOpenAPIJSONByteForByte() throws {
+    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sources/KeyVaultServer/openapi.json")
+    let embedded = Array(OpenAPIDocument.json.utf8)
+    #expect(embedded == Array(try Data(contentsOf: source)), "run Scripts/embed-openapi.sh after editing openapi.json")
+}
+
 @Test func anAccountIsCreatedFromASelfSignedGenesis() async throws {
     try await testApplication().test(.router) { client in
         let phone = TestDevice("phone")

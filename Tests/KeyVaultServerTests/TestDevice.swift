@@ -70,6 +70,27 @@ func testApplication(database: KeyVaultDatabase? = nil,
     return buildApplication(configuration, database: try database ?? KeyVaultDatabase.inMemory(), logger: logger)
 }
 
+/// A service built by the test (to set its test hooks), on the router.
+func testApplication(_ service: KeyService) -> some ApplicationProtocol {
+    Application(router: buildRouter(service))
+}
+
+/// A service on a database file (a restart is a second application on the same file).
+func testApplication(onFile path: String) throws -> some ApplicationProtocol {
+    var configuration = ServerConfiguration()
+    configuration.databasePath = path
+    var logger = Logger(label: "test")
+    logger.logLevel = .warning
+    return try buildApplication(configuration, logger: logger)
+}
+
+/// A fresh temporary directory, removed by the caller.
+func temporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("kv-server-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
 func jsonBody(_ value: some Encodable) throws -> ByteBuffer { ByteBuffer(bytes: try JSONEncoder().encode(value)) }
 
 func decode<T: Decodable>(_ type: T.Type, _ response: TestResponse) throws -> T {

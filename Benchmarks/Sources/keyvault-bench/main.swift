@@ -5,6 +5,7 @@
 //   keyvault-bench mnemonic [seconds]
 //   keyvault-bench argon2 [iterations t] [memory KiB] [rounds]
 //   keyvault-bench content-address FILE
+//   keyvault-bench chain-appends DIRECTORY COUNT
 import CSodium  // only for the bare crypto_pwhash call that Argon2id is measured against
 import Foundation
 #if canImport(FoundationNetworking)
@@ -15,6 +16,7 @@ import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultStore
+import Synchronization
 
 func now() -> Double {
     var ts = timespec()
@@ -164,6 +166,48 @@ case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE: accounts s
     }
     try! JSONSerialization.data(withJSONObject: [devices[0]] + Array(devices.dropFirst().suffix(999))).write(to: URL(fileURLWithPath: arguments[3]))
     emit(["bench": "server-setup", "accounts": count, "seconds": now() - start])
+
+case "chain-appends":  // chain-appends DIRECTORY COUNT: appends/s with chain writes synced (FULL) and not (NORMAL)
+    let directory = arguments[1]
+    let count = Int(arguments[2])!
+    let signing = Ed25519.PrivateKey(), agreement = X25519.PrivateKey()
+    let id = deviceID(for: signing.publicKey)
+    let genesis = ChainLink.genesis(signingKey: signing, boxKey: agreement.publicKey, name: "bench", time: 1_700_000_000)
+    let account = genesis.accountID
+    // The links are signed before timing: only the store is measured.
+    var writes = [ChainWrite]()
+    var previous = genesis.hash
+    for sequence in 1...UInt64(count) {
+        var link = ChainLink(sequence: sequence, previous: previous, type: .masterRotate, signer: id.rawValue, time: 1_700_000_001,
+                             body: ["masterGeneration": String(sequence + 1)])
+        link.sign(with: signing)
+        writes.append(ChainWrite(link: StoredLink(sequence: sequence, hash: link.hash, json: try! JSONEncoder().encode(link)),
+                                 expectedHead: previous, audit: ("link.master.rotate", id.rawValue, "sequence \(sequence)")))
+        previous = link.hash
+    }
+    let genesisJSON = try! JSONEncoder().encode(genesis)
+    for synced in [false, true] {
+        let path = "\(directory)/chain-appends-\(synced ? "full" : "normal").sqlite"
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        let database = try! KeyVaultDatabase.open(path: path, syncChainWrites: synced)
+        let semaphore = DispatchSemaphore(value: 0)
+        let seconds = Mutex(0.0)
+        Task.detached {
+            try! await database.createAccount(
+                account, genesis: StoredLink(sequence: 0, hash: genesis.hash, json: genesisJSON),
+                device: StoredDevice(id: id, account: account, name: "bench", signingKey: signing.publicKey.rawRepresentation,
+                                     boxKey: agreement.publicKey.rawRepresentation, added: 0),
+                boxes: [], recovery: nil)
+            let start = now()
+            for write in writes { try! await database.append(account, write) }
+            seconds.withLock { $0 = now() - start }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        let elapsed = seconds.withLock { $0 }
+        emit(["bench": "chain-appends", "synchronous": synced ? "FULL" : "NORMAL", "appends": count, "seconds": elapsed,
+              "appendsPerSecond": Double(count) / elapsed])
+    }
 
 case "sign-requests":  // sign-requests DEVICES-FILE COUNT KIND(boxes|upload) OUT: raw HTTP/1.1 requests, one per line block
     let devices = try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: arguments[1]))) as! [[String: String]]

@@ -1,0 +1,64 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import Synchronization
+import Testing
+@testable import KeyVaultServer
+import KeyVaultStore
+
+/// Counts the requests that reached the last-seen update, so the test revokes only
+/// once some of them are suspended there.
+final class TouchGate: Sendable {
+    private let entered = Mutex(0)
+    var count: Int { entered.withLock { $0 } }
+    func enter() { entered.withLock { $0 += 1 } }
+}
+
+/// Item 3 of issue 8: a request of device D that suspends while recording last-seen
+/// used to write its copy of D (read before the revocation) back into the cache,
+/// clearing `revoked` until the next restart.
+@Test func aRevokedDeviceStaysRevokedWhileItsSlowRequestsFinish() async throws {
+    var configuration = ServerConfiguration()
+    configuration.databasePath = "/unused"
+    var service = KeyService(configuration: configuration, database: try KeyVaultDatabase.inMemory())
+    let gate = TouchGate()
+    service.authenticator.beforeTouch = {
+        gate.enter()
+        try? await Task.sleep(for: .milliseconds(30))
+    }
+    try await testApplication(service).test(.router) { client in
+        let phone = TestDevice("phone")
+        var state = try await client.createAccount(phone)
+        _ = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain")  // the phone's own last-seen, out of the way
+        for round in 0..<12 {
+            let tablet = TestDevice("tablet \(round)")
+            let added = try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
+            #expect(added.status == .created)
+            let uri = "/v1/accounts/\(state.account)/devices"
+            let before = gate.count
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // Slow requests of the tablet, each suspended in its last-seen update...
+                for _ in 0..<6 { group.addTask { _ = try await client.signed(tablet, .get, uri) } }
+                while gate.count == before { try await Task.sleep(for: .milliseconds(1)) }
+                // ...while the phone revokes it.
+                let revoke = phone.link(.deviceRevoke, after: state, body: ["device": tablet.id.rawValue])
+                let revoked = try await client.append(phone, &state, AppendRequest(link: revoke))
+                #expect(revoked.status == .created)
+                // Every request that starts after the revocation committed is refused,
+                // while the slow ones finish and after they have.
+                for _ in 0..<3 {
+                    let response = try await client.signed(tablet, .get, uri)
+                    #expect(response.status == .forbidden && errorCode(response) == "device_revoked", "round \(round)")
+                    try await Task.sleep(for: .milliseconds(15))
+                }
+                try await group.waitForAll()
+            }
+            let late = try await client.signed(tablet, .get, uri)
+            #expect(late.status == .forbidden && errorCode(late) == "device_revoked", "round \(round), after the slow requests")
+        }
+    }
+}
