@@ -89,7 +89,8 @@ extension KeyService {
 
     func recoveryChallenge(_ request: Request, _ context: Context) async throws -> Response {
         let account = try accountParameter(context)
-        guard try await state(account).recovery != nil else { throw APIError.notFound("recovery code for this account") }
+        guard let recovery = try await state(account).recovery else { throw APIError.notFound("recovery code for this account") }
+        try Self.refuseIfCompromised(recovery)
         try await refuseIfThrottled(account, context)
         return try json(await recoveryGate.issueChallenge(for: account), status: .created)
     }
@@ -100,6 +101,7 @@ extension KeyService {
         let proof = try decode(RecoveryProof.self, from: try await body(request, limit: 4096))
         let chainState = try await state(account)
         guard let recovery = chainState.recovery else { throw APIError.notFound("recovery code for this account") }
+        try Self.refuseIfCompromised(recovery)
         let challengeValid = await recoveryGate.take(challenge: proof.challenge, for: account)
         let signature = base64Decode(proof.signature) ?? []
         guard challengeValid,
@@ -129,6 +131,13 @@ extension KeyService {
             throw APIError.badRequest("recovery enrolment appends one device.add link signed with the recovery key")
         }
         return try await appendVerified(account, AppendRequest(link: enroll.link, boxes: enroll.boxes), by: nil, context)
+    }
+
+    /// A code whose origin device was revoked opens nothing more (docs/formats/account-chain.md, "History").
+    static func refuseIfCompromised(_ recovery: ChainState.Recovery) throws {
+        guard let link = recovery.compromised else { return }
+        throw APIError(.forbidden, "recovery_compromised",
+                       "this account's recovery code was compromised at link \(link) (the device that set it was revoked); a device of the account must set a new one (`keyctl recovery rotate`)")
     }
 
     private func refuseIfThrottled(_ account: AccountID, _ context: Context) async throws {

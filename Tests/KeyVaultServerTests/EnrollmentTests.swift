@@ -22,7 +22,7 @@ struct RecoveryFixture {
 
     func setUp(_ client: some TestClientProtocol, _ phone: TestDevice) async throws -> ChainState {
         var state = try await client.createAccount(phone, masterKey: masterKey)
-        var box = KeyBox(generation: 1, recipient: ChainLink.recoverySigner,
+        var box = KeyBox(generation: 1, sequence: state.sequence + 1, recipient: ChainLink.recoverySigner,
                          box: base64Encode(try boxKey.publicKey.sealedBox(for: masterKey)), signer: phone.id.rawValue, signature: "")
         box.sign(with: phone.signing, account: state.account)
         let link = phone.link(.recoverySet, after: state, body: [
@@ -65,7 +65,7 @@ struct RecoveryFixture {
         var link = ChainLink(sequence: chain.sequence + 1, previous: chain.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
                              time: 1_700_000_200, body: laptop.deviceFields)
         link.sign(with: fixture.authKey)
-        var ownBox = KeyBox(generation: 1, recipient: laptop.id.rawValue, box: base64Encode(try laptop.agreement.publicKey.sealedBox(for: masterKey)),
+        var ownBox = KeyBox(generation: 1, sequence: link.sequence, recipient: laptop.id.rawValue, box: base64Encode(try laptop.agreement.publicKey.sealedBox(for: masterKey)),
                             signer: ChainLink.recoverySigner, signature: "")
         ownBox.sign(with: fixture.authKey, account: state.account)
         let enroll = RecoveryEnrollRequest(token: session.token, link: link, boxes: [ownBox])
@@ -141,7 +141,7 @@ extension TestDevice {
         #expect(response.status == .badRequest)
 
         let approval = AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields),
-                                     boxes: [try phone.box(masterKey, generation: 1, for: tablet, account: state.account)])
+                                     boxes: [try phone.box(masterKey, generation: 1, for: tablet, at: state.sequence + 1, account: state.account)])
         response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve", approval)
         #expect(response.status == .created, "\(String(buffer: response.body))")
         try state.apply(approval.link)
