@@ -270,6 +270,7 @@ public final class Vault: @unchecked Sendable {
 
     public func addMember(name: String) async throws -> Member {
         guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a member name has 1 to 100 characters") }
+        try await finishRevocationFirst()
         if try await members().contains(where: { $0.name == name }) {
             throw ClientError(ClientError.Code(rawValue: "member_exists"), "there is already a member called \(name.debugDescription)",
                               hint: "choose another name", kind: .input)
@@ -354,6 +355,15 @@ public final class Vault: @unchecked Sendable {
             }
         }
         return PendingRotation(master: master, members: members)
+    }
+
+    /// Before something new is made under the current generations (a member, an
+    /// upload): finishes the rotations a revocation left undone, so that nothing
+    /// new is ever made under a generation a revoked device knows.
+    func finishRevocationFirst() async throws {
+        guard !(try pendingRotation().isEmpty) else { return }
+        progress("finishing the key rotation an earlier revocation or recovery rotation left undone")
+        try await finishPendingRotations()
     }
 
     /// Finishes pending rotations, with progress.

@@ -89,6 +89,37 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
     }
 }
 
+@Test func uploadsAndNewMembersAfterARevocationWaitForItsRotation() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let phone = try await fixture.enroll("phone", in: laptop.account)
+        let phoneKnows = try phone.chain.masterGeneration
+        phone.home.unlock()
+        try await laptop.sync()
+
+        // The revocation lands; its master key rotation does not (the connection drops).
+        fixture.transport.answer { request in
+            guard request.method == "POST", request.target.hasSuffix("/chain"),
+                  String(decoding: request.body, as: UTF8.self).contains("master.rotate") else { return nil }
+            return HTTPReply(status: 503, headers: [:], body: Array(#"{"error":{"code":"unavailable","message":"down"}}"#.utf8))
+        }
+        await #expect(throws: (any Error).self) { try await laptop.revoke(try laptop.device(matching: "phone")) }
+        fixture.transport.answer(nil)
+        #expect(try laptop.pendingRotation().master)
+
+        // An upload and a new member now use only generations made after the revocation.
+        let put = try await putFile(laptop, fixture, alice, "after the revocation")
+        #expect(put.1.generation > 1, "the upload used member key generation \(put.1.generation), which the phone knows")
+        let bob = try await laptop.addMember(name: "Bob")
+        #expect(try laptop.pendingRotation().isEmpty)
+        let state = try laptop.chain
+        #expect(state.masterGeneration > phoneKnows)
+        let wraps = try await laptop.api.wraps(member: bob.id)
+        #expect(!wraps.isEmpty && wraps.allSatisfy { $0.masterGeneration > phoneKnows },
+                "Bob's key was wrapped under master key generations \(wraps.map(\.masterGeneration))")
+    }
+}
+
 @Test func aBoxClaimingALinkWhereItsSignerWasRevokedOrAnotherGenerationIsRefused() async throws {
     try await Fixture.run { fixture, laptop in
         let phone = try await fixture.enroll("phone", in: laptop.account)
