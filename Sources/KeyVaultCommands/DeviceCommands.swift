@@ -205,7 +205,8 @@ extension Device {
                 Signs a device.revoke link (the server refuses that device from its very
                 next request), then makes a new master key sealed to the remaining devices
                 and the recovery code, and a new generation of every member key. If it is
-                interrupted, run it again: it finishes the rotations.
+                interrupted, run it again (with the same --keep options): it finishes
+                the revocations and the rotations.
 
                 A revoked device may have been in a thief's hands, so what it did goes
                 with it:

@@ -91,6 +91,7 @@ public struct ChainState: Sendable, Equatable {
         /// The link that revoked `setBy` or a device that added it: from then on
         /// the code signs nothing and receives no key.
         public var compromised: UInt64?
+        /// Whether the code is compromised now (only a `recovery.set` by a device ends it).
         public var isCompromised: Bool { compromised != nil }
 
         /// Whether the code could sign and receive boxes just after link `sequence`.
