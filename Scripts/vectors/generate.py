@@ -502,6 +502,94 @@ def link_vectors() -> None:
         "tests": tests})
 
 
+# --------------------------------------------------------------------------- key boxes v2 and chain history
+
+def box_signed_bytes(account: str, box: dict) -> bytes:
+    return (b"keyvault/v2/key-box\x00" + short(account.encode()) + box["generation"].to_bytes(4, "big")
+            + box["sequence"].to_bytes(8, "big") + short(box["recipient"].encode())
+            + hashlib.sha256(base64.b64decode(box["box"])).digest())
+
+
+def key_box_vectors() -> None:
+    """A chain whose history decides which boxes count: a box is judged at the link it
+    names (its signer active there, its generation the one current there), and a
+    recovery code set by a device that is later revoked is compromised from then on.
+    Its own seeded generator, so that the files above keep their bytes."""
+    global rng
+    saved, rng = rng, random.Random(20261122)
+    laptop, phone, tablet = SigningKey(rand(32)), SigningKey(rand(32)), SigningKey(rand(32))
+    laptop_box, phone_box, tablet_box = PrivateKey(rand(32)), PrivateKey(rand(32)), PrivateKey(rand(32))
+    codes = [(SigningKey(rand(32)), PrivateKey(rand(32))) for _ in range(3)]
+    ids = {name: device_id(key.verify_key.encode()) for name, key in [("laptop", laptop), ("phone", phone), ("tablet", tablet)]}
+    keys = {"laptop": laptop, "phone": phone, "tablet": tablet}
+    boxkeys = {"laptop": laptop_box, "phone": phone_box, "tablet": tablet_box}
+    links, steps, at = [], [], {}
+
+    def make(type_, signer, body):
+        key = codes[signer][0] if isinstance(signer, int) else keys[signer]
+        prev = links[-1] if links else None
+        link = {"version": 1, "sequence": len(links), "previous": link_hash(prev) if prev else "0" * 64, "type": type_,
+                "signer": "recovery" if isinstance(signer, int) else ids[signer], "time": 1_700_000_000 + 10 * len(links), "body": body}
+        return sign_link(link, key)
+
+    def accept(name, link, note):
+        steps.append({"note": note, "link": link, "outcome": "valid", "signedBytes": link_signed_bytes(link).hex(), "hash": link_hash(link)})
+        at[name] = len(links)
+        links.append(link)
+
+    def refuse(link, note, code):
+        steps.append({"note": note, "link": link, "outcome": code})
+
+    def code_fields(i, generation):
+        return {"authKey": codes[i][0].verify_key.encode().hex(), "boxKey": codes[i][1].public_key.encode().hex(),
+                "recoveryGeneration": str(generation)}
+
+    accept("genesis", make("genesis", "laptop", dict(device_fields(laptop, laptop_box, "laptop"), masterGeneration="1")), "genesis by the laptop")
+    accept("code1", make("recovery.set", "laptop", code_fields(0, 1)), "the laptop sets the first recovery code")
+    accept("phone", make("device.add", "laptop", device_fields(phone, phone_box, "phone")), "the laptop adds the phone")
+    accept("g2", make("master.rotate", "phone", {"masterGeneration": "2"}), "the phone makes master key generation 2")
+    accept("code2", make("recovery.set", "phone", code_fields(1, 2)), "the phone (stolen) sets a recovery code of its own")
+    accept("tablet", make("device.add", 1, device_fields(tablet, tablet_box, "tablet")), "the phone's code adds the tablet")
+    accept("revoke", make("device.revoke", "laptop", {"device": ids["phone"]}), "the laptop revokes the phone: the phone's code is compromised")
+    refuse(make("device.add", 1, device_fields(SigningKey(rand(32)), PrivateKey(rand(32)), "intruder")),
+           "the compromised code adds a device", "recovery_compromised")
+    refuse(make("recovery.set", 1, code_fields(2, 3)), "the compromised code sets the next code", "recovery_compromised")
+    accept("revoke-tablet", make("device.revoke", "laptop", {"device": ids["tablet"]}), "the laptop revokes the tablet the phone's code added")
+    accept("code3", make("recovery.set", "laptop", code_fields(2, 3)), "the laptop sets a new recovery code")
+    accept("g3", make("master.rotate", "laptop", {"masterGeneration": "3"}), "the laptop makes master key generation 3")
+
+    account = link_hash(links[0])[:32]
+    boxes = []
+
+    def box(note, outcome, generation, sequence, recipient, signer, signed_sequence=None):
+        recipient_key = codes[recipient][1].public_key if isinstance(recipient, int) else boxkeys[recipient].public_key
+        sealed = SealedBox(recipient_key).encrypt(rand(32))
+        b = {"generation": generation, "sequence": sequence, "recipient": "recovery" if isinstance(recipient, int) else ids[recipient],
+             "box": base64.b64encode(sealed).decode(), "signer": "recovery" if isinstance(signer, int) else ids[signer]}
+        signing = codes[signer][0] if isinstance(signer, int) else keys[signer]
+        signed = dict(b, sequence=sequence if signed_sequence is None else signed_sequence)
+        b["signature"] = base64.b64encode(signing.sign(box_signed_bytes(account, signed)).signature).decode()
+        boxes.append({"note": note, "box": b, "outcome": outcome, "signedBytes": box_signed_bytes(account, b).hex()})
+
+    box("the phone's box of generation 2 for the laptop, made before the phone was revoked", "valid", 2, at["g2"], "laptop", "phone")
+    box("the phone's box of generation 2 for the recovery code of then", "valid", 2, at["g2"], 0, "phone")
+    box("the phone's code's box for the tablet it added", "valid", 2, at["tablet"], "tablet", 1)
+    box("the laptop's box of generation 3 for the new code", "valid", 3, at["g3"], 2, "laptop")
+    box("the laptop's box of generation 2 for the new code when it was set", "valid", 2, at["code3"], 2, "laptop")
+    box("the revoked phone claims the link that revoked it", "signer_revoked", 2, at["revoke"], "laptop", "phone")
+    box("the revoked phone claims an early link for a generation made after it", "wrong_generation", 3, at["g2"], "laptop", "phone")
+    box("a box for a generation the chain does not have yet at that link", "wrong_generation", 2, at["phone"], "laptop", "laptop")
+    box("a box naming a link beyond the head", "box_position", 3, len(links), "laptop", "laptop")
+    box("a box for the tablet before it was added", "unknown_recipient", 2, at["g2"], "tablet", "phone")
+    box("the compromised code receives a box after its setter was revoked", "recovery_compromised", 2, at["revoke"], 1, "laptop")
+    box("the compromised code signs a box after its setter was revoked", "recovery_compromised", 2, at["revoke-tablet"], "laptop", 1)
+    box("a box signed over another link than it names", "bad_signature", 2, at["g2"], "laptop", "phone", signed_sequence=at["tablet"])
+    write(SERVER / "key-box-v2.json", {
+        "source": "Generated by Scripts/vectors/generate.py from docs/formats/account-chain.md with PyNaCl and hashlib.",
+        "account": account, "head": link_hash(links[-1]), "steps": steps, "boxes": boxes})
+    rng = saved
+
+
 if __name__ == "__main__":
     ed25519_vectors()
     x25519_vectors()
@@ -517,4 +605,5 @@ if __name__ == "__main__":
     recovery_vectors()
     session_vectors()
     hierarchy_vectors()
+    key_box_vectors()
     link_vectors()

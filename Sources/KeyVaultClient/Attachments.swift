@@ -32,7 +32,10 @@ extension Vault {
         }
         var plaintext = [UInt8](data)
         defer { secureWipe(&plaintext) }
-        let keys = try await memberKeys(member.id, generation: member.generation)
+        try await finishRevocationFirst()
+        // The member's newest generation from the chain, which finishing a rotation may have moved.
+        let generation = try chain.members[member.id]?.generation ?? member.generation
+        let keys = try await memberKeys(member.id, generation: generation)
         let address = try keys.contentAddressKey.address(of: plaintext)
         let object = try AttachmentCrypto.seal(plaintext, address: address, account: account, keys: keys)
         let info = try await api.putAttachment(member: member.id, address: address, object: object)

@@ -30,33 +30,14 @@ extension Vault {
         report.links = links.count
         func finding(_ area: String, _ message: String) { report.findings.append(Finding(area: area, message: message)) }
 
-        // Every key that ever signed: devices (also revoked ones) and every recovery key.
-        var recoveryKeys = [Ed25519.PublicKey]()
-        for link in links where link.type == .recoverySet {
-            if let hex = link.body["authKey"], let bytes = try? Hex.decode(hex), let key = try? Ed25519.PublicKey(rawRepresentation: bytes) {
-                recoveryKeys.append(key)
-            }
-        }
-
         // Boxes.
         let boxes = try await api.boxes(all: true)
         report.boxes = boxes.count
         let g = state.masterGeneration
+        // Every box, of every generation, is judged by the chain as it stood at the link it names.
         for box in boxes {
-            let label = "box for \(box.recipient.prefix(8)) generation \(box.generation)"
-            if box.generation == g {
-                do { try box.verify(in: state) } catch { finding("boxes", "\(label): \((error as? ProtocolError)?.message ?? "\(error)")") }
-            } else if box.generation > g {
-                finding("boxes", "\(label): a generation the chain does not have")
-            } else {
-                let signed = box.signedBytes(account: account)
-                let signature = base64Decode(box.signature) ?? []
-                let keys = box.signer == ChainLink.recoverySigner ? recoveryKeys
-                    : (DeviceID(rawValue: box.signer).flatMap { state.devices[$0]?.signingKey }.map { [$0] } ?? [])
-                if !keys.contains(where: { $0.isValidSignature(signature, for: signed) }) {
-                    finding("boxes", "\(label): not signed by any device or recovery key of this account")
-                }
-            }
+            let label = "box for \(box.recipient.prefix(8)) generation \(box.generation) at link \(box.sequence)"
+            do { try box.verify(in: state) } catch { finding("boxes", "\(label): \((error as? ProtocolError)?.message ?? "\(error)")") }
         }
         for device in state.activeDevices where !boxes.contains(where: { $0.generation == g && $0.recipient == device.id.rawValue }) {
             finding("boxes", "active device \(device.name) (\(device.id.rawValue.prefix(8))) has no box of the current master key \(g)")
@@ -66,7 +47,9 @@ extension Vault {
                 finding("boxes", "revoked device \(device.name) (\(device.id.rawValue.prefix(8))) has a box of the current master key")
             }
         }
-        if state.recovery != nil, !boxes.contains(where: { $0.generation == g && $0.recipient == ChainLink.recoverySigner }) {
+        if let recovery = state.recovery, let link = recovery.compromised {
+            finding("recovery", "the recovery code was compromised at link \(link) (the device it comes from was revoked): it opens nothing new and a new one is needed (`keyctl recovery rotate`)")
+        } else if state.recovery != nil, !boxes.contains(where: { $0.generation == g && $0.recipient == ChainLink.recoverySigner }) {
             finding("boxes", "the recovery code has no box of the current master key \(g)")
         }
         if let mine = boxes.first(where: { $0.generation == g && $0.recipient == device.rawValue }), let cached = record.masterKeys[g],

@@ -25,7 +25,7 @@ extension Vault {
                                         time: Int64(Date().timeIntervalSince1970))
         let state = try ChainState(genesis: genesis)
         let master = SymmetricKey()
-        var box = KeyBox(generation: 1, recipient: keys.id.rawValue, box: base64Encode(try keys.agreement.publicKey.sealedBox(for: master)),
+        var box = KeyBox(generation: 1, sequence: 0, recipient: keys.id.rawValue, box: base64Encode(try keys.agreement.publicKey.sealedBox(for: master)),
                          signer: keys.id.rawValue, signature: "")
         box.sign(with: keys.signing, account: state.account)
         let api = ServerAPI(transport: transport)
@@ -91,7 +91,8 @@ extension Vault {
             throw ClientError(.chainInvalid, "the account chain names another recovery code than this one", kind: .verification)
         }
         let g = state.masterGeneration
-        guard let recoveryBox = session.boxes.first(where: { $0.recipient == ChainLink.recoverySigner && $0.generation == g }) else {
+        // Sealed to this code: made at or after the link that set it (an earlier code may hold a box of the same generation).
+        guard let recoveryBox = session.boxes.first(where: { $0.recipient == ChainLink.recoverySigner && $0.generation == g && $0.sequence >= recovery.set }) else {
             throw ClientError(.missingKey, "the server has no master key box of generation \(g) for the recovery code", kind: .verification)
         }
         let master = try open(recoveryBox, in: state, with: keys.boxKey)
@@ -100,7 +101,7 @@ extension Vault {
         var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
                              time: Int64(Date().timeIntervalSince1970), body: device.fields(name: name))
         link.sign(with: keys.authKey)
-        var box = KeyBox(generation: g, recipient: device.id.rawValue, box: base64Encode(try device.agreement.publicKey.sealedBox(for: master)),
+        var box = KeyBox(generation: g, sequence: link.sequence, recipient: device.id.rawValue, box: base64Encode(try device.agreement.publicKey.sealedBox(for: master)),
                          signer: ChainLink.recoverySigner, signature: "")
         box.sign(with: keys.authKey, account: account)
         var after = state
@@ -325,7 +326,7 @@ extension Vault {
         try await write("device approve", send: { try await self.api.approveLinkRequest(candidate.code, $0) }) { state in
             let (master, g) = try await masterKey()
             let link = makeLink(.deviceAdd, fields, after: state)
-            return (AppendRequest(link: link, boxes: [try box(master, generation: g, to: newDevice.rawValue, boxKey: boxKey)]), {})
+            return (AppendRequest(link: link, boxes: [try box(master, generation: g, at: link.sequence, to: newDevice.rawValue, boxKey: boxKey)]), {})
         }
     }
 

@@ -211,18 +211,22 @@ public final class Vault: @unchecked Sendable {
         return link
     }
 
-    func box(_ key: SymmetricKey, generation: UInt32, to recipient: String, boxKey: X25519.PublicKey) throws -> KeyBox {
-        var box = KeyBox(generation: generation, recipient: recipient, box: base64Encode(try boxKey.sealedBox(for: key)),
+    /// A box of `key` for `recipient`, made at link `sequence` (the link it is appended with).
+    func box(_ key: SymmetricKey, generation: UInt32, at sequence: UInt64, to recipient: String, boxKey: X25519.PublicKey) throws -> KeyBox {
+        var box = KeyBox(generation: generation, sequence: sequence, recipient: recipient, box: base64Encode(try boxKey.sealedBox(for: key)),
                          signer: device.rawValue, signature: "")
         box.sign(with: record.keys.signing, account: account)
         return box
     }
 
-    /// Boxes of `key` for every active device of `state` and the recovery key.
+    /// Boxes of `key` for every active device of `state` (the state with the link
+    /// they go with applied) and the recovery key, unless that code is compromised.
     func boxes(_ key: SymmetricKey, generation: UInt32, in state: ChainState) throws -> [KeyBox] {
-        var boxes = try state.activeDevices.map { try box(key, generation: generation, to: $0.id.rawValue, boxKey: $0.boxKey) }
-        if let recovery = state.recovery {
-            boxes.append(try box(key, generation: generation, to: ChainLink.recoverySigner, boxKey: recovery.boxKey))
+        var boxes = try state.activeDevices.map {
+            try box(key, generation: generation, at: state.sequence, to: $0.id.rawValue, boxKey: $0.boxKey)
+        }
+        if let recovery = state.recovery, !recovery.isCompromised {
+            boxes.append(try box(key, generation: generation, at: state.sequence, to: ChainLink.recoverySigner, boxKey: recovery.boxKey))
         }
         return boxes
     }
@@ -266,6 +270,7 @@ public final class Vault: @unchecked Sendable {
 
     public func addMember(name: String) async throws -> Member {
         guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a member name has 1 to 100 characters") }
+        try await finishRevocationFirst()
         if try await members().contains(where: { $0.name == name }) {
             throw ClientError(ClientError.Code(rawValue: "member_exists"), "there is already a member called \(name.debugDescription)",
                               hint: "choose another name", kind: .input)
@@ -352,6 +357,15 @@ public final class Vault: @unchecked Sendable {
         return PendingRotation(master: master, members: members)
     }
 
+    /// Before something new is made under the current generations (a member, an
+    /// upload): finishes the rotations a revocation left undone, so that nothing
+    /// new is ever made under a generation a revoked device knows.
+    func finishRevocationFirst() async throws {
+        guard !(try pendingRotation().isEmpty) else { return }
+        progress("finishing the key rotation an earlier revocation or recovery rotation left undone")
+        try await finishPendingRotations()
+    }
+
     /// Finishes pending rotations, with progress.
     public func finishPendingRotations() async throws {
         let pending = try pendingRotation()
@@ -384,18 +398,62 @@ public final class Vault: @unchecked Sendable {
         return matches[0]
     }
 
-    /// Revokes a device, then rotates the master key and every member key so that
-    /// it never receives a generation made after it. Resumable: running it again on
-    /// a revoked device finishes the rotations.
-    public func revoke(_ target: ChainState.Device) async throws {
+    /// What revoking a device takes with it (docs/formats/account-chain.md, "History").
+    public struct RevocationPlan: Sendable, Equatable {
+        /// The device asked for, then every active device it added (directly or with
+        /// a recovery code it set), and theirs in turn, less those kept.
+        public var targets: [ChainState.Device]
+        /// Devices it added that stay: kept by the person, or this device.
+        public var kept: [ChainState.Device]
+        /// Whether the recovery code is (or will be) compromised: it needs replacing.
+        public var compromisesRecovery: Bool
+    }
+
+    /// The devices revoking `target` revokes, keeping those in `keep`.
+    ///
+    /// - Throws: `invalid_input` when `target` is this device, or when `keep` names a
+    ///   device that `target` (or a device revoked with it) did not add.
+    public func revocationPlan(for target: ChainState.Device, keeping keep: Set<DeviceID> = []) throws -> RevocationPlan {
+        let state = try chain
         guard target.id != device else {
             throw ClientError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
         }
-        if target.isActive {
+        var targets = [target], kept = [ChainState.Device]()
+        var next = 0
+        while next < targets.count {
+            for added in state.devicesAdded(by: targets[next].id) where !targets.contains(added) && !kept.contains(added) {
+                if keep.contains(added.id) || added.id == device { kept.append(added) } else { targets.append(added) }
+            }
+            next += 1
+        }
+        for id in keep where !kept.contains(where: { $0.id == id }) {
+            throw ClientError(.invalidInput, "--keep \(id): \(target.name.debugDescription) did not add that device, so revoking it does not revoke that one; nothing was changed",
+                              hint: "the devices it added are listed when you run the command without --keep")
+        }
+        let compromised = state.recovery?.isCompromised == true || targets.contains { $0.isActive && state.recoveryCompromised(byRevoking: $0.id) }
+        return RevocationPlan(targets: targets, kept: kept, compromisesRecovery: compromised)
+    }
+
+    /// Revokes a device and the devices it added (``revocationPlan(for:keeping:)``).
+    public func revoke(_ target: ChainState.Device) async throws {
+        try await revoke(try revocationPlan(for: target))
+    }
+
+    /// Revokes every device of `plan`; when that compromises the recovery code, sets
+    /// `newRecoveryCode` (nil: the account is left without a working code); then
+    /// rotates the master key and every member key so that no revoked device ever
+    /// receives a generation made after it. Resumable: running it again finishes.
+    public func revoke(_ plan: RevocationPlan, newRecoveryCode: Mnemonic? = nil,
+                       parameters: Argon2id.Parameters = .recovery) async throws {
+        for target in plan.targets where try chain.devices[target.id]?.isActive == true {
             progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
             try await write("device revoke") { state in
                 (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
             }
+        }
+        // The new code first, so that the master key made next is sealed to it.
+        if let newRecoveryCode, try chain.recovery?.isCompromised == true {
+            try await setRecoveryCode(newRecoveryCode, parameters: parameters)
         }
         try await finishPendingRotations()
     }
@@ -405,9 +463,9 @@ public final class Vault: @unchecked Sendable {
     /// Sets a new recovery code (the old one stops working), and rotates the master
     /// key so that nothing the old code could open is current.
     public func setRecoveryCode(_ code: Mnemonic, parameters: Argon2id.Parameters) async throws {
-        // Open every key first: after recovery.set, boxes signed by the old recovery key no longer verify.
+        // Open every key first, so that the rotation after the new code needs nothing more from the server.
         let state = try chain
-        let (master, g) = try await masterKey()
+        _ = try await masterKey()
         for member in state.members.values {
             for h in 1...member.generation { _ = try await memberKey(member.id, generation: h) }
         }
@@ -422,7 +480,9 @@ public final class Vault: @unchecked Sendable {
             let link = makeLink(.recoverySet, ["authKey": Hex.encode(keys.authKey.publicKey.rawRepresentation),
                                            "boxKey": Hex.encode(keys.boxKey.publicKey.rawRepresentation),
                                            "recoveryGeneration": String(generation)], after: state)
-            let recoveryBox = try box(master, generation: g, to: ChainLink.recoverySigner, boxKey: keys.boxKey.publicKey)
+            // The generation current where the link lands: after a retry, another device may have rotated it.
+            let (master, g) = try await masterKey()
+            let recoveryBox = try box(master, generation: g, at: link.sequence, to: ChainLink.recoverySigner, boxKey: keys.boxKey.publicKey)
             return (AppendRequest(link: link, boxes: [recoveryBox], recovery: keys.slot(salt: salt, parameters: parameters, anchor: anchor)), {})
         }
         if generation > 1 {

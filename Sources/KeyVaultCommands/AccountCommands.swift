@@ -86,13 +86,17 @@ struct Status: AsyncParsableCommand {
             "pendingRotation": ["master": rotation.master, "members": rotation.members.map(\.rawValue)],
         ]
         if state.recovery == nil { object["warning"] = "no recovery code is set" }
+        if let link = state.recovery?.compromised {
+            object["recoveryCompromised"] = link
+            object["warning"] = "the recovery code was compromised at link \(link): set a new one with `keyctl recovery rotate`"
+        }
         var text = """
             account     \(vault.account)
             device      \(vault.device) (\(vault.record.name))
             server      \(vault.record.server)
             chain head  \(state.head.prefix(16))… at link \(state.sequence)
             master key  generation \(state.masterGeneration)
-            recovery    \(state.recovery.map { "generation \($0.generation)" } ?? "NOT SET: run `keyctl recovery rotate` to set a recovery code")
+            recovery    \(state.recovery.map { $0.compromised.map { "COMPROMISED at link \($0) (the device that set it was revoked): run `keyctl recovery rotate` to set a new code" } ?? "generation \($0.generation)" } ?? "NOT SET: run `keyctl recovery rotate` to set a recovery code")
             devices     \(state.activeDevices.count) active
             members     \(members.isEmpty ? "none" : members.map { "\($0.id.rawValue.prefix(8))… (generation \($0.generation))" }.joined(separator: ", "))
 
@@ -115,7 +119,8 @@ struct Audit: AsyncParsableCommand {
         discussion: """
             Replays the whole chain, checks every master key box (signature, recipient,
             one for each active device and the recovery code, none for a revoked
-            device at the current generation), opens every member key wrap, and
+            device at the current generation), reports a recovery code compromised
+            by a revocation, opens every member key wrap, and
             compares the server's device list and audit log with the chain.
             Exits 0 when all of it checks out and 1 with each finding otherwise.
 

@@ -183,12 +183,12 @@ struct PassphraseOption: ParsableArguments {
     }
 }
 
-/// Where a new recovery code goes and how it is checked (init, recovery rotate).
+/// Where a new recovery code goes and how it is checked (init, recovery rotate, device revoke).
 struct NewCodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Write the recovery code to this new file (mode 0600) instead of showing it.", valueName: "file"))
     var recoveryFile: String?
 
-    @Flag(name: .long, help: "Do not ask for words of the recovery code back.")
+    @Flag(name: .long, help: "Do not ask for confirmation, nor for words of the new recovery code back.")
     var yes = false
 
     @Option(name: .long, help: "Argon2id cost of the recovery code: interactive, recovery, moderate or sensitive.")

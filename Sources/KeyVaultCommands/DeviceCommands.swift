@@ -3,6 +3,7 @@ import Foundation
 import KeyVaultClient
 import KeyVaultCrypto
 import KeyVaultModel
+import KeyVaultProtocol
 
 struct Device: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -212,36 +213,80 @@ extension Device {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove a device from the account and rotate every key away from it.",
+            abstract: "Remove a device from the account, with what it did, and rotate every key away from it.",
             discussion: """
                 Signs a device.revoke link (the server refuses that device from its very
                 next request), then makes a new master key sealed to the remaining devices
                 and the recovery code, and a new generation of every member key. If it is
-                interrupted, run it again: it finishes the rotations.
+                interrupted, run it again (with the same --keep options): it finishes
+                the revocations and the rotations.
 
-                --json prints {"revoked", "masterGeneration", "members": [{"id", "generation"}]}.
+                A revoked device may have been in a thief's hands, so what it did goes
+                with it:
+                - the devices it added (approved, or enrolled with a recovery code it
+                  set) are listed and revoked too, and theirs in turn; keep one you trust
+                  with --keep ID (repeatable);
+                - a recovery code it set, or a device it added set, stops working: a new
+                  code is shown once (or written to --recovery-file, mode 0600) and, unless
+                  --yes, three of its words are asked back, all before anything changes;
+                  the new master key is then sealed to the new code. Revoking the device
+                  that set the code (for one set by `keyctl init`, the first device)
+                  therefore always gives a new code.
+
+                Examples:
+                  keyctl device revoke phone
+                  keyctl device revoke 3f2a --keep 9c1e --recovery-file code.txt --yes
+
+                --json prints {"revoked", "alsoRevoked", "kept", "newRecoveryCode",
+                "recoveryGeneration", "masterGeneration", "members": [{"id",
+                "generation"}]}; when a new code is set it needs --recovery-file.
                 """)
 
         @Argument(help: "The device: its id, a unique prefix of it, or its name (see `keyctl device list`).")
         var device: String
 
-        @Flag(name: .long, help: "Do not ask for confirmation.")
-        var yes = false
+        @Option(name: .long, help: ArgumentHelp("A device the revoked one added that stays in the account (repeatable).", valueName: "id"))
+        var keep: [String] = []
 
+        @OptionGroup var recovery: NewCodeOptions
         @OptionGroup var options: HomeOptions
 
         func run() async throws {
             let vault = try await options.openVault()
             let target = try vault.device(matching: device)
-            if target.isActive {
-                try confirm("Revoke \(target.name.debugDescription) (\(target.id))? It loses access to everything from now on.",
-                            assumeYes: yes, what: "revoking a device")
+            let keeping = try keep.map { try vault.device(matching: $0).id }
+            let plan: Vault.RevocationPlan
+            do {
+                plan = try vault.revocationPlan(for: target, keeping: Set(keeping))
+            } catch let error as ClientError where error.code == .invalidInput {
+                throw KeyctlError(.invalidInput, error.message, hint: error.hint, exitCode: .usage)
             }
-            try await vault.revoke(target)
+            let also = Array(plan.targets.dropFirst())
+            func describe(_ device: ChainState.Device) -> String { "\(device.name.printable) (\(device.id))" }
+            if plan.targets.contains(where: \.isActive) {
+                var question = "Revoke \(describe(target))? It loses access to everything from now on."
+                if !also.isEmpty {
+                    question += "\nIt added these devices, which are revoked with it (keep one with --keep ID):\n"
+                        + also.map { "  \(describe($0))\n" }.joined()
+                }
+                if !plan.kept.isEmpty { question += "\nKept: " + plan.kept.map(describe).joined(separator: ", ") + "\n" }
+                if plan.compromisesRecovery {
+                    question += "\nThe recovery code was set by it or by a device it added: that code stops working, and a new one is shown next."
+                }
+                try confirm(question, assumeYes: recovery.yes, what: "revoking a device")
+            }
+            // The new code is delivered (and checked) before anything changes.
+            let code = plan.compromisesRecovery ? try recovery.newCode(json: options.json) : nil
+            try await vault.revoke(plan, newRecoveryCode: code, parameters: recovery.kdf)
             let state = try vault.chain
-            options.result(["revoked": target.id.rawValue, "masterGeneration": state.masterGeneration,
-                            "members": state.members.values.map { ["id": $0.id.rawValue, "generation": $0.generation] }],
-                           "Revoked \(target.name.debugDescription); master key is now generation \(state.masterGeneration) and every member key was rotated.\n")
+            var text = "Revoked \(target.name.debugDescription)"
+            if !also.isEmpty { text += " and the devices it added (\(also.map { $0.name.printable }.joined(separator: ", ")))" }
+            text += "; master key is now generation \(state.masterGeneration) and every member key was rotated.\n"
+            if code != nil { text += "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n" }
+            options.result(["revoked": target.id.rawValue, "alsoRevoked": also.map(\.id.rawValue), "kept": plan.kept.map(\.id.rawValue),
+                            "newRecoveryCode": code != nil, "recoveryGeneration": state.recovery?.generation ?? 0,
+                            "masterGeneration": state.masterGeneration,
+                            "members": state.members.values.map { ["id": $0.id.rawValue, "generation": $0.generation] }], text)
         }
     }
 }

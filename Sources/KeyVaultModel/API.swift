@@ -5,17 +5,21 @@
 /// key) for one generation, signed by the device that made it.
 public struct KeyBox: Sendable, Codable, Equatable {
     public var generation: UInt32
+    /// The chain link the box was made at: it is judged by the chain as it stood
+    /// there (docs/formats/account-chain.md, "Key boxes, version 2").
+    public var sequence: UInt64
     /// A device id, or `recovery`.
     public var recipient: String
     /// Base64 sealed box.
     public var box: String
     /// The device (or `recovery`) that sealed it.
     public var signer: String
-    /// Base64 Ed25519 signature (docs/formats/account-chain.md, "Key boxes").
+    /// Base64 Ed25519 signature (docs/formats/account-chain.md, "Key boxes, version 2").
     public var signature: String
 
-    public init(generation: UInt32, recipient: String, box: String, signer: String, signature: String) {
+    public init(generation: UInt32, sequence: UInt64, recipient: String, box: String, signer: String, signature: String) {
         self.generation = generation
+        self.sequence = sequence
         self.recipient = recipient
         self.box = box
         self.signer = signer

@@ -70,13 +70,32 @@ public struct ChainState: Sendable, Equatable {
         public var boxKey: X25519.PublicKey
         public var added: UInt64
         public var revoked: UInt64?
+        /// The device that added this one (for a device added with the recovery
+        /// code, the device that set that code); nil for the genesis device.
+        public var addedBy: DeviceID?
         public var isActive: Bool { revoked == nil }
+
+        /// Whether the device was in the account just after link `sequence`.
+        public func wasActive(at sequence: UInt64) -> Bool { added <= sequence && (revoked.map { $0 > sequence } ?? true) }
     }
 
     public struct Recovery: Sendable, Equatable {
         public var authKey: Ed25519.PublicKey
         public var boxKey: X25519.PublicKey
         public var generation: UInt32
+        /// The link that set this code.
+        public var set: UInt64
+        /// The device the code comes from: the one that set it, or for a code set
+        /// with the previous code, that code's origin.
+        public var setBy: DeviceID
+        /// The link that revoked `setBy` or a device that added it: from then on
+        /// the code signs nothing and receives no key.
+        public var compromised: UInt64?
+        /// Whether the code is compromised now (only a `recovery.set` by a device ends it).
+        public var isCompromised: Bool { compromised != nil }
+
+        /// Whether the code could sign and receive boxes just after link `sequence`.
+        func wasTrusted(at sequence: UInt64) -> Bool { compromised.map { $0 > sequence } ?? true }
     }
 
     public struct Member: Sendable, Equatable {
@@ -90,9 +109,15 @@ public struct ChainState: Sendable, Equatable {
     public private(set) var head: String
     public private(set) var sequence: UInt64
     public private(set) var devices: [DeviceID: Device]
-    public private(set) var recovery: Recovery?
+    /// Every recovery code the chain has set, oldest first.
+    public private(set) var recoveries: [Recovery]
     public private(set) var masterGeneration: UInt32
+    /// The link at which each master key generation started (index 0: generation 1).
+    public private(set) var masterGenerationStarts: [UInt64]
     public private(set) var members: [MemberID: Member]
+
+    /// The current recovery code, if one was ever set.
+    public var recovery: Recovery? { recoveries.last }
 
     public var activeDevices: [Device] { devices.values.filter(\.isActive).sorted { $0.added < $1.added } }
 
@@ -117,8 +142,9 @@ public struct ChainState: Sendable, Equatable {
         head = link.hash
         sequence = 0
         devices = [device.id: device]
-        recovery = nil
+        recoveries = []
         masterGeneration = 1
+        masterGenerationStarts = [0]
         members = [:]
     }
 
@@ -148,6 +174,9 @@ public struct ChainState: Sendable, Equatable {
             guard link.type == .deviceAdd || link.type == .recoverySet else {
                 throw ProtocolError("unknown_signer", "the recovery key may only add a device or set a new recovery code")
             }
+            guard !recovery.isCompromised else {
+                throw ProtocolError("recovery_compromised", "the recovery code was compromised at link \(recovery.compromised ?? 0) (the device it comes from was revoked); it signs nothing")
+            }
             signingKey = recovery.authKey
         } else {
             guard let id = DeviceID(rawValue: link.signer), let device = devices[id] else {
@@ -163,7 +192,8 @@ public struct ChainState: Sendable, Equatable {
         case .genesis:
             break
         case .deviceAdd:
-            let device = try Self.newDevice(from: link, sequence: link.sequence)
+            var device = try Self.newDevice(from: link, sequence: link.sequence)
+            device.addedBy = link.signer == ChainLink.recoverySigner ? recovery?.setBy : DeviceID(rawValue: link.signer)
             guard devices[device.id] == nil else { throw ProtocolError("device_exists", "that device is already part of this account") }
             next.devices[device.id] = device
         case .deviceRevoke:
@@ -175,6 +205,9 @@ public struct ChainState: Sendable, Equatable {
             }
             device.revoked = link.sequence
             next.devices[id] = device
+            if recoveryCompromised(byRevoking: id), let last = recoveries.indices.last {
+                next.recoveries[last].compromised = link.sequence
+            }
         case .recoverySet:
             let authKey = try Ed25519.PublicKey(rawRepresentation: Self.hexField(link, "authKey", count: 32))
             let boxKey = try X25519.PublicKey(rawRepresentation: Self.hexField(link, "boxKey", count: 32))
@@ -182,13 +215,15 @@ public struct ChainState: Sendable, Equatable {
             guard generation == (recovery?.generation ?? 0) + 1 else {
                 throw ProtocolError("stale_generation", "recovery generation \(generation) does not follow \(recovery?.generation ?? 0)")
             }
-            next.recovery = Recovery(authKey: authKey, boxKey: boxKey, generation: generation)
+            let setBy = link.signer == ChainLink.recoverySigner ? recovery!.setBy : DeviceID(unchecked: link.signer)
+            next.recoveries.append(Recovery(authKey: authKey, boxKey: boxKey, generation: generation, set: link.sequence, setBy: setBy))
         case .masterRotate:
             let generation = try Self.generationField(link, "masterGeneration")
             guard generation == masterGeneration + 1 else {
                 throw ProtocolError("stale_generation", "master key generation \(generation) does not follow \(masterGeneration)")
             }
             next.masterGeneration = generation
+            next.masterGenerationStarts.append(link.sequence)
         case .memberAdd:
             guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)) else {
                 throw ProtocolError.malformed("member.add needs a member id (32 hex digits)")
@@ -212,6 +247,31 @@ public struct ChainState: Sendable, Equatable {
         next.head = link.hash
         next.sequence = link.sequence
         self = next
+    }
+
+    // MARK: History
+
+    /// Whether revoking `id` now compromises the current recovery code: the code
+    /// was set by `id`, or by a device `id` added (docs/formats/account-chain.md, "History").
+    public func recoveryCompromised(byRevoking id: DeviceID) -> Bool {
+        guard let recovery, !recovery.isCompromised else { return false }
+        return recovery.setBy == id || devices[recovery.setBy]?.addedBy == id
+    }
+
+    /// The active devices that `id` added, directly or with a recovery code it set.
+    public func devicesAdded(by id: DeviceID) -> [Device] {
+        activeDevices.filter { $0.addedBy == id }
+    }
+
+    /// The master key generation current just after link `sequence` (nil past the head).
+    public func masterGeneration(at sequence: UInt64) -> UInt32? {
+        guard sequence <= self.sequence, let index = masterGenerationStarts.lastIndex(where: { $0 <= sequence }) else { return nil }
+        return UInt32(index + 1)
+    }
+
+    /// The recovery code current just after link `sequence`.
+    public func recovery(at sequence: UInt64) -> Recovery? {
+        recoveries.last { $0.set <= sequence }
     }
 
     // MARK: Checks
@@ -249,7 +309,7 @@ public struct ChainState: Sendable, Equatable {
         }
         let name = link.body["name"] ?? ""
         guard (1...100).contains(name.count) else { throw ProtocolError.malformed("a device name has 1 to 100 characters") }
-        return Device(id: id, name: name, signingKey: signingKey, boxKey: boxKey, added: sequence)
+        return Device(id: id, name: name, signingKey: signingKey, boxKey: boxKey, added: sequence, addedBy: nil)
     }
 
     static func deviceField(_ link: ChainLink) throws -> DeviceID {
@@ -277,12 +337,14 @@ public struct ChainState: Sendable, Equatable {
 // MARK: Key boxes
 
 extension KeyBox {
-    /// The bytes a box's signature covers: account, generation, recipient and the
-    /// box's hash, so a box cannot be moved to another slot or account.
+    /// The bytes a box's signature covers: account, generation, the link it was
+    /// made at, recipient and the box's hash, so a box cannot be moved to another
+    /// slot, link or account.
     public func signedBytes(account: AccountID) -> [UInt8] {
-        var w = CanonicalWriter(domain: "keyvault/v1/key-box")
+        var w = CanonicalWriter(domain: "keyvault/v2/key-box")
         w.short(account.rawValue)
         w.u32(generation)
+        w.u64(sequence)
         w.short(recipient)
         w.raw(SHA256.hash(base64Decode(box) ?? []))
         return w.bytes
@@ -292,24 +354,53 @@ extension KeyBox {
         signature = base64Encode(key.signature(for: signedBytes(account: account)))
     }
 
-    /// Checks that the box is signed by an active device of `state` (or the
-    /// recovery key) and addressed to a known recipient.
+    /// Checks the box against the chain as it stood at the link the box names:
+    /// that generation current there, the recipient and the signer active there
+    /// (a device not yet revoked, or a recovery code not yet compromised).
+    ///
+    /// - Throws: `ProtocolError` `malformed_box`, `box_position`, `wrong_generation`,
+    ///   `unknown_recipient`, `unknown_signer`, `signer_revoked`,
+    ///   `recovery_compromised`, `bad_signature` (docs/formats/account-chain.md).
     public func verify(in state: ChainState) throws {
         guard let bytes = base64Decode(box), bytes.count >= X25519.sealedBoxOverhead, bytes.count <= 4096 else {
             throw ProtocolError("malformed_box", "a key box is a base64 sealed box")
         }
-        if recipient != ChainLink.recoverySigner {
-            guard let id = DeviceID(rawValue: recipient), state.devices[id]?.isActive == true else {
-                throw ProtocolError("unknown_recipient", "a key box is addressed to an active device or the recovery key")
+        let s = sequence
+        guard let current = state.masterGeneration(at: s) else {
+            throw ProtocolError("box_position", "the key box names link \(s), beyond the head of the chain (\(state.sequence))")
+        }
+        // Exact, not "at most": a device revoked at r can still name a link before r,
+        // and there only the generation it was already given is current.
+        guard generation == current else {
+            throw ProtocolError("wrong_generation", "the key box is of master key generation \(generation), but \(current) was current at link \(s)")
+        }
+        if recipient == ChainLink.recoverySigner {
+            guard let recovery = state.recovery(at: s) else {
+                throw ProtocolError("unknown_recipient", "no recovery code was set at link \(s)")
+            }
+            guard recovery.wasTrusted(at: s) else {
+                throw ProtocolError("recovery_compromised", "the recovery code of link \(s) was compromised at link \(recovery.compromised ?? 0); it receives no key")
+            }
+        } else {
+            guard let id = DeviceID(rawValue: recipient), state.devices[id]?.wasActive(at: s) == true else {
+                throw ProtocolError("unknown_recipient", "a key box is addressed to a device active at its link, or the recovery key")
             }
         }
         let key: Ed25519.PublicKey
-        if signer == ChainLink.recoverySigner, let recovery = state.recovery {
+        if signer == ChainLink.recoverySigner {
+            guard let recovery = state.recovery(at: s) else { throw ProtocolError("unknown_signer", "no recovery code was set at link \(s)") }
+            guard recovery.wasTrusted(at: s) else {
+                throw ProtocolError("recovery_compromised", "the key box is signed by the recovery code compromised at link \(recovery.compromised ?? 0)")
+            }
             key = recovery.authKey
-        } else if let id = DeviceID(rawValue: signer), let device = state.devices[id], device.isActive {
-            key = device.signingKey
         } else {
-            throw ProtocolError("unknown_signer", "a key box is signed by an active device")
+            guard let id = DeviceID(rawValue: signer), let device = state.devices[id], device.added <= s else {
+                throw ProtocolError("unknown_signer", "a key box is signed by a device of the account at its link")
+            }
+            guard device.wasActive(at: s) else {
+                throw ProtocolError("signer_revoked", "the key box names link \(s), at or after which its signer was revoked (link \(device.revoked ?? 0))")
+            }
+            key = device.signingKey
         }
         guard let signature = base64Decode(signature), key.isValidSignature(signature, for: signedBytes(account: state.account)) else {
             throw ProtocolError("bad_signature", "the key box for \(recipient) at generation \(generation) has an invalid signature")

@@ -31,7 +31,7 @@ struct APIError: HTTPResponseError, Sendable {
         let status: HTTPResponse.Status = switch error.code {
         case "stale_chain", "device_exists", "member_exists", "stale_generation": .conflict
         case "unsigned_request", "malformed_signature", "unknown_device", "bad_signature", "stale_timestamp", "replayed_nonce", "unknown_session": .unauthorized
-        case "device_revoked", "signer_revoked", "wrong_account": .forbidden
+        case "device_revoked", "signer_revoked", "wrong_account", "recovery_compromised": .forbidden
         default: .badRequest
         }
         self.init(status, error.code, error.message)

@@ -183,7 +183,8 @@ extension KeyService {
 
     func recoveryChallenge(_ request: Request, _ context: Context) async throws -> Response {
         let account = try accountParameter(context)
-        guard try await state(account).recovery != nil else { throw APIError.notFound("recovery code for this account") }
+        guard let recovery = try await state(account).recovery else { throw APIError.notFound("recovery code for this account") }
+        try Self.refuseIfCompromised(recovery)
         // Never rate limited: a challenge costs this server no memory (``RecoveryGate``),
         // and refusing challenges would refuse the owner's valid proof with them.
         return try json(try await recoveryGate.issueChallenge(for: account), status: .created)
@@ -194,6 +195,7 @@ extension KeyService {
         let proof = try decode(RecoveryProof.self, from: try await body(request, limit: 4096))
         let chainState = try await state(account)
         guard let recovery = chainState.recovery else { throw APIError.notFound("recovery code for this account") }
+        try Self.refuseIfCompromised(recovery)
         // The proof is checked before any limit: a valid proof passes whatever others
         // did before it; limits count and slow failures only.
         let signature = base64Decode(proof.signature) ?? []
@@ -225,6 +227,13 @@ extension KeyService {
             throw APIError.badRequest("recovery enrolment appends one device.add link signed with the recovery key")
         }
         return try await appendVerified(account, AppendRequest(link: enroll.link, boxes: enroll.boxes), by: nil, context)
+    }
+
+    /// A code whose origin device was revoked opens nothing more (docs/formats/account-chain.md, "History").
+    static func refuseIfCompromised(_ recovery: ChainState.Recovery) throws {
+        guard let link = recovery.compromised else { return }
+        throw APIError(.forbidden, "recovery_compromised",
+                       "this account's recovery code was compromised at link \(link) (the device that set it was revoked); a device of the account must set a new one (`keyctl recovery rotate`)")
     }
 
     /// Refuses a failed proof without counting it, once its account or client failed too often.

@@ -150,7 +150,7 @@ struct KeyService: Sendable {
         }
         let create = try decode(CreateAccountRequest.self, from: try await body(request, limit: configuration.maxJSONBytes))
         let state = try ChainState(genesis: create.genesis)
-        for box in create.boxes { try box.verify(in: state) }
+        for box in create.boxes { try checkAppended(box, in: state) }
         guard create.recovery == nil else {
             throw APIError.badRequest("set the recovery code with a recovery.set link after creating the account")
         }
@@ -210,7 +210,7 @@ struct KeyService: Sendable {
         if let device, append.link.signer != device.id.rawValue {
             throw APIError(.forbidden, "wrong_signer", "a device may only append links it signed itself")
         }
-        for box in append.boxes { try box.verify(in: after) }
+        for box in append.boxes { try checkAppended(box, in: after) }
         // The recovery slot travels only with the recovery.set link that authorises its keys.
         if append.link.type == .recoverySet {
             guard let slot = append.recovery, let recovery = after.recovery,
@@ -251,6 +251,15 @@ struct KeyService: Sendable {
         for device in write.newDevices { authenticator.devices.put(device) }
         await chains.store(after)
         return try json(["head": after.head, "sequence": String(after.sequence)], status: .created)
+    }
+
+    /// A box stored with a link must name that link (so that it is judged by the
+    /// chain as it stands there, where nothing later has happened yet) and verify.
+    func checkAppended(_ box: KeyBox, in state: ChainState) throws {
+        guard box.sequence == state.sequence else {
+            throw APIError.badRequest("a key box names the link it is stored with (\(state.sequence)), not \(box.sequence)")
+        }
+        try box.verify(in: state)
     }
 
     /// Opens a session for MAC-authenticated requests. Only an Ed25519-signed request
@@ -409,7 +418,7 @@ enum KnownFields {
 
     static let link: Schema = .object(["version": nil, "sequence": nil, "previous": nil, "type": nil, "signer": nil,
                                        "time": nil, "body": nil, "signature": nil])
-    static let box: Schema = .object(["generation": nil, "recipient": nil, "box": nil, "signer": nil, "signature": nil])
+    static let box: Schema = .object(["generation": nil, "sequence": nil, "recipient": nil, "box": nil, "signer": nil, "signature": nil])
     static let wrap: Schema = .object(["member": nil, "memberGeneration": nil, "masterGeneration": nil, "envelope": nil])
     static let slot: Schema = .object(["salt": nil, "iterations": nil, "memoryKiB": nil, "authKey": nil, "boxKey": nil, "anchor": nil])
 

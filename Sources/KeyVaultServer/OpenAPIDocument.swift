@@ -1502,6 +1502,7 @@ enum OpenAPIDocument {
         "type": "object",
         "required": [
           "generation",
+          "sequence",
           "recipient",
           "box",
           "signer",
@@ -1510,6 +1511,10 @@ enum OpenAPIDocument {
         "properties": {
           "generation": {
             "type": "integer"
+          },
+          "sequence": {
+            "type": "integer",
+            "description": "The chain link the box was made at (docs/formats/account-chain.md, Key boxes, version 2)."
           },
           "recipient": {
             "type": "string"

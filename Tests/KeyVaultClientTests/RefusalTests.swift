@@ -99,10 +99,10 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
         let account = laptop.account
         let me = laptop.record.keys
         let chosen = SymmetricKey()  // a key the server would like the device to use
-        for (signer, expected) in [(DeviceKeys(), "unknown_signer"), (phoneKeys, "unknown_signer"), (me, "bad_signature")] {
+        for (signer, expected) in [(DeviceKeys(), "unknown_signer"), (phoneKeys, "signer_revoked"), (me, "bad_signature")] {
             fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
                 answer["boxes"] = try answer["boxes"]!.map { box in
-                    var forged = KeyBox(generation: box.generation, recipient: box.recipient,
+                    var forged = KeyBox(generation: box.generation, sequence: box.sequence, recipient: box.recipient,
                                         box: base64Encode(try me.agreement.publicKey.sealedBox(for: chosen)),
                                         signer: signer.id.rawValue, signature: box.signature)
                     if signer.id != me.id { forged.sign(with: signer.signing, account: account) }  // else: the old signature, over another box

@@ -56,18 +56,13 @@ final class BackgroundKeyctl {
 /// recovery code and by link, revocation, rotations, audit and account deletion.
 @Test(.timeLimit(.minutes(5)))
 func realBinariesTellTheWholeStory() async throws {
-    let server = try RunningServer()
-    let url = "http://127.0.0.1:\(server.port)"
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("kv-story-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: root) }
-    func home(_ name: String) -> [String] { ["--home", root.appendingPathComponent(name).path, "--json"] }
-    func path(_ name: String) -> String { root.appendingPathComponent(name).path }
+    let story = try Story("story")
+    let server = story.server, url = story.url
+    func home(_ name: String) -> [String] { story.home(name) }
+    func path(_ name: String) -> String { story.path(name) }
     func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
              sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
-        let result = try keyctl(arguments + home(device), input: Data(input.utf8))
-        #expect(result.code == expect, "keyctl \(arguments.joined(separator: " ")): \(result.err)", sourceLocation: sourceLocation)
-        return expect == 0 ? try lastJSON(result.out) : [:]
+        try story.run(arguments, device, input: input, expect: expect, sourceLocation: sourceLocation)
     }
 
     // Init: the account and its first device; the code goes to a 0600 file.

@@ -50,6 +50,45 @@ struct ChainFile: Decodable {
     #expect(state?.activeDevices.count == 1 && state?.masterGeneration == 2)
 }
 
+struct KeyBoxFile: Decodable {
+    struct Box: Decodable { let note: String, box: KeyBox, outcome: String, signedBytes: String }
+    let account: String, head: String, steps: [ChainFile.Step], boxes: [Box]
+}
+
+/// A chain with a stolen phone that set its own recovery code and added a tablet
+/// with it, then was revoked; each box is judged at the link it names, each
+/// refused link or box with the code the independent implementation expects.
+@Test func keyBoxesAreJudgedByChainHistoryAsTheIndependentImplementationDoes() throws {
+    let file = try Vectors.load("key-box-v2", as: KeyBoxFile.self)
+    var state: ChainState?
+    for step in file.steps {
+        if step.outcome == "valid" {
+            #expect(Hex.encode(step.link.signedBytes) == step.signedBytes, "\(step.note)")
+        }
+        do {
+            if var current = state { try current.apply(step.link); state = current } else { state = try ChainState(genesis: step.link) }
+            #expect(step.outcome == "valid", "\(step.note) was accepted")
+        } catch let error as ProtocolError {
+            #expect(error.code == step.outcome, "\(step.note): \(error)")
+        }
+    }
+    let chain = try #require(state)
+    #expect(chain.account.rawValue == file.account && chain.head == file.head)
+    #expect(chain.recovery?.generation == 3 && chain.recovery?.isCompromised == false)
+    #expect(chain.recoveries[1].compromised != nil, "the phone's code is compromised by the phone's revocation")
+    #expect(Set(file.boxes.map(\.outcome)) == ["valid", "signer_revoked", "wrong_generation", "box_position", "unknown_recipient",
+                                                "recovery_compromised", "bad_signature"])
+    for vector in file.boxes {
+        #expect(Hex.encode(vector.box.signedBytes(account: chain.account)) == vector.signedBytes, "\(vector.note)")
+        do {
+            try vector.box.verify(in: chain)
+            #expect(vector.outcome == "valid", "\(vector.note) was accepted")
+        } catch let error as ProtocolError {
+            #expect(error.code == vector.outcome, "\(vector.note): \(error)")
+        }
+    }
+}
+
 struct RequestFile: Decodable {
     struct Test: Decodable, Sendable {
         let method: String, path: String, query: String, body: String, timestamp: Int64

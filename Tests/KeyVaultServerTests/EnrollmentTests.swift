@@ -23,7 +23,7 @@ struct RecoveryFixture {
 
     func setUp(_ client: some TestClientProtocol, _ phone: TestDevice) async throws -> ChainState {
         var state = try await client.createAccount(phone, masterKey: masterKey)
-        var box = KeyBox(generation: 1, recipient: ChainLink.recoverySigner,
+        var box = KeyBox(generation: 1, sequence: state.sequence + 1, recipient: ChainLink.recoverySigner,
                          box: base64Encode(try boxKey.publicKey.sealedBox(for: masterKey)), signer: phone.id.rawValue, signature: "")
         box.sign(with: phone.signing, account: state.account)
         let link = phone.link(.recoverySet, after: state, body: [
@@ -66,7 +66,7 @@ struct RecoveryFixture {
         var link = ChainLink(sequence: chain.sequence + 1, previous: chain.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
                              time: 1_700_000_200, body: laptop.deviceFields)
         link.sign(with: fixture.authKey)
-        var ownBox = KeyBox(generation: 1, recipient: laptop.id.rawValue, box: base64Encode(try laptop.agreement.publicKey.sealedBox(for: masterKey)),
+        var ownBox = KeyBox(generation: 1, sequence: link.sequence, recipient: laptop.id.rawValue, box: base64Encode(try laptop.agreement.publicKey.sealedBox(for: masterKey)),
                             signer: ChainLink.recoverySigner, signature: "")
         ownBox.sign(with: fixture.authKey, account: state.account)
         let enroll = RecoveryEnrollRequest(token: session.token, link: link, boxes: [ownBox])
@@ -144,7 +144,7 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
         #expect(pending.map(\.request.device) == [tablet.id])
 
         let approval = AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields),
-                                     boxes: [try phone.box(masterKey, generation: 1, for: tablet, account: state.account)])
+                                     boxes: [try phone.box(masterKey, generation: 1, for: tablet, at: state.sequence + 1, account: state.account)])
         // Out of turn: no reveal before an answer, no approval before the reveal.
         let reveal = LinkNonce(nonce: Hex.encode(linkNonce))
         var response = try await client.execute(uri: "\(base)/\(info.code)/reveal", method: .post, body: jsonBody(reveal))

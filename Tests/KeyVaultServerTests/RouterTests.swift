@@ -126,7 +126,7 @@ import Testing
         let masterKey = SymmetricKey()
         let add = phone.link(.deviceAdd, after: state, body: tablet.deviceFields)
         var response = try await client.append(phone, &state, AppendRequest(
-            link: add, boxes: [try phone.box(masterKey, generation: 1, for: tablet, account: state.account)]))
+            link: add, boxes: [try phone.box(masterKey, generation: 1, for: tablet, at: state.sequence + 1, account: state.account)]))
         #expect(response.status == .created, "\(String(buffer: response.body))")
 
         response = try await client.signed(tablet, .get, "/v1/accounts/\(state.account)/boxes")
@@ -175,7 +175,7 @@ import Testing
         // A box signed by nobody in the account.
         let rotate = phone.link(.masterRotate, after: state, body: ["masterGeneration": "2"])
         response = try await client.append(phone, &state, AppendRequest(
-            link: rotate, boxes: [try stranger.box(SymmetricKey(), generation: 2, for: phone, account: state.account)]))
+            link: rotate, boxes: [try stranger.box(SymmetricKey(), generation: 2, for: phone, at: state.sequence + 1, account: state.account)]))
         #expect(errorCode(response) == "unknown_signer")
         let chain = try decode(ChainResponse.self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain"))
         #expect(chain.head == head && chain.links.count == 1)

@@ -35,10 +35,10 @@ struct TestDevice {
         return link
     }
 
-    /// A master key box for `recipient`, signed by this device.
-    func box(_ masterKey: SymmetricKey, generation: UInt32, for recipient: TestDevice, account: AccountID) throws -> KeyBox {
+    /// A master key box for `recipient`, signed by this device, made at link `sequence`.
+    func box(_ masterKey: SymmetricKey, generation: UInt32, for recipient: TestDevice, at sequence: UInt64, account: AccountID) throws -> KeyBox {
         let sealed = try recipient.agreement.publicKey.sealedBox(for: masterKey)
-        var box = KeyBox(generation: generation, recipient: recipient.id.rawValue, box: base64Encode(sealed),
+        var box = KeyBox(generation: generation, sequence: sequence, recipient: recipient.id.rawValue, box: base64Encode(sealed),
                          signer: id.rawValue, signature: "")
         box.sign(with: signing, account: account)
         return box
@@ -118,7 +118,7 @@ extension TestClientProtocol {
     func createAccount(_ device: TestDevice, masterKey: SymmetricKey = SymmetricKey()) async throws -> ChainState {
         let genesis = device.genesis()
         let state = try ChainState(genesis: genesis)
-        let request = CreateAccountRequest(genesis: genesis, boxes: [try device.box(masterKey, generation: 1, for: device, account: state.account)],
+        let request = CreateAccountRequest(genesis: genesis, boxes: [try device.box(masterKey, generation: 1, for: device, at: 0, account: state.account)],
                                            recovery: nil)
         let response = try await execute(uri: "/v1/accounts", method: .post, headers: [.contentType: "application/json"], body: try jsonBody(request))
         #expect(response.status == .created, "\(String(buffer: response.body))")

@@ -40,12 +40,12 @@ import Testing
             let slot = RecoverySlot(salt: Hex.encode(SystemRandom.bytes(count: 16)), iterations: 3, memoryKiB: 65536,
                                     authKey: Hex.encode(authKey.publicKey.rawRepresentation),
                                     boxKey: Hex.encode(boxKey.publicKey.rawRepresentation), anchor: anchor.base64)
-            let create = CreateAccountRequest(genesis: genesis, boxes: [try phone.box(masterKey, generation: 1, for: phone, account: state.account)],
+            let create = CreateAccountRequest(genesis: genesis, boxes: [try phone.box(masterKey, generation: 1, for: phone, at: 0, account: state.account)],
                                               recovery: nil)
             #expect(try await client.execute(uri: "/v1/accounts", method: .post, body: jsonBody(create)).status == .created)
             let recoverySet = phone.link(.recoverySet, after: state, body: [
                 "authKey": slot.authKey, "boxKey": slot.boxKey, "recoveryGeneration": "1"])
-            let recoveryBox = KeyBox(generation: 1, recipient: ChainLink.recoverySigner,
+            let recoveryBox = KeyBox(generation: 1, sequence: recoverySet.sequence, recipient: ChainLink.recoverySigner,
                                      box: base64Encode(try boxKey.publicKey.sealedBox(for: masterKey)), signer: phone.id.rawValue, signature: "")
             var signedBox = recoveryBox
             signedBox.sign(with: phone.signing, account: state.account)
@@ -53,7 +53,7 @@ import Testing
             // A second device, a member with a wrapped key, an attachment.
             try await client.append(phone, &state, AppendRequest(
                 link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields),
-                boxes: [try phone.box(masterKey, generation: 1, for: tablet, account: state.account)]))
+                boxes: [try phone.box(masterKey, generation: 1, for: tablet, at: state.sequence + 1, account: state.account)]))
             let context = try EnvelopeContext(purpose: "member-key", ["account": state.account.rawValue, "member": member.rawValue])
             let wrap = MemberWrap(member: member, memberGeneration: 1, masterGeneration: 1,
                                   envelope: try Envelope.seal(memberKey, under: masterKey, generation: 1, context: context).base64)

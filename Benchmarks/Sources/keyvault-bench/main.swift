@@ -130,7 +130,7 @@ case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE: accounts s
         let id = deviceID(for: signing.publicKey)
         let genesis = ChainLink.genesis(signingKey: signing, boxKey: agreement.publicKey, name: "device \(i)", time: 1_700_000_000)
         let account = genesis.accountID
-        var box = KeyBox(generation: 1, recipient: id.rawValue, box: base64Encode(try! agreement.publicKey.sealedBox(for: SymmetricKey())),
+        var box = KeyBox(generation: 1, sequence: 0, recipient: id.rawValue, box: base64Encode(try! agreement.publicKey.sealedBox(for: SymmetricKey())),
                          signer: id.rawValue, signature: "")
         box.sign(with: signing, account: account)
         let semaphore = DispatchSemaphore(value: 0)

@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+
+/// An end-to-end story with the real binaries: a `keyctl serve` on a free loopback
+/// port, a temporary folder of device homes (removed with the story), and a runner
+/// that checks each command's exit code and returns its JSON result. Its stored
+/// properties never change after `init`, so commands may run from several tasks.
+final class Story: @unchecked Sendable {
+    let server: RunningServer
+    let url: String
+    let root: URL
+
+    init(_ name: String) throws {
+        server = try RunningServer()
+        url = "http://127.0.0.1:\(server.port)"
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("kv-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    /// `--home` of the device called `name`, and `--json`.
+    func home(_ name: String) -> [String] { ["--home", path(name), "--json"] }
+
+    func path(_ name: String) -> String { root.appendingPathComponent(name).path }
+
+    /// Runs `keyctl ARGUMENTS` as `device`; expects exit code `expect`, and returns the last JSON line when that is 0.
+    func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
+             sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        let result = try keyctl(arguments + home(device), input: Data(input.utf8))
+        #expect(result.code == expect, "keyctl \(arguments.joined(separator: " ")): \(result.err)", sourceLocation: sourceLocation)
+        return expect == 0 ? try lastJSON(result.out) : [:]
+    }
+}
