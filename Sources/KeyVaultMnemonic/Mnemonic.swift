@@ -92,7 +92,7 @@ public struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringConv
     public func seed(passphrase: String = "") throws -> SecureBytes {
         var sentence = Array(words.joined(separator: " ").utf8)
         defer { secureWipe(&sentence) }
-        var salt = Array(("mnemonic" + passphrase.decomposedStringWithCompatibilityMapping).utf8)
+        var salt = Array(("mnemonic" + NFKD.normalize(passphrase)).utf8)
         defer { secureWipe(&salt) }
         return try PBKDF2SHA512.deriveKey(from: sentence, salt: salt, rounds: 2048, outputByteCount: 64)
     }

@@ -118,7 +118,7 @@ enum MnemonicCodec {
         }
         if let ascii, let result = ascii { return result }
         // Unicode: lowercase, then NFKD (which also turns U+3000 and U+00A0 into U+0020).
-        let normalized = String(decoding: input, as: UTF8.self).lowercased().decomposedStringWithCompatibilityMapping
+        let normalized = NFKD.normalize(String(decoding: input, as: UTF8.self).lowercased())
         var bytes = Array(normalized.utf8)
         defer { secureWipe(&bytes) }
         var ranges = [Range<Int>]()

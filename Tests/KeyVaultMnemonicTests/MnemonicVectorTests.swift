@@ -1,5 +1,6 @@
 import Foundation
 import KeyVaultCrypto
+import PropertyBased
 import Testing
 @testable import KeyVaultMnemonic
 
@@ -80,5 +81,39 @@ func builtInWordlistMatchesTheFileAndItsSum(_ language: MnemonicLanguage) throws
 extension Mnemonic {
     static func validate(utf8 text: String) -> MnemonicLanguage? {
         Array(text.utf8).withUnsafeBytes { validate(utf8: $0) }
+    }
+}
+
+struct UnicodePassphraseVector: Decodable, Sendable, CustomTestStringConvertible {
+    let mnemonic: String, passphrase: String, nfkd: String, seed: String
+    var testDescription: String { "passphrase of \(passphrase.unicodeScalars.count) scalars" }
+}
+
+struct UnicodePassphraseFile: Decodable { let tests: [UnicodePassphraseVector] }
+
+/// Issue 11: passphrases mixing letters, combining accents and halfwidth katakana
+/// voiced marks. Foundation's NFKD on Linux left U+3099/U+309A (from U+FF9E/U+FF9F)
+/// out of canonical order, so such a passphrase gave another seed than every other
+/// BIP39 implementation. The vectors are python-mnemonic's.
+@Test(arguments: try Vectors.load("bip39-unicode-passphrases", as: UnicodePassphraseFile.self).tests)
+func unicodePassphrasesGiveTheSeedPythonMnemonicGives(_ v: UnicodePassphraseVector) throws {
+    #expect(NFKD.normalize(v.passphrase).unicodeScalars.elementsEqual(v.nfkd.unicodeScalars))
+    #expect(Hex.encode(try Mnemonic(phrase: v.mnemonic).seed(passphrase: v.passphrase)) == v.seed)
+}
+
+/// The canonical ordering holds for any mix from those ranges: within every run of
+/// combining marks the classes never go down, and normalising twice changes nothing.
+@Test func nfkdPutsEveryRunOfMarksInCanonicalOrder() async {
+    let ranges: [ClosedRange<UInt32>] = [0x0300...0x036F, 0x0591...0x05A1, 0xFF66...0xFF9F, 0x3099...0x309A]
+    let marks: [Unicode.Scalar] = ranges.flatMap { range -> [Unicode.Scalar] in range.compactMap { Unicode.Scalar($0) } }
+    let pool = Array("abcéÅḋǕё".unicodeScalars) + marks
+    await propertyCheck(count: 500, input: Gen.element(of: pool).array(of: 1...24)) { scalars in
+        var view = String.UnicodeScalarView()
+        view.append(contentsOf: scalars.compactMap { $0 })
+        let normalized = NFKD.normalize(String(view))
+        let classes = normalized.unicodeScalars.map { Int($0.properties.canonicalCombiningClass.rawValue) }
+        for (a, b) in zip(classes, classes.dropFirst()) where a != 0 && b != 0 { #expect(a <= b, "\(scalars)") }
+        #expect(NFKD.normalize(normalized) == normalized)
+        #expect(normalized.unicodeScalars.allSatisfy { !(0xFF61...0xFF9F).contains($0.value) })
     }
 }
