@@ -92,7 +92,14 @@ private final class ReadAhead: @unchecked Sendable {
     // Raw memory, not an Array: two threads touch different slots, and an Array's
     // copy-on-write check could copy its storage under the other thread.
     private let results: UnsafeMutablePointer<Result<Int, CryptoError>>
-    private var stopped = false  // set by the caller, read by the reader after `emptied`
+    // Set by the caller, read by the reader: the reader may be between a wait and
+    // this check when the caller stops, so the flag has a lock of its own.
+    private let stopLock = NSLock()
+    private var stoppedFlag = false
+    private var stopped: Bool {
+        get { stopLock.withLock { stoppedFlag } }
+        set { stopLock.withLock { stoppedFlag = newValue } }
+    }
     private let filled = DispatchSemaphore(value: 0)
     // Starts at 0 and is signalled up to `depth` in init: libdispatch traps when a
     // semaphore is freed with a value below the one it was created with.
@@ -148,8 +155,12 @@ private final class ReadAhead: @unchecked Sendable {
                 results[slot] = .success(n)
                 filled.signal()
                 if n == 0 { return }
+            } catch let error as CryptoError {
+                results[slot] = .failure(error)
+                filled.signal()
+                return
             } catch {
-                results[slot] = .failure(error as! CryptoError)
+                results[slot] = .failure(CryptoError(.io, "cannot read \(path): \(error)"))
                 filled.signal()
                 return
             }
