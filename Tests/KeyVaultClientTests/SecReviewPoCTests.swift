@@ -110,3 +110,51 @@ func secReviewLink(_ fixture: Fixture, by approver: Vault, _ name: String) async
                 "the thief's recovery code (set by Y) is still the account's working code")
     }
 }
+
+/// SEC-5. Judging a box at the link it names lets a revoked device sign boxes of the
+/// generation current at its revocation (it is "active" at any link before it), and
+/// nothing in the chain commits to the key inside a box. Between a revocation and its
+/// master key rotation (an interrupted `device revoke`, or one still running), the
+/// revoked device (with the server, or the server holding its key) hands an honest device
+/// that has not cached that generation a box of a key of its choosing. The device
+/// accepts it and caches it for good: with members, the pending rotation can then never
+/// finish from that device (the wraps do not open), and whatever it seals meanwhile
+/// (a new device's box, a new recovery code's box) holds the forged key.
+/// Expected: a forged key is refused (e.g. `master.rotate` and genesis commit to a key
+/// check value that a device compares after opening its box).
+@Test func secReviewARevokedDeviceCannotHandOutAForgedKeyOfTheGenerationItKnew() async throws {
+    try await Fixture.run { fixture, laptop in
+        _ = try await laptop.addMember(name: "Alice")
+        let phone = try await fixture.enroll("phone", in: laptop.account)
+        let phoneKeys = phone.record.keys
+        let phoneActiveAt = try phone.chain.sequence  // the phone's enrolment link
+        phone.home.unlock()
+        try await laptop.sync()
+
+        // The revocation lands; its master key rotation does not (the connection drops).
+        fixture.transport.answer { request in
+            guard request.method == "POST", request.target.hasSuffix("/chain"),
+                  String(decoding: request.body, as: UTF8.self).contains("master.rotate") else { return nil }
+            return HTTPReply(status: 503, headers: [:], body: Array(#"{"error":{"code":"unavailable","message":"down"}}"#.utf8))
+        }
+        await #expect(throws: (any Error).self) { try await laptop.revoke(try laptop.device(matching: "phone")) }
+        fixture.transport.answer(nil)
+        let g = try laptop.chain.masterGeneration
+        let me = laptop.record.keys
+        let account = laptop.account
+        laptop.home.unlock()
+
+        // The server serves, as the laptop's box of generation g, one the revoked phone signed
+        // naming the link where it was added, sealing a key the phone chose.
+        let chosen = SymmetricKey()
+        var forged = KeyBox(generation: g, sequence: phoneActiveAt, recipient: me.id.rawValue,
+                            box: base64Encode(try me.agreement.publicKey.sealedBox(for: chosen)), signer: phoneKeys.id.rawValue, signature: "")
+        forged.sign(with: phoneKeys.signing, account: account)
+        let served = forged
+        fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in answer["boxes"] = [served] })
+        let reopened = try await fixture.open("laptop", forgetKeys: true)  // or a second device that never opened g
+        let opened = try? await reopened.masterKey()
+        #expect(opened == nil || opened?.key != chosen,
+                "the laptop accepted and cached a master key of generation \(g) chosen by the revoked phone")
+    }
+}
