@@ -91,12 +91,26 @@ enum ClientAddress {
         guard isTrusted(peerBytes) else { return peer }
         var client = peer
         for entry in values.flatMap({ $0.split(separator: ",") }).reversed() {
-            // An entry the proxy wrote that is not an address: keep the last one known.
-            guard let bytes = IPNetwork.parse(entry.trimmingCharacters(in: .whitespaces)) else { return client }
+            let text = entry.trimmingCharacters(in: .whitespaces)
+            // Some proxies append "IP:port" or "[v6]:port". Anything else that is not an
+            // address is a client of its own (bounded text), never the proxy: falling back
+            // to the proxy's address would put every client behind it in one bucket.
+            guard let bytes = IPNetwork.parse(text) ?? IPNetwork.parse(Self.withoutPort(text)) else {
+                return "unparsed:" + String(text.prefix(64))
+            }
             client = IPNetwork.format(bytes)
             if !isTrusted(bytes) { return client }
         }
         return client
+    }
+
+    /// "192.0.2.1:443" → "192.0.2.1", "[2001:db8::1]:443" → "2001:db8::1"; else the text.
+    static func withoutPort(_ text: String) -> String {
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            return String(text[text.index(after: text.startIndex)..<close])
+        }
+        if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") { return String(text[..<colon]) }
+        return text
     }
 }
 

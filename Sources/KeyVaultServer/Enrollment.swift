@@ -174,10 +174,13 @@ struct ExpiringSet<Key: Hashable> {
 
 extension KeyService {
     static let linkRequestLifetime: Int64 = 600
-    /// Pending link requests one client address (an IPv6 /64) may have, on all accounts together.
+    /// Pending link requests one client address (an IPv6 /56) may have, on all accounts together.
     static let maxPendingLinkRequestsPerClient = 5
-    /// Pending link requests on the whole server: rows stay bounded whatever the number of addresses.
-    static let maxPendingLinkRequests = 10_000
+    /// Pending link requests on the whole server before the per-account floor below applies.
+    static let maxPendingLinkRequests = 100_000
+    /// Past that, an account with fewer pending requests than this still gets one: a
+    /// flood over many addresses stops no account that it does not itself target.
+    static let maxPendingLinkRequestsPerAccountOverTotal = 3
 
     // MARK: Recovery
 
@@ -262,16 +265,18 @@ extension KeyService {
         // requests must not stop the owner's new device from asking.
         try await database.createLinkRequest(account, code: code, expires: expires, request: create,
                                              client: Self.addressBucket(context.clientAddress),
-                                             perClient: Self.maxPendingLinkRequestsPerClient, total: Self.maxPendingLinkRequests)
+                                             perClient: Self.maxPendingLinkRequestsPerClient, total: Self.maxPendingLinkRequests,
+                                             perAccountOverTotal: Self.maxPendingLinkRequestsPerAccountOverTotal)
         return try json(LinkRequestInfo(code: code, status: .pending, expires: expires, request: create), status: .created)
     }
 
-    /// IPv6 clients are limited per /64 (one host usually has a whole /64); IPv4 per address.
+    /// IPv6 clients are limited per /56 (what an ISP commonly gives one customer: a
+    /// host has a whole /64, a home many); IPv4 per address.
     static func addressBucket(_ address: String) -> String {
         guard address.contains(":") else { return address }
         var bytes = in6_addr()
         guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
-        return withUnsafeBytes(of: &bytes) { Hex.encode(Array($0.prefix(8))) } + "::/64"
+        return withUnsafeBytes(of: &bytes) { Hex.encode(Array($0.prefix(7))) } + "::/56"
     }
 
     /// Both devices poll this, unsigned (the new device is not enrolled yet): the code is

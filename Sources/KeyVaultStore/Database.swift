@@ -473,27 +473,34 @@ public struct KeyVaultDatabase: Sendable {
     // MARK: Device-link requests
 
     /// Stores a new pending request, unless `client` already has `perClient` pending
-    /// requests (on any account) or the server has `total`. Both counts use an index;
-    /// long-expired requests are swept on the way.
+    /// requests (on any account), or the server has `total` and this account already
+    /// has `perAccountOverTotal`: a flood spread over many addresses can fill the
+    /// server's share, but not stop an account that is not itself flooded, and rows
+    /// stay bounded (`total`, plus a few per account). Counts use an index; long-expired
+    /// requests are swept on the way.
     public func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
-                                  client: String, perClient: Int, total: Int) async throws {
+                                  client: String, perClient: Int, total: Int, perAccountOverTotal: Int) async throws {
         try await writer.write { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true else {
                 throw StoreError.notFound
             }
             let now = Self.now()
-            let fromClient = try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM (SELECT 1 FROM link_requests WHERE client = ? AND status = 'pending' AND expires >= ? LIMIT ?)
-                """, arguments: [client, now, perClient]) ?? 0
-            guard fromClient < perClient else { throw StoreError.tooManyLinkRequests }
-            let pending = try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM (SELECT 1 FROM link_requests WHERE status = 'pending' AND expires >= ? LIMIT ?)
-                """, arguments: [now, total]) ?? 0
-            guard pending < total else { throw StoreError.tooManyLinkRequests }
+            func pending(_ filter: String, _ arguments: StatementArguments, limit: Int) throws -> Int {
+                try Int.fetchOne(db, sql: """
+                    SELECT COUNT(*) FROM (SELECT 1 FROM link_requests WHERE \(filter) AND status = 'pending' AND expires >= ? LIMIT ?)
+                    """, arguments: arguments + [now, limit]) ?? 0
+            }
+            guard try pending("client = ?", [client], limit: perClient) < perClient else { throw StoreError.tooManyLinkRequests }
+            if try pending("1", [], limit: total) >= total {
+                guard try pending("account = ?", [account.rawValue], limit: perAccountOverTotal) < perAccountOverTotal else {
+                    throw StoreError.tooManyLinkRequests
+                }
+            }
             try db.execute(sql: "DELETE FROM link_requests WHERE status IN ('pending', 'approved', 'refused') AND expires < ?", arguments: [now - 86400])
+            // No audit row: anyone may ask, and a stranger must not grow an account's log.
+            // The approval (a chain link) and the refusal are logged.
             try db.execute(sql: "INSERT INTO link_requests (account, code, status, expires, request, client) VALUES (?, ?, 'pending', ?, ?, ?)",
                            arguments: [account.rawValue, code, expires, try JSONEncoder().encode(request), client])
-            try Self.audit(db, account: account, event: "link_request.created", device: request.device.rawValue, detail: nil)
         }
     }
 

@@ -218,7 +218,8 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
 
 /// Item 5 of the security review: one address flooding an account's link requests
 /// used to fill its five pending slots and stop the owner's own `device link`. The
-/// limit is now per client address (an IPv6 /64), with a cap on the whole server.
+/// limit is now per client address (an IPv6 /56), with a cap on the whole server
+/// past which an account that is not itself flooded still gets a few.
 @Test func aStrangerFloodingLinkRequestsCannotStopTheOwnersNewDevice() async throws {
     let database = try KeyVaultDatabase.inMemory()
     try await testApplication(database: database).test(.router) { client in
@@ -233,19 +234,38 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
         #expect(limited.status == .tooManyRequests && errorCode(limited) == "too_many_link_requests")
 
         // The owner's new device, from its own address, still gets a request.
-        let owner = TestDevice("owner's tablet").linkRequest(account: state.account)
-        try await database.createLinkRequest(state.account, code: "ABCDE00001", expires: Int64(Date().timeIntervalSince1970) + 600,
-                                             request: owner, client: "203.0.113.9", perClient: KeyService.maxPendingLinkRequestsPerClient,
-                                             total: KeyService.maxPendingLinkRequests)
+        let now = Int64(Date().timeIntervalSince1970)
+        func ask(_ account: AccountID, _ code: String, from client: String, total: Int = KeyService.maxPendingLinkRequests) async throws {
+            try await database.createLinkRequest(account, code: code, expires: now + 600,
+                                                 request: TestDevice(code).linkRequest(account: account), client: client,
+                                                 perClient: KeyService.maxPendingLinkRequestsPerClient, total: total,
+                                                 perAccountOverTotal: KeyService.maxPendingLinkRequestsPerAccountOverTotal)
+        }
+        try await ask(state.account, "ABCDE00001", from: "203.0.113.9")
         #expect(try await client.execute(uri: "\(base)/ABCDE00001", method: .get).status == .ok)
-        // And the server as a whole stays bounded.
+        #expect(try await database.audit(state.account, after: 0).allSatisfy { !$0.event.hasPrefix("link_request") },
+                "a stranger's request must not grow the account's audit log")
+
+        // The security review's flood (SEC-2): many addresses fill the server's share with
+        // requests to their own account. An account the flood does not target still gets
+        // requests; only the flooded account is refused, and the rows stay bounded.
+        let spammer = try await client.createAccount(TestDevice("stranger"))
+        let total = 6 + 12  // the six above, and twelve more from the flood
+        for i in 0..<12 {
+            try await ask(spammer.account, String(format: "SPAM%06d", i), from: "198.51.100.\(i / 5)", total: total)
+        }
         await #expect(throws: StoreError.tooManyLinkRequests) {
-            try await database.createLinkRequest(state.account, code: "CAPPED0001", expires: Int64(Date().timeIntervalSince1970) + 600,
-                                                 request: TestDevice("capped").linkRequest(account: state.account), client: "198.51.100.1",
-                                                 perClient: 5, total: KeyService.maxPendingLinkRequestsPerClient + 1)
+            try await ask(spammer.account, "SPAM999999", from: "192.0.2.77", total: total)
+        }
+        let victim = try await client.createAccount(TestDevice("victim"))
+        for i in 0..<KeyService.maxPendingLinkRequestsPerAccountOverTotal {
+            try await ask(victim.account, "VCTM00000\(i)", from: "192.0.2.\(i)", total: total)
+        }
+        await #expect(throws: StoreError.tooManyLinkRequests) {
+            try await ask(victim.account, "VCTM000009", from: "192.0.2.9", total: total)
         }
     }
-    #expect(KeyService.addressBucket("2001:db8:1:2:3:4:5:6") == KeyService.addressBucket("2001:db8:1:2:ffff::1"))
-    #expect(KeyService.addressBucket("2001:db8:1:3::1") != KeyService.addressBucket("2001:db8:1:2::1"))
+    #expect(KeyService.addressBucket("2001:db8:1:2:3:4:5:6") == KeyService.addressBucket("2001:db8:1:ff:ffff::1"))
+    #expect(KeyService.addressBucket("2001:db8:1:300::1") != KeyService.addressBucket("2001:db8:1:200::1"))
     #expect(KeyService.addressBucket("192.0.2.1") == "192.0.2.1")
 }

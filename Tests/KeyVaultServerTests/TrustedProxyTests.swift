@@ -42,8 +42,11 @@ func trustedProxyNetworksMatchTheirAddresses(network: String, address: String, i
     #expect(client("10.0.0.2", ["198.51.100.1", "203.0.113.9"]) == "203.0.113.9")  // repeated headers, in order
     #expect(client("fd00::2", ["2001:db8::1"]) == "2001:db8::1")
     #expect(client("10.0.0.2", []) == "10.0.0.2")
-    #expect(client("10.0.0.2", ["garbage"]) == "10.0.0.2")
-    #expect(client("10.0.0.2", ["203.0.113.9, garbage"]) == "10.0.0.2")
+    // Not an address: a bucket of its own, never the proxy's (that would be every client's).
+    #expect(client("10.0.0.2", ["garbage"]) == "unparsed:garbage")
+    #expect(client("10.0.0.2", ["203.0.113.9, garbage"]) == "unparsed:garbage")
+    #expect(client("10.0.0.2", ["203.0.113.9:51234"]) == "203.0.113.9")
+    #expect(client("10.0.0.2", ["[2001:db8::1]:443"]) == "2001:db8::1")
     #expect(client("203.0.113.50", ["198.51.100.1"]) == "203.0.113.50")  // not from a proxy: the header is ignored
 }
 
