@@ -21,10 +21,11 @@ extension Vault {
         }
         guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a device name has 1 to 100 characters") }
         let keys = DeviceKeys()
-        let genesis = ChainLink.genesis(signingKey: keys.signing, boxKey: keys.agreement.publicKey, name: name,
-                                        time: Int64(Date().timeIntervalSince1970))
-        let state = try ChainState(genesis: genesis)
         let master = SymmetricKey()
+        let genesis = ChainLink.genesis(signingKey: keys.signing, boxKey: keys.agreement.publicKey, name: name,
+                                        time: Int64(Date().timeIntervalSince1970),
+                                        masterKeyCheck: try MasterKeyCheck.compute(master, generation: 1))
+        let state = try ChainState(genesis: genesis)
         var box = KeyBox(generation: 1, sequence: 0, recipient: keys.id.rawValue, box: base64Encode(try keys.agreement.publicKey.sealedBox(for: master)),
                          signer: keys.id.rawValue, signature: "")
         box.sign(with: keys.signing, account: state.account)
@@ -154,13 +155,24 @@ extension Vault {
                             pollInterval: Duration = .seconds(1), events: (LinkEvent) -> Void,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try prepareNewDevice(home: home, name: name)
-        if let earlier = try? home.load(), earlier.account == account, let code = earlier.linkCode,
-           let info = try? await ServerAPI(transport: transport, account: account).linkRequest(code),
-           info.status == .approved, info.request.device == earlier.device {
-            events(.resumed(code: code))
-            return try await finishLink(home: home, record: earlier, transport: transport, progress: progress)
+        var device = DeviceKeys()
+        if let earlier = try? home.load(), earlier.account == account, !earlier.enrolled {
+            // A request made from this home may still be approved: keep the keys it named,
+            // so that its approval never leaves a device nobody holds the keys of.
+            device = earlier.keys
+            if let code = earlier.linkCode {
+                let info: LinkRequestInfo?
+                do {
+                    info = try await ServerAPI(transport: transport, account: account).linkRequest(code)
+                } catch let error as ClientError where error.status == 404 {
+                    info = nil
+                }
+                if let info, info.status == .approved, info.request.device == earlier.device {
+                    events(.resumed(code: code))
+                    return try await finishLink(home: home, record: earlier, transport: transport, progress: progress)
+                }
+            }
         }
-        let device = DeviceKeys()
         var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
         try home.save(record)
         let api = ServerAPI(transport: transport, account: account, keys: device)

@@ -143,6 +143,12 @@ public final class Vault: @unchecked Sendable {
             throw ClientError(.badBox, "the master key box for generation \(box.generation) does not open with this device's key",
                               kind: .verification)
         }
+        // Signed by a device active where it names is not enough: one revoked later could
+        // have sealed a key of its own choosing. The generation's link says which key it is.
+        guard try MasterKeyCheck.matches(key, generation: box.generation, in: state) else {
+            throw ClientError(.badBox, "the master key in the box for generation \(box.generation) is not the one the chain's link for that generation names (signed by \(box.signer.prefix(8))…)",
+                              hint: "a device, perhaps since revoked, sealed a key of its own; do not trust this server's boxes", kind: .verification)
+        }
         return key
     }
 
@@ -321,7 +327,8 @@ public final class Vault: @unchecked Sendable {
                                                         under: key, masterGeneration: g))
                 }
             }
-            let link = makeLink(.masterRotate, ["masterGeneration": String(g)], after: state)
+            let link = makeLink(.masterRotate, ["masterGeneration": String(g),
+                                                "masterKeyCheck": try MasterKeyCheck.compute(key, generation: g)], after: state)
             var after = state
             try after.apply(link)
             return (AppendRequest(link: link, boxes: try boxes(key, generation: g, in: after), wraps: wraps),
@@ -439,23 +446,42 @@ public final class Vault: @unchecked Sendable {
         try await revoke(try revocationPlan(for: target))
     }
 
-    /// Revokes every device of `plan`; when that compromises the recovery code, sets
-    /// `newRecoveryCode` (nil: the account is left without a working code); then
-    /// rotates the master key and every member key so that no revoked device ever
-    /// receives a generation made after it. Resumable: running it again finishes.
-    public func revoke(_ plan: RevocationPlan, newRecoveryCode: Mnemonic? = nil,
-                       parameters: Argon2id.Parameters = .recovery) async throws {
-        for target in plan.targets where try chain.devices[target.id]?.isActive == true {
-            progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
-            try await write("device revoke") { state in
-                (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
+    /// Revokes every device of `plan`, then every device that descends from them and
+    /// is not kept, until none is left: the thief may add one between the plan and
+    /// the revocation landing, and once the revocations land the revoked devices can
+    /// add nothing more. When the recovery code is compromised then (the plan said so,
+    /// or the thief set one meanwhile), sets the code `newRecoveryCode` gives (nil:
+    /// the account is left without a working code until one is set). Then rotates the
+    /// master key and every member key so that no revoked device ever receives a
+    /// generation made after it. Resumable: running it again finishes.
+    ///
+    /// - Returns: the plan as carried out: every device revoked, and those kept.
+    @discardableResult
+    public func revoke(_ plan: RevocationPlan, newRecoveryCode: () throws -> Mnemonic? = { nil },
+                       parameters: Argon2id.Parameters = .recovery) async throws -> RevocationPlan {
+        let kept = Set(plan.kept.map(\.id))
+        var done = plan
+        var next = plan.targets
+        while !next.isEmpty {
+            for target in next where try chain.devices[target.id]?.isActive == true {
+                progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
+                try await write("device revoke") { state in
+                    (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
+                }
             }
+            let state = try chain
+            next = state.activeDevices.filter { candidate in
+                candidate.id != device && !kept.contains(candidate.id) && done.targets.contains { state.descends(candidate.id, from: $0.id) }
+            }
+            done.targets += next
         }
         // The new code first, so that the master key made next is sealed to it.
-        if let newRecoveryCode, try chain.recovery?.isCompromised == true {
-            try await setRecoveryCode(newRecoveryCode, parameters: parameters)
+        if try chain.recovery?.isCompromised == true {
+            done.compromisesRecovery = true
+            if let code = try newRecoveryCode() { try await setRecoveryCode(code, parameters: parameters) }
         }
         try await finishPendingRotations()
+        return done
     }
 
     // MARK: Recovery code

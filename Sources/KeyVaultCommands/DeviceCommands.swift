@@ -261,13 +261,13 @@ extension Device {
             } catch let error as ClientError where error.code == .invalidInput {
                 throw KeyctlError(.invalidInput, error.message, hint: error.hint, exitCode: .usage)
             }
-            let also = Array(plan.targets.dropFirst())
+            let listed = Array(plan.targets.dropFirst())
             func describe(_ device: ChainState.Device) -> String { "\(device.name.printable) (\(device.id))" }
             if plan.targets.contains(where: \.isActive) {
                 var question = "Revoke \(describe(target))? It loses access to everything from now on."
-                if !also.isEmpty {
+                if !listed.isEmpty {
                     question += "\nIt added these devices, which are revoked with it (keep one with --keep ID):\n"
-                        + also.map { "  \(describe($0))\n" }.joined()
+                        + listed.map { "  \(describe($0))\n" }.joined()
                 }
                 if !plan.kept.isEmpty { question += "\nKept: " + plan.kept.map(describe).joined(separator: ", ") + "\n" }
                 if plan.compromisesRecovery {
@@ -275,15 +275,21 @@ extension Device {
                 }
                 try confirm(question, assumeYes: recovery.yes, what: "revoking a device")
             }
-            // The new code is delivered (and checked) before anything changes.
-            let code = plan.compromisesRecovery ? try recovery.newCode(json: options.json) : nil
-            try await vault.revoke(plan, newRecoveryCode: code, parameters: recovery.kdf)
+            // The new code is delivered (and checked) before anything changes, when the plan
+            // knows it is needed; the thief may also have set one meanwhile: then it is asked now.
+            var code = plan.compromisesRecovery ? try recovery.newCode(json: options.json) : nil
+            let json = options.json
+            let done = try await vault.revoke(plan, newRecoveryCode: {
+                if code == nil { code = try recovery.newCode(json: json) }
+                return code
+            }, parameters: recovery.kdf)
+            let also = Array(done.targets.dropFirst())
             let state = try vault.chain
             var text = "Revoked \(target.name.debugDescription)"
             if !also.isEmpty { text += " and the devices it added (\(also.map { $0.name.printable }.joined(separator: ", ")))" }
             text += "; master key is now generation \(state.masterGeneration) and every member key was rotated.\n"
             if code != nil { text += "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n" }
-            options.result(["revoked": target.id.rawValue, "alsoRevoked": also.map(\.id.rawValue), "kept": plan.kept.map(\.id.rawValue),
+            options.result(["revoked": target.id.rawValue, "alsoRevoked": also.map(\.id.rawValue), "kept": done.kept.map(\.id.rawValue),
                             "newRecoveryCode": code != nil, "recoveryGeneration": state.recovery?.generation ?? 0,
                             "masterGeneration": state.masterGeneration,
                             "members": state.members.values.map { ["id": $0.id.rawValue, "generation": $0.generation] }], text)

@@ -44,9 +44,14 @@ extension ChainLink {
     }
 
     /// A signed genesis link for a new account whose first device holds these keys.
-    public static func genesis(signingKey: Ed25519.PrivateKey, boxKey: X25519.PublicKey, name: String, time: Int64) -> ChainLink {
+    /// - Parameter masterKeyCheck: the check value of master key generation 1
+    ///   (docs/formats/member-keys.md, "Master key check"), so that a box of a key
+    ///   other than the one this device made is refused.
+    public static func genesis(signingKey: Ed25519.PrivateKey, boxKey: X25519.PublicKey, name: String, time: Int64,
+                               masterKeyCheck: String? = nil) -> ChainLink {
         var fields = deviceFields(signingKey: signingKey.publicKey, boxKey: boxKey, name: name)
         fields["masterGeneration"] = "1"
+        if let masterKeyCheck { fields["masterKeyCheck"] = masterKeyCheck }
         var link = ChainLink(sequence: 0, previous: noPrevious, type: .genesis, signer: deviceID(for: signingKey.publicKey).rawValue,
                              time: time, body: fields)
         link.sign(with: signingKey)
@@ -114,6 +119,8 @@ public struct ChainState: Sendable, Equatable {
     public private(set) var masterGeneration: UInt32
     /// The link at which each master key generation started (index 0: generation 1).
     public private(set) var masterGenerationStarts: [UInt64]
+    /// The check value each generation's link committed to, where it carries one.
+    public private(set) var masterKeyChecks: [UInt32: String]
     public private(set) var members: [MemberID: Member]
 
     /// The current recovery code, if one was ever set.
@@ -145,6 +152,7 @@ public struct ChainState: Sendable, Equatable {
         recoveries = []
         masterGeneration = 1
         masterGenerationStarts = [0]
+        masterKeyChecks = try Self.masterKeyCheck(link).map { [1: $0] } ?? [:]
         members = [:]
     }
 
@@ -224,6 +232,7 @@ public struct ChainState: Sendable, Equatable {
             }
             next.masterGeneration = generation
             next.masterGenerationStarts.append(link.sequence)
+            next.masterKeyChecks[generation] = try Self.masterKeyCheck(link)
         case .memberAdd:
             guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)) else {
                 throw ProtocolError.malformed("member.add needs a member id (32 hex digits)")
@@ -252,15 +261,32 @@ public struct ChainState: Sendable, Equatable {
     // MARK: History
 
     /// Whether revoking `id` now compromises the current recovery code: the code
-    /// was set by `id`, or by a device `id` added (docs/formats/account-chain.md, "History").
+    /// was set by `id`, or by a device that descends from it
+    /// (docs/formats/account-chain.md, "History").
     public func recoveryCompromised(byRevoking id: DeviceID) -> Bool {
         guard let recovery, !recovery.isCompromised else { return false }
-        return recovery.setBy == id || devices[recovery.setBy]?.addedBy == id
+        return recovery.setBy == id || descends(recovery.setBy, from: id)
     }
 
-    /// The active devices that `id` added, directly or with a recovery code it set.
+    /// The active devices that descend from `id` (``descends(_:from:)``).
     public func devicesAdded(by id: DeviceID) -> [Device] {
-        activeDevices.filter { $0.addedBy == id }
+        activeDevices.filter { descends($0.id, from: id) }
+    }
+
+    /// Whether `id` was added by `ancestor`, directly, with a recovery code it set, or
+    /// through devices that are revoked already. A thief's device would otherwise hide
+    /// behind a revoked intermediate (the phone adds X, X adds Y, the phone revokes
+    /// X): only an active intermediate breaks the line, and revoking it answers for
+    /// its own descendants.
+    public func descends(_ id: DeviceID, from ancestor: DeviceID) -> Bool {
+        var parent = devices[id]?.addedBy
+        for _ in 0...devices.count {  // each step goes to an earlier link: no cycles, but bounded anyway
+            guard let current = parent else { return false }
+            if current == ancestor { return true }
+            guard let device = devices[current], !device.isActive else { return false }
+            parent = device.addedBy
+        }
+        return false
     }
 
     /// The master key generation current just after link `sequence` (nil past the head).
@@ -310,6 +336,15 @@ public struct ChainState: Sendable, Equatable {
         let name = link.body["name"] ?? ""
         guard (1...100).contains(name.count) else { throw ProtocolError.malformed("a device name has 1 to 100 characters") }
         return Device(id: id, name: name, signingKey: signingKey, boxKey: boxKey, added: sequence, addedBy: nil)
+    }
+
+    /// The optional `masterKeyCheck` of a genesis or master.rotate link: 32 hex digits.
+    static func masterKeyCheck(_ link: ChainLink) throws -> String? {
+        guard let check = link.body["masterKeyCheck"] else { return nil }
+        guard check.utf8.count == 32, (try? Hex.decode(check)) != nil, check == check.lowercased() else {
+            throw ProtocolError.malformed("\(link.type.rawValue) needs masterKeyCheck as 32 lowercase hex digits")
+        }
+        return check
     }
 
     static func deviceField(_ link: ChainLink) throws -> DeviceID {

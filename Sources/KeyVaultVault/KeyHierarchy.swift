@@ -143,3 +143,24 @@ public enum AttachmentCrypto {
         return plaintext
     }
 }
+
+/// A master key generation's check value (docs/formats/member-keys.md, "Master key
+/// check"): the genesis and `master.rotate` links carry it, so a device that opens a
+/// box can tell the key in it is the one the generation's maker sealed. Without it, a
+/// device revoked later could sign (at a link where it was still active) a box of a
+/// key of its own choosing for that generation, and a device that had not opened the
+/// generation yet would take it for the real one.
+public enum MasterKeyCheck {
+    /// 16 bytes of HMAC-SHA256(key, "keyvault/v1/master-key-check" ‖ 0x00 ‖ u32 generation), hex.
+    public static func compute(_ key: SymmetricKey, generation: UInt32) throws -> String {
+        var data = Array("keyvault/v1/master-key-check".utf8) + [0]
+        withUnsafeBytes(of: generation.bigEndian) { data += $0 }
+        return Hex.encode(Array(try HMACSHA256.authenticationCode(for: data, using: key).prefix(16)))
+    }
+
+    /// Whether `key` matches the check the chain holds for `generation` (true when it holds none).
+    public static func matches(_ key: SymmetricKey, generation: UInt32, in state: ChainState) throws -> Bool {
+        guard let expected = state.masterKeyChecks[generation] else { return true }
+        return constantTimeEquals(Array(try compute(key, generation: generation).utf8), Array(expected.utf8))
+    }
+}

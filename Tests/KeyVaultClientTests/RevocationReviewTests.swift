@@ -6,16 +6,14 @@ import KeyVaultModel
 import KeyVaultProtocol
 import Testing
 
-// Proofs of concept from the security review of branch sec-review (round after issue 8).
-// Each test states what SHOULD hold; it fails on the code reviewed.
+// Regression tests from the attack review of issue 8's changes: each was a failing
+// proof of concept against the code reviewed (SEC-1, SEC-3, SEC-5) and holds now.
 
-/// SEC-1. `device revoke` computes its plan (the devices the stolen one added) once,
-/// before the confirmation prompt, and `Vault.revoke(_ plan:)` never looks again. A
-/// device the thief adds after the plan was made (while the person reads the prompt,
-/// or in any window before the revocation link lands) is not revoked, and the master
-/// key rotation that follows seals the new generation to it: the thief keeps reading
-/// everything after a "successful" revocation.
-@Test func secReviewADeviceAddedByTheThiefAfterThePlanIsRevokedToo() async throws {
+/// SEC-1. `device revoke` made its plan (the devices the stolen one added) once, before
+/// the confirmation prompt, and never looked again: a device the thief added meanwhile
+/// stayed active and was sealed the new master key. `Vault.revoke` now revokes, after
+/// the revocations land, every device that descends from the revoked ones.
+@Test func aDeviceTheThiefAddsAfterThePlanIsRevokedToo() async throws {
     try await Fixture.run { fixture, laptop in
         let alice = try await laptop.addMember(name: "Alice")
         _ = try await putFile(laptop, fixture, alice, "before the theft")
@@ -46,10 +44,10 @@ import Testing
         #expect(try laptop.pendingRotation().isEmpty)
         #expect(state.devices[sleeperID]?.addedBy == phone.device)
 
-        // Expected: a device the revoked phone added is revoked with it (issue 8, item 2).
+        // A device the revoked phone added is revoked with it (issue 8, item 2).
         #expect(state.devices[sleeperID]?.isActive == false,
                 "the device the thief added after the plan is still active after `device revoke phone`")
-        // Expected: it receives no master key made after the revocation.
+        // It receives no master key made after the revocation.
         let leaked = try? await fixture.open("sleeper", forgetKeys: true).masterKey()
         #expect(leaked == nil, "the thief's device opened master key generation \(leaked?.generation ?? 0), made by the revocation")
     }
@@ -57,7 +55,7 @@ import Testing
 
 /// Links a new device `name` into the account of `approver`, through the real
 /// commit/answer/reveal exchange, with the approver typing the digits shown.
-func secReviewLink(_ fixture: Fixture, by approver: Vault, _ name: String) async throws -> Vault {
+func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async throws -> Vault {
     let screen = LinkScreen()
     let task = Task {
         try await Vault.link(home: fixture.home(name), server: "test", transport: fixture.transport, account: approver.account,
@@ -69,22 +67,19 @@ func secReviewLink(_ fixture: Fixture, by approver: Vault, _ name: String) async
     return try await task.value
 }
 
-/// SEC-3. The cascade follows `addedBy` only through ACTIVE devices
-/// (`ChainState.devicesAdded(by:)` filters `activeDevices`), and a code's compromise looks
-/// one level up only (`recoveryCompromised(byRevoking:)`). The thief, on the stolen phone,
-/// launders a device through a revoked intermediate: phone adds X, X adds Y, the phone
-/// revokes X keeping Y (or signs a plain device.revoke of X), Y sets a recovery code of its
-/// own. When the owner revokes the phone, the plan lists nothing, the code is not
-/// compromised, and Y and its code receive the new master key.
-@Test func secReviewADeviceLaunderedThroughARevokedIntermediateIsRevokedWithThePhone() async throws {
+/// SEC-3. The cascade followed `addedBy` only through active devices, and a code's
+/// compromise looked one level up: the thief's phone adds X, X adds Y, the phone revokes
+/// X keeping Y, Y sets a code of its own; revoking the phone then left Y and its code in
+/// the account. Descent now runs through revoked intermediates (`ChainState.descends`).
+@Test func aDeviceLaunderedThroughARevokedIntermediateIsRevokedWithThePhone() async throws {
     try await Fixture.run { fixture, laptop in
         let alice = try await laptop.addMember(name: "Alice")
         _ = try await putFile(laptop, fixture, alice, "the owner's scan")
         let phone = try await fixture.enroll("phone", in: laptop.account)  // stolen, unlocked
 
         // The thief: phone adds X, X adds Y, the phone revokes X but keeps Y.
-        let x = try await secReviewLink(fixture, by: phone, "x")
-        let y = try await secReviewLink(fixture, by: x, "laptop (work)")
+        let x = try await linkDevice(fixture, by: phone, "x")
+        let y = try await linkDevice(fixture, by: x, "laptop (work)")
         let yID = y.device
         x.home.unlock()
         try await phone.sync()
@@ -101,7 +96,8 @@ func secReviewLink(_ fixture: Fixture, by approver: Vault, _ name: String) async
         let plan = try laptop.revocationPlan(for: try laptop.device(matching: "phone"))
         #expect(plan.targets.contains { $0.id == yID }, "the plan does not list Y, which the phone's device X added")
         #expect(plan.compromisesRecovery, "the plan does not treat the code set by Y as compromised")
-        try await laptop.revoke(plan, newRecoveryCode: try Mnemonic.generate(wordCount: 24, language: .english), parameters: .interactive)
+        let newCode = try Mnemonic.generate(wordCount: 24, language: .english)
+        try await laptop.revoke(plan, newRecoveryCode: { newCode }, parameters: .interactive)
         let state = try laptop.chain
         #expect(state.devices[yID]?.isActive == false, "Y is still active after `device revoke phone`")
         let leaked = try? await fixture.open("laptop (work)", forgetKeys: true).masterKey()
@@ -111,18 +107,12 @@ func secReviewLink(_ fixture: Fixture, by approver: Vault, _ name: String) async
     }
 }
 
-/// SEC-5. Judging a box at the link it names lets a revoked device sign boxes of the
-/// generation current at its revocation (it is "active" at any link before it), and
-/// nothing in the chain commits to the key inside a box. Between a revocation and its
-/// master key rotation (an interrupted `device revoke`, or one still running), the
-/// revoked device (with the server, or the server holding its key) hands an honest device
-/// that has not cached that generation a box of a key of its choosing. The device
-/// accepts it and caches it for good: with members, the pending rotation can then never
-/// finish from that device (the wraps do not open), and whatever it seals meanwhile
-/// (a new device's box, a new recovery code's box) holds the forged key.
-/// Expected: a forged key is refused (e.g. `master.rotate` and genesis commit to a key
-/// check value that a device compares after opening its box).
-@Test func secReviewARevokedDeviceCannotHandOutAForgedKeyOfTheGenerationItKnew() async throws {
+/// SEC-5. A box is judged at the link it names, so a device revoked at link r could
+/// sign, naming an earlier link, a box of the generation current at r holding a key of
+/// its own choosing, and a device that had not opened that generation took it. The
+/// genesis and `master.rotate` links now carry the generation's key check value, and a
+/// device refuses a box whose key does not match it.
+@Test func aRevokedDeviceCannotHandOutAForgedKeyOfTheGenerationItKnew() async throws {
     try await Fixture.run { fixture, laptop in
         _ = try await laptop.addMember(name: "Alice")
         let phone = try await fixture.enroll("phone", in: laptop.account)

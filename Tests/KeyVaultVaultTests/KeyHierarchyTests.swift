@@ -86,3 +86,22 @@ func key(_ hex: String) throws -> SymmetricKey { try SymmetricKey(SecureBytes(co
     #expect(throws: VaultError.self) { try AttachmentCrypto.open(object, address: moved, account: account, keyKeys: keyKeys, addressKeys: addressKeys) }
     #expect(throws: VaultError.self) { try AttachmentCrypto.open(object, address: address, account: account, keyKeys: keyKeys, addressKeys: newer) }
 }
+
+struct MasterKeyCheckFile: Decodable {
+    struct Case: Decodable { let key: String, generation: UInt32, check: String }
+    let tests: [Case]
+}
+
+/// docs/formats/member-keys.md, "Master key check", as Python's hmac computes it;
+/// another key or generation gives another value.
+@Test func masterKeyChecksMatchTheIndependentImplementation() throws {
+    let url = try #require(Bundle.module.url(forResource: "master-key-check-v1", withExtension: "json", subdirectory: "Vectors"))
+    let file = try JSONDecoder().decode(MasterKeyCheckFile.self, from: Data(contentsOf: url))
+    #expect(file.tests.count == 4)
+    for v in file.tests {
+        let k = try key(v.key)
+        #expect(try MasterKeyCheck.compute(k, generation: v.generation) == v.check)
+        #expect(try MasterKeyCheck.compute(k, generation: v.generation &+ 1) != v.check)
+        #expect(try MasterKeyCheck.compute(SymmetricKey(), generation: v.generation) != v.check)
+    }
+}
