@@ -206,7 +206,7 @@ extension KeyService {
             && recovery.authKey.isValidSignature(signature, for: RecoveryProofFormat.signedBytes(account: account, challenge: proof.challenge))
         guard valid, await recoveryGate.close(challenge: proof.challenge) else {
             try await refuseIfThrottled(account, context)
-            await recoveryGate.recordFailure(account: account, client: context.clientAddress)
+            await recoveryGate.recordFailure(account: account, client: Self.addressBucket(context.clientAddress))
             try? await database.recordAudit(account, event: "refused.recovery_proof", device: nil, detail: nil)
             throw APIError(.unauthorized, "bad_recovery_proof", "the recovery proof does not verify (wrong code, or a stale or reused challenge)")
         }
@@ -241,7 +241,7 @@ extension KeyService {
 
     /// Refuses a failed proof without counting it, once its account or client failed too often.
     private func refuseIfThrottled(_ account: AccountID, _ context: Context) async throws {
-        if let wait = await recoveryGate.retryAfter(account: account, client: context.clientAddress) {
+        if let wait = await recoveryGate.retryAfter(account: account, client: Self.addressBucket(context.clientAddress)) {
             var error = APIError(.tooManyRequests, "rate_limited", "too many failed recovery proofs; try again in \(wait) seconds")
             error.headers[.retryAfter] = String(wait)
             throw error
