@@ -2,6 +2,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One HTTP exchange, as the client sees it.
 public struct HTTPExchange: Sendable {
@@ -56,18 +59,51 @@ extension ClientError {
 
 /// HTTP(S) through Foundation's URLSession.
 ///
+/// Plain `http://` is refused to anything but this machine (127.0.0.0/8, ::1,
+/// localhost) unless `allowInsecureHTTP`: see ``checkCleartext(_:allowInsecureHTTP:)``.
 /// Answers are read as they arrive and refused past the exchange's `maxReplyBytes`;
 /// redirects are not followed (the KeyVault API has none, and one could lead to plain HTTP).
 public struct URLSessionTransport: HTTPTransport {
     public let baseURL: URL
+    public let allowInsecureHTTP: Bool
     let timeout: TimeInterval
 
-    public init(baseURL: URL, timeout: TimeInterval = 30) {
+    public init(baseURL: URL, timeout: TimeInterval = 30, allowInsecureHTTP: Bool = false) {
         self.baseURL = baseURL
         self.timeout = timeout
+        self.allowInsecureHTTP = allowInsecureHTTP
+    }
+
+    /// Whether `url` names this machine: an IPv4 address in 127.0.0.0/8, `::1`, or `localhost`.
+    public static func isLoopback(_ url: URL) -> Bool {
+        guard var host = url.host?.lowercased() else { return false }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) } == [UInt8](repeating: 0, count: 15) + [1]
+        }
+        return false
+    }
+
+    /// Refuses plain HTTP to anything but this machine unless `allowInsecureHTTP`.
+    ///
+    /// Over plain HTTP the server's host and anyone on the path read every request's
+    /// metadata (account, device, times, sizes) and can rewrite answers; a device-link
+    /// exchange in particular must not cross a network in the clear.
+    ///
+    /// - Throws: `insecure_http` (kind input).
+    public static func checkCleartext(_ url: URL, allowInsecureHTTP: Bool) throws {
+        guard url.scheme?.lowercased() == "http", !allowInsecureHTTP, !isLoopback(url) else { return }
+        throw ClientError(.insecureHTTP, "refusing plain http:// to \(url.host ?? url.absoluteString): only loopback (127.0.0.0/8, ::1, localhost) is reached without TLS",
+                          hint: "anyone on the network path, and the server's host, would see every request's metadata, and a device-link exchange must not cross a network in the clear; use https://, or allow plain HTTP explicitly if you accept that",
+                          kind: .input)
     }
 
     public func send(_ exchange: HTTPExchange) async throws -> HTTPReply {
+        try Self.checkCleartext(baseURL, allowInsecureHTTP: allowInsecureHTTP)
         guard let url = URL(string: baseURL.absoluteString.trimmingSuffix("/") + exchange.target) else {
             throw ClientError(.network, "cannot build a URL from \(baseURL) and \(exchange.target)")
         }

@@ -60,11 +60,12 @@ extension Device {
         @OptionGroup var options: HomeOptions
 
         func run() async throws {
+            let transport = try options.transport(for: server.server)  // before any prompt
             let home = options.deviceHome()
             try seal.apply(to: home)
             let code = try readRecoveryCode()
             let vault = try await Vault.enrollWithRecoveryCode(
-                home: home, server: server.server, transport: try KeyctlMain.transport(server.server),
+                home: home, server: server.server, transport: transport,
                 account: target.accountID, name: target.name, code: code, progress: options.progress)
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue],
                            "This device (\(vault.device)) joined account \(vault.account).\n")
@@ -102,10 +103,11 @@ extension Device {
         func run() async throws {
             let console = KeyctlMain.console
             let json = options.json
+            let transport = try options.transport(for: server.server)  // before any prompt
             let home = options.deviceHome()
             try seal.apply(to: home)
             let vault = try await Vault.link(
-                home: home, server: server.server, transport: try KeyctlMain.transport(server.server),
+                home: home, server: server.server, transport: transport,
                 account: target.accountID, name: target.name, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
                 events: { event in
                     switch (event, json) {
