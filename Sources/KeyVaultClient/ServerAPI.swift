@@ -255,11 +255,18 @@ public struct ServerAPI: Sendable {
 
 extension String {
     /// Text from the server made safe for a terminal: control characters (an
-    /// escape sequence could rewrite what the person sees) become "?", and it is
-    /// cut at 500 characters.
+    /// escape sequence could rewrite what the person sees) and bidirectional
+    /// overrides (which make text read other than it is) become "?", and it is cut
+    /// at 500 characters.
     public var printable: String {
-        String(String.UnicodeScalarView(prefix(500).unicodeScalars.map {
-            $0.properties.generalCategory == .control ? "?" : $0
+        String(prefix(500)).terminalSafe()
+    }
+
+    /// The whole text made safe for a terminal, as ``printable`` without the cut;
+    /// with `keepingNewlines`, line feeds stay (for output this program laid out).
+    public func terminalSafe(keepingNewlines: Bool = false) -> String {
+        String(String.UnicodeScalarView(unicodeScalars.map {
+            ($0.properties.generalCategory == .control && !(keepingNewlines && $0 == "\n")) || $0.properties.isBidiControl ? "?" : $0
         }))
     }
 }

@@ -102,7 +102,7 @@ struct Status: AsyncParsableCommand {
 
             """
         for request in pending {
-            text += "link request \(request.code) from \(request.request.name.debugDescription): approve with `keyctl device approve \(request.code)`\n"
+            text += "link request \(request.code) from \(request.request.name.printable.debugDescription): approve with `keyctl device approve \(request.code)`\n"
         }
         if !rotation.isEmpty {
             text += "unfinished rotation: run `keyctl master rotate` to finish it\n"
@@ -141,7 +141,7 @@ struct Audit: AsyncParsableCommand {
             Checked \(report.links) links, \(report.boxes) key boxes, \(report.wraps) member key wraps and \(report.auditEntries) audit entries: all consistent.
             The server refused \(report.refusals) request(s) for this account (see the audit log).
 
-            """ : report.findings.map { "finding (\($0.area)): \($0.message)\n" }.joined())
+            """ : report.findings.map { "finding (\($0.area.printable)): \($0.message.printable)\n" }.joined())
         guard ok else {
             if !options.json {
                 KeyctlMain.console.writeError("keyctl: error: the audit found \(report.findings.count) problem(s)\n")

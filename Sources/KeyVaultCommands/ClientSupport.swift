@@ -62,7 +62,7 @@ struct HomeOptions: ParsableArguments {
     var progress: ProgressReporter {
         let console = KeyctlMain.console
         guard !json, console.errorIsTerminal else { return { _ in } }
-        return { console.writeError("… \($0)\n") }
+        return { console.writeError("… \($0.terminalSafe())\n") }
     }
 
     func openVault() async throws -> Vault {
@@ -72,7 +72,8 @@ struct HomeOptions: ParsableArguments {
     /// Writes the result: JSON with --json, else the text.
     func result(_ object: [String: Any], _ text: @autoclosure () -> String) {
         let console = KeyctlMain.console
-        if json { console.write(jsonLine(object)) } else { console.write(text()) }
+        // The text quotes names from other devices and the server: no terminal controls get through.
+        if json { console.write(jsonLine(object)) } else { console.write(text().terminalSafe(keepingNewlines: true)) }
     }
 }
 

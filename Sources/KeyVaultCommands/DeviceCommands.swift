@@ -117,7 +117,7 @@ extension Device {
                         console.write("""
                             On a device of the account, run:
 
-                              keyctl device approve \(code)
+                              keyctl device approve \(code.printable)
 
 
                             """)
@@ -128,7 +128,7 @@ extension Device {
                     case (.resumed(let code), true):
                         console.write(jsonLine(["code": code, "resumed": true]))
                     case (.resumed(let code), false):
-                        console.write("The earlier request \(code) was approved; finishing it.\n")
+                        console.write("The earlier request \(code.printable) was approved; finishing it.\n")
                     }
                 }, progress: options.progress)
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "status": "approved"],

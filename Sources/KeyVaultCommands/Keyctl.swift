@@ -91,13 +91,16 @@ public enum KeyctlMain {
         }
     }
 
+    /// Prints an error. Messages can quote a server (its error text, a field that
+    /// did not decode), so everything is made terminal-safe here.
     static func report(_ error: KeyctlError, to console: any Console, json: Bool) {
+        let code = error.code.rawValue.terminalSafe(), message = error.message.terminalSafe(), hint = error.hint?.terminalSafe()
         if json {
-            var body: [String: Any] = ["code": error.code.rawValue, "message": error.message]
-            if let hint = error.hint { body["hint"] = hint }
+            var body: [String: Any] = ["code": code, "message": message]
+            if let hint { body["hint"] = hint }
             console.write(jsonLine(["error": body]))
         }
-        console.writeError("keyctl: error: \(error.message)\n")
-        if let hint = error.hint { console.writeError("keyctl: hint: \(hint)\n") }
+        console.writeError("keyctl: error: \(message)\n")
+        if let hint { console.writeError("keyctl: hint: \(hint)\n") }
     }
 }
