@@ -137,8 +137,10 @@ func readRecoveryCode(prompt: String = "Recovery code (input hidden): ") throws 
     do {
         return try Mnemonic(utf8: phrase)
     } catch let error as MnemonicError {
+        // Positions only: the candidate words `recovery verify` shows are likely words of
+        // this code, which is being used here, not checked (SECURITY.md).
         throw KeyctlError(.invalidCode, "that is not a valid recovery code: \(error.message)",
-                          hint: Recovery.hint(for: error) ?? "check the words with `keyctl recovery verify`", exitCode: .rejected)
+                          hint: Recovery.positionHint(for: error), exitCode: .rejected)
     }
 }
 

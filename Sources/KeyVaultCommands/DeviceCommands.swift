@@ -49,7 +49,10 @@ extension Device {
                 Reads the 24-word code from standard input (a hidden prompt on a
                 terminal), derives its keys (Argon2id, a second or so), proves it to the
                 server, checks the account chain against the anchor the code opens, and
-                adds this device. Exit 1 when the code does not open the account.
+                adds this device. Exit 1 when the code does not open the account, or
+                is not a valid code: a mistyped word is named by its position only,
+                never with candidate words (they would be likely words of your code;
+                `keyctl recovery verify` shows them, on your own terminal).
 
                 --json prints {"account", "device"}.
                 """)
