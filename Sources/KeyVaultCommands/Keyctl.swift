@@ -35,7 +35,8 @@ public struct Keyctl: AsyncParsableCommand {
             audit, SAS mismatch, refused link); 2 the command could not do its work
             (network, files, device home); 3 the server refused the request; 4 this
             device was revoked; 5 the server's answer failed verification (do not trust
-            it); 64 the command line is wrong.
+            it); 64 the command line is wrong (including plain http:// to a server
+            that is not this machine without --insecure-http).
 
             This is KeyVault's keyctl, not the Linux keyutils tool of the same name:
             run it as ./keyctl or from .build/release/, or check with `keyctl --version`.
