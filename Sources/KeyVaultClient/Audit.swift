@@ -28,7 +28,8 @@ extension Vault {
         var report = AuditReport()
         let state = try chain
         report.links = links.count
-        func finding(_ area: String, _ message: String) { report.findings.append(Finding(area: area, message: message)) }
+        // Findings quote the server (device names, audit events) and other devices (names in the chain): made terminal-safe here, once.
+        func finding(_ area: String, _ message: String) { report.findings.append(Finding(area: area, message: message.printable)) }
 
         // Boxes.
         let boxes = try await api.boxes(all: true)

@@ -46,6 +46,9 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         public static let invalidInput = Code(rawValue: "invalid_input")
         public static let badResponse = Code(rawValue: "bad_response")
         public static let tooManyConflicts = Code(rawValue: "too_many_conflicts")
+        public static let kdfAboveCeiling = Code(rawValue: "kdf_above_ceiling")
+        public static let responseTooLarge = Code(rawValue: "response_too_large")
+        public static let insecureHTTP = Code(rawValue: "insecure_http")
     }
 
     public let kind: Kind
@@ -65,12 +68,12 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
 
     static func defaultKind(_ code: Code) -> Kind {
         switch code {
-        case .network, .badResponse: .network
+        case .network, .badResponse, .responseTooLarge: .network
         case .home, .notInitialized, .alreadyInitialized: .home
         case .deviceRevoked: .revoked
-        case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .badReveal: .verification
+        case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal: .verification
         case .sasMismatch, .linkClosed: .rejected
-        case .io, .invalidInput, .noSuchMember, .noSuchDevice: .input
+        case .io, .invalidInput, .noSuchMember, .noSuchDevice, .insecureHTTP: .input
         default: .server
         }
     }

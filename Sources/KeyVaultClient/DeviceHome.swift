@@ -276,7 +276,10 @@ struct SealedSecrets: Codable {
         do {
             parameters = try Argon2id.Parameters(iterations: iterations, memoryKiB: memoryKiB)
         } catch let error as CryptoError {
-            throw ClientError(.weakKDF, "the device file's passphrase parameters are refused: \(error.message)")
+            // Above the ceiling the file would cost unbounded time and memory to open; below the floor, it is too cheap to guess.
+            throw ClientError(error.code == .parametersAboveCeiling ? .kdfAboveCeiling : .weakKDF,
+                              "the device file's passphrase parameters are refused: \(error.message)",
+                              hint: "this keyctl never writes such parameters: the file was changed by something else")
         }
         guard let salt = try? Hex.decode(self.salt), let envelope = try? Envelope(base64: self.envelope) else {
             throw ClientError(.home, "the sealed keys of the device file do not parse")

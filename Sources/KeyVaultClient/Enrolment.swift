@@ -63,6 +63,9 @@ extension Vault {
         let parameters: Argon2id.Parameters
         do {
             parameters = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
+        } catch let error as CryptoError where error.code == .parametersAboveCeiling {
+            throw ClientError(.kdfAboveCeiling, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
+                              hint: "a server may not make this device spend unbounded time and memory; do not use this server", kind: .verification)
         } catch let error as CryptoError {
             throw ClientError(.weakKDF, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
                               hint: "a server may not lower the cost of guessing your code; do not use this server", kind: .verification)

@@ -32,6 +32,15 @@ public struct ServerAPI: Sendable {
         self.keys = keys
     }
 
+    /// The largest answers taken from a server (anything larger is refused unread,
+    /// `response_too_large`): a JSON answer (a device list, key boxes, wraps, one
+    /// audit page of at most 1000 entries) 8 MiB; the whole chain, which grows with
+    /// every key event, 64 MiB; an attachment, the service's largest configurable
+    /// attachment (1 GiB) and its envelope.
+    public static let maxJSONReplyBytes = HTTPExchange.defaultMaxReplyBytes
+    public static let maxChainReplyBytes = 64 << 20
+    public static let maxAttachmentReplyBytes = (1 << 30) + (64 << 10)
+
     var accountPath: String { "/v1/accounts/\(account?.rawValue ?? "")" }
 
     // MARK: Exchange
@@ -40,8 +49,9 @@ public struct ServerAPI: Sendable {
     ///
     /// - Throws: `ClientError` with the server's code for a refusal, `device_revoked`
     ///   (kind `.revoked`) when this device was revoked.
+    ///   `response_too_large` for an answer beyond `maxReply` bytes.
     func call(_ method: String, _ path: String, query: String = "", body: [UInt8] = [], signed: Bool = true,
-              contentType: String = "application/json") async throws -> (status: Int, body: [UInt8]) {
+              contentType: String = "application/json", maxReply: Int = maxJSONReplyBytes) async throws -> (status: Int, body: [UInt8]) {
         var headers: [(String, String)] = []
         if !body.isEmpty { headers.append(("Content-Type", contentType)) }
         if signed {
@@ -50,7 +60,9 @@ public struct ServerAPI: Sendable {
                                                 key: keys.signing, timestamp: Int64(Date().timeIntervalSince1970))
         }
         let reply = try await transport.send(HTTPExchange(method: method, target: query.isEmpty ? path : path + "?" + query,
-                                                          headers: headers, body: body))
+                                                          headers: headers, body: body, maxReplyBytes: maxReply))
+        // Also here, for a transport that does not bound what it reads.
+        guard reply.body.count <= maxReply else { throw ClientError.tooLarge(maxReply, "\(method) \(path)") }
         guard (200..<300).contains(reply.status) else { throw Self.refusal(reply) }
         return (reply.status, reply.body)
     }
@@ -110,7 +122,7 @@ public struct ServerAPI: Sendable {
     }
 
     public func chain() async throws -> ChainResponse {
-        try json(ChainResponse.self, try await call("GET", accountPath + "/chain").body, "chain")
+        try json(ChainResponse.self, try await call("GET", accountPath + "/chain", maxReply: Self.maxChainReplyBytes).body, "chain")
     }
 
     public func append(_ request: AppendRequest) async throws {
@@ -225,7 +237,7 @@ public struct ServerAPI: Sendable {
     }
 
     public func attachment(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
-        try await call("GET", attachmentPath(member, address)).body
+        try await call("GET", attachmentPath(member, address), maxReply: Self.maxAttachmentReplyBytes).body
     }
 
     public func attachments(member: MemberID) async throws -> [AttachmentInfo] {
@@ -243,11 +255,18 @@ public struct ServerAPI: Sendable {
 
 extension String {
     /// Text from the server made safe for a terminal: control characters (an
-    /// escape sequence could rewrite what the person sees) become "?", and it is
-    /// cut at 500 characters.
+    /// escape sequence could rewrite what the person sees) and bidirectional
+    /// overrides (which make text read other than it is) become "?", and it is cut
+    /// at 500 characters.
     public var printable: String {
-        String(String.UnicodeScalarView(prefix(500).unicodeScalars.map {
-            $0.properties.generalCategory == .control ? "?" : $0
+        String(prefix(500)).terminalSafe()
+    }
+
+    /// The whole text made safe for a terminal, as ``printable`` without the cut;
+    /// with `keepingNewlines`, line feeds stay (for output this program laid out).
+    public func terminalSafe(keepingNewlines: Bool = false) -> String {
+        String(String.UnicodeScalarView(unicodeScalars.map {
+            ($0.properties.generalCategory == .control && !(keepingNewlines && $0 == "\n")) || $0.properties.isBidiControl ? "?" : $0
         }))
     }
 }

@@ -2,6 +2,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One HTTP exchange, as the client sees it.
 public struct HTTPExchange: Sendable {
@@ -10,12 +13,20 @@ public struct HTTPExchange: Sendable {
     public var target: String
     public var headers: [(String, String)]
     public var body: [UInt8]
+    /// The largest answer body the client takes; a transport stops reading beyond it
+    /// (a dishonest server could otherwise make the client buffer without end).
+    public var maxReplyBytes: Int
 
-    public init(method: String, target: String, headers: [(String, String)] = [], body: [UInt8] = []) {
+    /// The limit of an exchange that names none: a JSON answer.
+    public static let defaultMaxReplyBytes = 8 << 20
+
+    public init(method: String, target: String, headers: [(String, String)] = [], body: [UInt8] = [],
+                maxReplyBytes: Int = HTTPExchange.defaultMaxReplyBytes) {
         self.method = method
         self.target = target
         self.headers = headers
         self.body = body
+        self.maxReplyBytes = maxReplyBytes
     }
 }
 
@@ -34,23 +45,65 @@ public struct HTTPReply: Sendable {
 /// How requests reach the server. The real one is HTTP; tests put a tampering
 /// double in between to play a dishonest server.
 public protocol HTTPTransport: Sendable {
+    /// - Throws: `response_too_large` for an answer beyond `request.maxReplyBytes`.
     func send(_ request: HTTPExchange) async throws -> HTTPReply
 }
 
+extension ClientError {
+    /// An answer beyond the limit the client set for it.
+    static func tooLarge(_ limit: Int, _ what: String) -> ClientError {
+        ClientError(.responseTooLarge, "the server's answer to \(what) is larger than the \(limit) bytes (\(limit >> 20) MiB) the client accepts for it; it was not read",
+                    hint: "a KeyVault server never sends that much here; check --server, or report it if the server is yours")
+    }
+}
+
 /// HTTP(S) through Foundation's URLSession.
+///
+/// Plain `http://` is refused to anything but this machine (127.0.0.0/8, ::1,
+/// localhost) unless `allowInsecureHTTP`: see ``checkCleartext(_:allowInsecureHTTP:)``.
+/// Answers are read as they arrive and refused past the exchange's `maxReplyBytes`;
+/// redirects are not followed (the KeyVault API has none, and one could lead to plain HTTP).
 public struct URLSessionTransport: HTTPTransport {
     public let baseURL: URL
-    let session: URLSession
+    public let allowInsecureHTTP: Bool
+    let timeout: TimeInterval
 
-    public init(baseURL: URL, timeout: TimeInterval = 30) {
+    public init(baseURL: URL, timeout: TimeInterval = 30, allowInsecureHTTP: Bool = false) {
         self.baseURL = baseURL
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
+        self.timeout = timeout
+        self.allowInsecureHTTP = allowInsecureHTTP
+    }
+
+    /// Whether `url` names this machine: an IPv4 address in 127.0.0.0/8, `::1`, or `localhost`.
+    public static func isLoopback(_ url: URL) -> Bool {
+        guard var host = url.host?.lowercased() else { return false }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) } == [UInt8](repeating: 0, count: 15) + [1]
+        }
+        return false
+    }
+
+    /// Refuses plain HTTP to anything but this machine unless `allowInsecureHTTP`.
+    ///
+    /// Over plain HTTP the server's host and anyone on the path read every request's
+    /// metadata (account, device, times, sizes) and can rewrite answers; a device-link
+    /// exchange in particular must not cross a network in the clear.
+    ///
+    /// - Throws: `insecure_http` (kind input).
+    public static func checkCleartext(_ url: URL, allowInsecureHTTP: Bool) throws {
+        guard url.scheme?.lowercased() == "http", !allowInsecureHTTP, !isLoopback(url) else { return }
+        throw ClientError(.insecureHTTP, "refusing plain http:// to \(url.host ?? url.absoluteString): only loopback (127.0.0.0/8, ::1, localhost) is reached without TLS",
+                          hint: "anyone on the network path, and the server's host, would see every request's metadata, and a device-link exchange must not cross a network in the clear; use https://, or allow plain HTTP explicitly if you accept that",
+                          kind: .input)
     }
 
     public func send(_ exchange: HTTPExchange) async throws -> HTTPReply {
+        try Self.checkCleartext(baseURL, allowInsecureHTTP: allowInsecureHTTP)
         guard let url = URL(string: baseURL.absoluteString.trimmingSuffix("/") + exchange.target) else {
             throw ClientError(.network, "cannot build a URL from \(baseURL) and \(exchange.target)")
         }
@@ -58,21 +111,132 @@ public struct URLSessionTransport: HTTPTransport {
         request.httpMethod = exchange.method
         for (name, value) in exchange.headers { request.setValue(value, forHTTPHeaderField: name) }
         if !exchange.body.isEmpty { request.httpBody = Data(exchange.body) }
-        let data: Data, response: URLResponse
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        let reader = BoundedReader(limit: max(0, exchange.maxReplyBytes))
+        // A session per exchange: its delegate reads this one answer, then both go.
+        let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let outcome: BoundedReader.Outcome
         do {
-            (data, response) = try await session.data(for: request)
+            outcome = try await reader.run(session.dataTask(with: request))
+        } catch let error as ClientError {
+            throw error
         } catch {
             throw ClientError(.network, "cannot reach the server at \(baseURL.absoluteString): \(error.localizedDescription)",
                               hint: "check that `keyctl serve` is running there and the URL (--server) is right")
         }
-        guard let http = response as? HTTPURLResponse else {
-            throw ClientError(.network, "the server at \(baseURL.absoluteString) did not answer HTTP")
+        switch outcome {
+        case .tooLarge:
+            throw ClientError.tooLarge(exchange.maxReplyBytes, "\(exchange.method) \(exchange.target.prefix { $0 != "?" })")
+        case .redirected:
+            throw ClientError(.badResponse, "the server at \(baseURL.absoluteString) answered with a redirect, which KeyVault never sends",
+                              hint: "give the server's final https:// URL with --server")
+        case .done(let data, let response):
+            guard let http = response as? HTTPURLResponse else {
+                throw ClientError(.network, "the server at \(baseURL.absoluteString) did not answer HTTP")
+            }
+            var headers = [String: String]()
+            for (name, value) in http.allHeaderFields {
+                if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+            }
+            return HTTPReply(status: http.statusCode, headers: headers, body: [UInt8](data))
         }
-        var headers = [String: String]()
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+    }
+}
+
+/// Reads one answer as it arrives and cancels it past `limit` bytes, so an endless
+/// or huge answer costs at most `limit` bytes of memory.
+private final class BoundedReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    enum Outcome { case done(Data, URLResponse), tooLarge, redirected }
+
+    let limit: Int
+    // All mutable state is behind `lock`: URLSession calls the delegate on its own queue.
+    private let lock = NSLock()
+    private var data = Data()
+    private var response: URLResponse?
+    private var stopped: Outcome?
+    private var continuation: CheckedContinuation<Outcome, any Error>?
+    private var finished: Result<Outcome, any Error>?
+
+    init(limit: Int) { self.limit = limit }
+
+    func run(_ task: URLSessionDataTask) async throws -> Outcome {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                lock.lock()
+                if let finished {
+                    lock.unlock()
+                    continuation.resume(with: finished)
+                    return
+                }
+                self.continuation = continuation
+                lock.unlock()
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
         }
-        return HTTPReply(status: http.statusCode, headers: headers, body: [UInt8](data))
+    }
+
+    /// Stops the exchange for good: cancelling only the task let URLSession read on
+    /// (a test saw a whole gigabyte go by), so the session goes with it.
+    private func stop(_ outcome: Outcome, _ session: URLSession, _ task: URLSessionTask) {
+        lock.lock()
+        let first = stopped == nil
+        if first { stopped = outcome }
+        data = Data()
+        lock.unlock()
+        task.cancel()
+        if first { session.invalidateAndCancel() }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        if response.expectedContentLength > Int64(limit) {
+            stop(.tooLarge, session, dataTask)
+            completionHandler(.cancel)
+            return
+        }
+        lock.lock()
+        self.response = response
+        lock.unlock()
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive chunk: Data) {
+        lock.lock()
+        let over = stopped != nil || data.count + chunk.count > limit
+        if !over { data.append(chunk) }
+        lock.unlock()
+        if over { stop(.tooLarge, session, dataTask) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        stop(.redirected, session, task)
+        completionHandler(nil)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        lock.lock()
+        let result: Result<Outcome, any Error>
+        if let stopped {
+            result = .success(stopped)
+        } else if let error {
+            result = .failure(error)
+        } else if let response {
+            result = .success(.done(data, response))
+        } else {
+            result = .failure(URLError(.badServerResponse))
+        }
+        data = Data()
+        let continuation = self.continuation
+        self.continuation = nil
+        if continuation == nil { finished = result }
+        lock.unlock()
+        continuation?.resume(with: result)
     }
 }
 

@@ -39,19 +39,19 @@ struct Init: AsyncParsableCommand {
     @OptionGroup var options: HomeOptions
 
     func run() async throws {
+        let transport = try options.transport(for: server.server)  // before any prompt
         let home = options.deviceHome()
         if home.exists {
             throw KeyctlError(.invalidInput, "\(home.directory) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
         }
         try seal.apply(to: home)
-        let transport = try KeyctlMain.transport(server.server)
         try await ServerAPI(transport: transport).health()
         let code = try recovery.newCode(json: options.json)
         let vault = try await Vault.createAccount(home: home, server: server.server, transport: transport, name: name, code: code,
                                                   parameters: recovery.kdf, progress: options.progress)
         options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "server": server.server], """
             Account \(vault.account) created; this device is \(vault.device) (\(name)).
-            Add another device with:  keyctl device link --server \(server.server) --account \(vault.account) --name NAME
+            Add another device with:  keyctl device link --server \(server.server)\(options.insecureHTTP ? " --insecure-http" : "") --account \(vault.account) --name NAME
 
             """)
     }
@@ -102,7 +102,7 @@ struct Status: AsyncParsableCommand {
 
             """
         for request in pending {
-            text += "link request \(request.code) from \(request.request.name.debugDescription): approve with `keyctl device approve \(request.code)`\n"
+            text += "link request \(request.code) from \(request.request.name.printable.debugDescription): approve with `keyctl device approve \(request.code)`\n"
         }
         if !rotation.isEmpty {
             text += "unfinished rotation: run `keyctl master rotate` to finish it\n"
@@ -141,7 +141,7 @@ struct Audit: AsyncParsableCommand {
             Checked \(report.links) links, \(report.boxes) key boxes, \(report.wraps) member key wraps and \(report.auditEntries) audit entries: all consistent.
             The server refused \(report.refusals) request(s) for this account (see the audit log).
 
-            """ : report.findings.map { "finding (\($0.area)): \($0.message)\n" }.joined())
+            """ : report.findings.map { "finding (\($0.area.printable)): \($0.message.printable)\n" }.joined())
         guard ok else {
             if !options.json {
                 KeyctlMain.console.writeError("keyctl: error: the audit found \(report.findings.count) problem(s)\n")

@@ -54,8 +54,12 @@ struct Attachment: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Fetch an attachment, open it and check it against its address.",
             discussion: """
-                Writes the content to -o FILE (a new file, mode 0600) or standard output.
-                Content that does not match its address is refused (exit 5) and nothing is written.
+                Writes the content to -o FILE or standard output. FILE is written through
+                a new temporary file in the same directory (created exclusively, never
+                through a symlink, mode 0600), synced, then renamed over FILE: an
+                existing FILE, or a symlink at FILE, is replaced, never written through.
+                Content that does not match its address is refused (exit 5) and nothing
+                is written; a failed write leaves no temporary file behind.
                 --json (needs -o) prints {"address", "size", "output"}.
                 """)
         @OptionGroup var member: MemberOption
@@ -82,17 +86,47 @@ struct Attachment: AsyncParsableCommand {
             }
         }
 
+        /// Writes `content` to `path` through a fresh temporary file beside it.
+        ///
+        /// The temporary name is random and opened with O_CREAT|O_EXCL|O_NOFOLLOW, so a
+        /// file or symlink planted there makes the open fail instead of redirecting the
+        /// write; rename() then replaces `path` itself (a symlink at `path` included)
+        /// without following it.
         func writeNewFile(_ path: String, _ content: SecureBytes) throws {
-            let temporary = path + ".keyctl-partial"
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw KeyctlError(.io, "cannot create \(temporary): \(String(cString: strerror(errno)))") }
-            let written = content.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            let ok = written == content.count && fsync(fd) == 0
-            close(fd)
-            guard ok, rename(temporary, path) == 0 else {
-                unlink(temporary)
-                throw KeyctlError(.io, "cannot write \(path)")
+            let target = URL(fileURLWithPath: path)
+            let directory = target.deletingLastPathComponent().path
+            var temporary = "", fd: Int32 = -1
+            for _ in 0..<8 {
+                temporary = directory + "/." + target.lastPathComponent + "." + Hex.encode(SystemRandom.bytes(count: 8)) + ".keyctl-partial"
+                fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                if fd >= 0 || errno != EEXIST { break }
             }
+            guard fd >= 0 else {
+                throw KeyctlError(.io, "cannot create a temporary file in \(directory) for \(path): \(String(cString: strerror(errno)))",
+                                  hint: "check that the directory exists and that you may write there")
+            }
+            var failure: String?
+            let written = content.withUnsafeBytes { bytes -> Int in
+                var offset = 0
+                while offset < bytes.count {
+                    let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                    if n < 0, errno == EINTR { continue }
+                    guard n > 0 else { break }
+                    offset += n
+                }
+                return offset
+            }
+            if written != content.count { failure = "write: \(String(cString: strerror(errno)))" }
+            else if fsync(fd) != 0 { failure = "fsync: \(String(cString: strerror(errno)))" }
+            close(fd)
+            if failure == nil, rename(temporary, path) != 0 { failure = String(cString: strerror(errno)) }
+            if let failure {
+                unlink(temporary)  // nothing is left behind
+                throw KeyctlError(.io, "cannot write \(path): \(failure)", hint: "check the free space and that \(path) is not a directory")
+            }
+            // The rename itself survives a crash only once the directory is synced.
+            let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directoryFD >= 0 { _ = fsync(directoryFD); close(directoryFD) }
         }
     }
 

@@ -13,7 +13,29 @@ struct HomeOptions: ParsableArguments {
     @Flag(name: .long, help: "Print JSON objects, one per line; the last line is the result.")
     var json = false
 
+    @Flag(name: .long, help: ArgumentHelp(
+        "Allow plain http:// to a server that is not this machine.",
+        discussion: "Without TLS, the server's host and anyone on the network path see every request's metadata and can rewrite answers, and a device-link exchange would cross the network in the clear. Without this flag, plain http:// reaches only loopback (127.0.0.0/8, ::1, localhost)."))
+    var insecureHTTP = false
+
     var directory: String { DeviceHome.defaultDirectory(home) }
+
+    /// How this command reaches `server` (given with --server, or saved in the device
+    /// home): plain HTTP only to loopback, unless --insecure-http.
+    ///
+    /// - Throws: `insecure_http` (exit 64) before anything is read, asked or sent.
+    func transport(for server: String) throws -> any HTTPTransport {
+        if let url = URL(string: server) {
+            do {
+                try URLSessionTransport.checkCleartext(url, allowInsecureHTTP: insecureHTTP)
+            } catch let error as ClientError {
+                throw KeyctlError(KeyctlError.Code(rawValue: error.code.rawValue), error.message,
+                                  hint: "over plain HTTP the server's host and anyone on the network path see every request's metadata (account, device, times, sizes) and can rewrite answers, and a device-link exchange must not cross a network in the clear; use https://, or add --insecure-http if you accept that",
+                                  exitCode: .usage)
+            }
+        }
+        return try KeyctlMain.$insecureHTTP.withValue(insecureHTTP) { try KeyctlMain.transport(server) }
+    }
 
     /// The device home, with a passphrase prompt for sealed keys on a terminal
     /// (or the file named by KEYCTL_PASSPHRASE_FILE).
@@ -40,23 +62,24 @@ struct HomeOptions: ParsableArguments {
     var progress: ProgressReporter {
         let console = KeyctlMain.console
         guard !json, console.errorIsTerminal else { return { _ in } }
-        return { console.writeError("… \($0)\n") }
+        return { console.writeError("… \($0.terminalSafe())\n") }
     }
 
     func openVault() async throws -> Vault {
-        try await Vault.open(home: deviceHome(), transport: KeyctlMain.transport, progress: progress)
+        try await Vault.open(home: deviceHome(), transport: { try transport(for: $0) }, progress: progress)
     }
 
     /// Writes the result: JSON with --json, else the text.
     func result(_ object: [String: Any], _ text: @autoclosure () -> String) {
         let console = KeyctlMain.console
-        if json { console.write(jsonLine(object)) } else { console.write(text()) }
+        // The text quotes names from other devices and the server: no terminal controls get through.
+        if json { console.write(jsonLine(object)) } else { console.write(text().terminalSafe(keepingNewlines: true)) }
     }
 }
 
 /// Options of the commands that reach a server before the device has a home.
 struct ServerOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The KeyVault server, e.g. http://127.0.0.1:8080.", valueName: "url"))
+    @Option(name: .long, help: ArgumentHelp("The KeyVault server, e.g. https://keys.example.org, or http://127.0.0.1:8080 on this machine (plain http:// elsewhere needs --insecure-http).", valueName: "url"))
     var server: String
 
     func validate() throws {
@@ -67,10 +90,15 @@ struct ServerOptions: ParsableArguments {
 }
 
 extension KeyctlMain {
-    /// How commands reach a server; tests may replace it for one run.
+    /// --insecure-http of the command building a transport (see `HomeOptions.transport(for:)`),
+    /// so that the real transport checks it again itself.
+    @TaskLocal static var insecureHTTP = false
+
+    /// How commands reach a server; tests may replace it for one run. Commands call
+    /// it through `HomeOptions.transport(for:)`, which refuses plain HTTP first.
     @TaskLocal static var transport: @Sendable (String) throws -> any HTTPTransport = { server in
         guard let url = URL(string: server) else { throw KeyctlError(.invalidInput, "\(server) is not a URL") }
-        return URLSessionTransport(baseURL: url)
+        return URLSessionTransport(baseURL: url, allowInsecureHTTP: insecureHTTP)
     }
 }
 
@@ -109,8 +137,10 @@ func readRecoveryCode(prompt: String = "Recovery code (input hidden): ") throws 
     do {
         return try Mnemonic(utf8: phrase)
     } catch let error as MnemonicError {
+        // Positions only: the candidate words `recovery verify` shows are likely words of
+        // this code, which is being used here, not checked (SECURITY.md).
         throw KeyctlError(.invalidCode, "that is not a valid recovery code: \(error.message)",
-                          hint: Recovery.hint(for: error) ?? "check the words with `keyctl recovery verify`", exitCode: .rejected)
+                          hint: Recovery.positionHint(for: error), exitCode: .rejected)
     }
 }
 

@@ -49,7 +49,10 @@ extension Device {
                 Reads the 24-word code from standard input (a hidden prompt on a
                 terminal), derives its keys (Argon2id, a second or so), proves it to the
                 server, checks the account chain against the anchor the code opens, and
-                adds this device. Exit 1 when the code does not open the account.
+                adds this device. Exit 1 when the code does not open the account, or
+                is not a valid code: a mistyped word is named by its position only,
+                never with candidate words (they would be likely words of your code;
+                `keyctl recovery verify` shows them, on your own terminal).
 
                 --json prints {"account", "device"}.
                 """)
@@ -60,11 +63,12 @@ extension Device {
         @OptionGroup var options: HomeOptions
 
         func run() async throws {
+            let transport = try options.transport(for: server.server)  // before any prompt
             let home = options.deviceHome()
             try seal.apply(to: home)
             let code = try readRecoveryCode()
             let vault = try await Vault.enrollWithRecoveryCode(
-                home: home, server: server.server, transport: try KeyctlMain.transport(server.server),
+                home: home, server: server.server, transport: transport,
                 account: target.accountID, name: target.name, code: code, progress: options.progress)
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue],
                            "This device (\(vault.device)) joined account \(vault.account).\n")
@@ -102,10 +106,11 @@ extension Device {
         func run() async throws {
             let console = KeyctlMain.console
             let json = options.json
+            let transport = try options.transport(for: server.server)  // before any prompt
             let home = options.deviceHome()
             try seal.apply(to: home)
             let vault = try await Vault.link(
-                home: home, server: server.server, transport: try KeyctlMain.transport(server.server),
+                home: home, server: server.server, transport: transport,
                 account: target.accountID, name: target.name, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
                 events: { event in
                     switch (event, json) {
@@ -115,7 +120,7 @@ extension Device {
                         console.write("""
                             On a device of the account, run:
 
-                              keyctl device approve \(code)
+                              keyctl device approve \(code.printable)
 
 
                             """)
@@ -126,7 +131,7 @@ extension Device {
                     case (.resumed(let code), true):
                         console.write(jsonLine(["code": code, "resumed": true]))
                     case (.resumed(let code), false):
-                        console.write("The earlier request \(code) was approved; finishing it.\n")
+                        console.write("The earlier request \(code.printable) was approved; finishing it.\n")
                     }
                 }, progress: options.progress)
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "status": "approved"],

@@ -39,7 +39,7 @@ struct Member: AsyncParsableCommand {
             let members = try await vault.members()
             options.result(["members": members.map { ["id": $0.id.rawValue, "name": $0.name, "generation": $0.generation] }],
                            members.isEmpty ? "No members yet: add one with `keyctl member add NAME`.\n"
-                               : members.map { "\($0.id)  generation \($0.generation)  \($0.name)\n" }.joined())
+                               : members.map { "\($0.id)  generation \($0.generation)  \($0.name.printable)\n" }.joined())
         }
     }
 

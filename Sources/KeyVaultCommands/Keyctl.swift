@@ -35,7 +35,8 @@ public struct Keyctl: AsyncParsableCommand {
             audit, SAS mismatch, refused link); 2 the command could not do its work
             (network, files, device home); 3 the server refused the request; 4 this
             device was revoked; 5 the server's answer failed verification (do not trust
-            it); 64 the command line is wrong.
+            it); 64 the command line is wrong (including plain http:// to a server
+            that is not this machine without --insecure-http).
 
             This is KeyVault's keyctl, not the Linux keyutils tool of the same name:
             run it as ./keyctl or from .build/release/, or check with `keyctl --version`.
@@ -91,13 +92,16 @@ public enum KeyctlMain {
         }
     }
 
+    /// Prints an error. Messages can quote a server (its error text, a field that
+    /// did not decode), so everything is made terminal-safe here.
     static func report(_ error: KeyctlError, to console: any Console, json: Bool) {
+        let code = error.code.rawValue.terminalSafe(), message = error.message.terminalSafe(), hint = error.hint?.terminalSafe()
         if json {
-            var body: [String: Any] = ["code": error.code.rawValue, "message": error.message]
-            if let hint = error.hint { body["hint"] = hint }
+            var body: [String: Any] = ["code": code, "message": message]
+            if let hint { body["hint"] = hint }
             console.write(jsonLine(["error": body]))
         }
-        console.writeError("keyctl: error: \(error.message)\n")
-        if let hint = error.hint { console.writeError("keyctl: hint: \(hint)\n") }
+        console.writeError("keyctl: error: \(message)\n")
+        if let hint { console.writeError("keyctl: hint: \(hint)\n") }
     }
 }

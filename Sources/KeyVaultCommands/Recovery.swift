@@ -184,6 +184,26 @@ extension Recovery {
         }
     }
 
+    /// Advice that names positions, never a word: for commands that use a code
+    /// (`device enroll`), where candidate words would print likely words of a secret.
+    static func positionHint(for error: MnemonicError) -> String {
+        func list(_ positions: [Int]) -> String { positions.map(String.init).joined(separator: ", ") }
+        switch error.code {
+        case .unknownWord:
+            let positions = error.unknownPositions.isEmpty ? error.position.map { [$0] } ?? [] : error.unknownPositions
+            return "compare word\(positions.count == 1 ? "" : "s") \(list(positions)) with your written copy and type the code again; nothing was changed"
+        case .checksum:
+            let positions = Set(error.suggestions.map(\.position)).sorted()
+            return positions.isEmpty
+                ? "a word is wrong or two are swapped: compare the code with your written copy, word by word"
+                : "changing one word at position \(list(positions)) would make the code valid: compare \(positions.count == 1 ? "it" : "them"), and the order of the words, with your written copy"
+        case .wordCount:
+            return "type every word of the code, in order, separated by spaces"
+        default:
+            return "compare the code with your written copy"
+        }
+    }
+
     /// The phrase from standard input: a hidden prompt on a terminal, else all of it.
     /// Numbering tokens ("1.", "12)") from the generate grid are dropped.
     static func readPhrase(from console: any Console, prompt: String = "Recovery code (input hidden): ") throws -> [UInt8] {

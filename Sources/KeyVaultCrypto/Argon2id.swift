@@ -31,13 +31,20 @@ public enum Argon2id {
             ("moderate", .moderate), ("sensitive", .sensitive),
         ]
 
-        /// Largest memory accepted from outside: 4 GiB.
-        public static let maximumMemoryKiB: UInt32 = 4 * 1024 * 1024
-        /// Largest pass count accepted from outside.
-        public static let maximumIterations: UInt32 = 64
+        /// The compiled-in ceiling: t = 10, m = 1 GiB (the `sensitive` preset's memory,
+        /// and 2.5 times its passes). Parameters come with what they protect, which a
+        /// server hands out (a recovery slot) or a file holds (a sealed device home):
+        /// without a ceiling, a dishonest server could make a device spend minutes and
+        /// gigabytes on each derivation. Every preset is at or below it.
+        public static let ceiling = Parameters(unchecked: 10, memoryKiB: 1024 * 1024)
+
+        /// Largest memory accepted from outside: ``ceiling``'s, 1 GiB.
+        public static let maximumMemoryKiB: UInt32 = ceiling.memoryKiB
+        /// Largest pass count accepted from outside: ``ceiling``'s, 10.
+        public static let maximumIterations: UInt32 = ceiling.iterations
 
         /// - Throws: `parameters_below_floor` below ``floor`` (the message names the
-        ///   floor); `invalid_parameter` above the maxima.
+        ///   floor); `parameters_above_ceiling` above ``ceiling`` (the message names it).
         public init(iterations: UInt32, memoryKiB: UInt32) throws {
             guard iterations >= Self.floor.iterations, memoryKiB >= Self.floor.memoryKiB else {
                 throw CryptoError(
@@ -46,8 +53,8 @@ public enum Argon2id {
             }
             guard iterations <= Self.maximumIterations, memoryKiB <= Self.maximumMemoryKiB else {
                 throw CryptoError(
-                    .invalidParameter,
-                    "Argon2id parameters t=\(iterations), m=\(memoryKiB) KiB exceed the maximum of t=\(Self.maximumIterations), m=\(Self.maximumMemoryKiB) KiB")
+                    .parametersAboveCeiling,
+                    "Argon2id parameters t=\(iterations), m=\(memoryKiB) KiB are above the ceiling of t=\(Self.ceiling.iterations), m=\(Self.ceiling.memoryKiB) KiB (1 GiB)")
             }
             self.iterations = iterations
             self.memoryKiB = memoryKiB

@@ -24,6 +24,9 @@ public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidParameter = Code(rawValue: "invalid_parameter")
         /// Argon2id parameters below the compiled-in floor.
         public static let parametersBelowFloor = Code(rawValue: "parameters_below_floor")
+        /// Argon2id parameters above the compiled-in ceiling (more time or memory than
+        /// anyone else may make this device spend).
+        public static let parametersAboveCeiling = Code(rawValue: "parameters_above_ceiling")
         /// Reading input failed.
         public static let io = Code(rawValue: "io")
         /// The C library reported a failure that input cannot explain (out of memory, …).

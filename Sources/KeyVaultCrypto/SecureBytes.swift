@@ -23,12 +23,14 @@ final class SecureStorage: @unchecked Sendable {
     let count: Int
     private let pooled: Bool
 
-    init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+    /// - Throws: `backend_failure` when the guarded memory cannot be had. Sizes can
+    ///   come from a server (an envelope, a sealed box), so this is an error the
+    ///   caller reports, never a crash; nor does it fall back to ordinary
+    ///   (swappable, unwiped) memory.
+    init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
         pooled = count <= SecureArena.slotSize
         guard let pointer = pooled ? SecureArena.shared.allocate() : Sodium.secureAllocate(count) else {
-            // Failing to get memory for a key is not something to recover from
-            // by falling back to ordinary (swappable, unwiped) memory.
-            fatalError("guarded memory allocation failed for \(count) bytes")
+            throw CryptoError(.backendFailure, "guarded memory allocation failed for \(count) bytes")
         }
         self.pointer = pointer
         self.count = count
@@ -88,19 +90,40 @@ public struct SecureBytes: RawBytes, Sendable, Equatable, CustomStringConvertibl
     let storage: SecureStorage
 
     /// Allocates `count` bytes and lets `initialize` fill them.
-    public init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
-        precondition(count >= 0)
+    ///
+    /// - Throws: `invalid_parameter` for a negative count; `backend_failure` when the
+    ///   guarded memory cannot be had; whatever `initialize` throws.
+    public init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
+        guard count >= 0 else { throw CryptoError(.invalidParameter, "a negative byte count (\(count))") }
         storage = try SecureStorage(count: count, initialize: initialize)
     }
 
+    /// For the initialisers below, whose sizes the calling code chooses (a key, a
+    /// passphrase typed here), never a server.
+    private init(localCount count: Int, initialize: (UnsafeMutableRawBufferPointer) -> Void) {
+        do {
+            try self.init(count: count, initialize: initialize)
+        } catch {
+            // Not even a key's worth of guarded memory: nothing safe is left to do.
+            fatalError("guarded memory allocation failed for \(count) bytes")
+        }
+    }
+
     /// `count` bytes from the system CSPRNG.
+    ///
+    /// - Important: for sizes the caller chooses (keys, seeds); it stops the process
+    ///   when guarded memory cannot be had. Use ``init(count:initialize:)`` for sizes
+    ///   that come from outside.
     public init(randomCount count: Int) {
-        self.init(count: count) { Sodium.randomFill($0) }
+        self.init(localCount: count) { Sodium.randomFill($0) }
     }
 
     /// Copies `source` into guarded memory and wipes `source`.
+    ///
+    /// - Important: for local data (a typed passphrase, a key read from this
+    ///   device's file); it stops the process when guarded memory cannot be had.
     public init(wiping source: inout [UInt8]) {
-        self.init(count: source.count) { destination in
+        self.init(localCount: source.count) { destination in
             source.withUnsafeBytes { destination.copyMemory(from: $0) }
         }
         source.withUnsafeMutableBytes { Sodium.wipe($0) }
@@ -108,9 +131,11 @@ public struct SecureBytes: RawBytes, Sendable, Equatable, CustomStringConvertibl
 
     /// Copies bytes that are not themselves secret-bearing storage (for example a
     /// buffer the caller wipes afterwards).
+    ///
+    /// - Important: for local data, as ``init(wiping:)``.
     public init(copying source: some RawBytes) {
         let count = source.withUnsafeBytes { $0.count }
-        self.init(count: count) { destination in
+        self.init(localCount: count) { destination in
             source.withUnsafeBytes { destination.copyMemory(from: $0) }
         }
     }

@@ -93,3 +93,13 @@ func renderings(of value: Any) -> [String] {
     #expect(big.count == 4096)
     #expect(big == SecureBytes(copying: big.unprotectedCopy()))
 }
+
+/// Issue 8 item 7: sizes can come from a server (a sealed box, an envelope), so
+/// guarded memory that cannot be had is an error the caller sees, not a crash.
+@Test func guardedMemoryThatCannotBeHadThrowsInsteadOfCrashing() throws {
+    #expect { try SecureBytes(count: 1 << 60) { _ in } } throws: { error in
+        (error as? CryptoError)?.code == .backendFailure && (error as? CryptoError)?.message.contains("guarded memory") == true
+    }
+    // Ordinary sizes still work afterwards.
+    #expect(try SecureBytes(count: 4096) { $0.initializeMemory(as: UInt8.self, repeating: 7) }.count == 4096)
+}

@@ -1,0 +1,46 @@
+import Foundation
+import KeyVaultClient
+import KeyVaultMnemonic
+import KeyVaultModel
+import Testing
+@testable import KeyVaultCommands
+
+// Issue 8 item 7: `device enroll` names the position of a mistyped word, never candidate words.
+
+/// The words of `text`, for checking that none of a list appears in it.
+private func tokens(_ text: String) -> Set<String> {
+    Set(text.lowercased().split { !$0.isLetter }.map(String.init))
+}
+
+@Test func enrollWithAMistypedCodeNamesThePositionButNoCandidateWords() async throws {
+    let code = try Mnemonic.generate(wordCount: 24, language: .english)
+    var words = code.words
+    let account = String(repeating: "ab", count: 16)
+    // An unknown word (closest words would be suggested) and a valid word that breaks
+    // the checksum (replacements that make the code valid would be suggested).
+    let replacement = words[4] == "zoo" ? "abandon" : "zoo"
+    for (position, typo) in [(5, String(words[4].dropLast()) + "qx"), (5, replacement)] {
+        words = code.words
+        words[position - 1] = typo
+        let phrase = words.joined(separator: " ")
+        var suggested = Set<String>()
+        do {
+            _ = try Mnemonic(phrase: phrase)
+            Issue.record("\(phrase) parsed")
+        } catch let error as MnemonicError {
+            suggested = Set(error.suggestions.map(\.word))
+        }
+        for json in [false, true] {
+            let home = emptyHome()
+            defer { try? FileManager.default.removeItem(atPath: home) }
+            let result = await runKeyctl(["device", "enroll", "--server", "http://127.0.0.1:1", "--account", account, "--name", "phone",
+                                          "--home", home] + (json ? ["--json"] : []), input: phrase)
+            #expect(result.0 == 1, "\(result.2)")
+            #expect(result.2.contains(typo == replacement ? "checksum" : "word 5"), "\(result.2)")
+            // The words this message is made of may also be list words; any other list word is a leak.
+            let said = tokens(result.1 + result.2).subtracting(tokens("keyctl error hint that is not a valid recovery code word position type check the words with recovery verify"))
+            let leaked = said.intersection(suggested.subtracting([typo]))
+            #expect(leaked.isEmpty, "suggested words printed: \(leaked) in \(result.1) \(result.2)")
+        }
+    }
+}
