@@ -401,7 +401,8 @@ struct KeyService: Sendable {
         do {
             _ = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
         } catch let error as CryptoError {
-            throw APIError(.badRequest, "weak_kdf", error.message)
+            // Above the ceiling no client would use the slot: refused as such, not as weak.
+            throw APIError(.badRequest, error.code == .parametersAboveCeiling ? "kdf_above_ceiling" : "weak_kdf", error.message)
         }
         return slot
     }

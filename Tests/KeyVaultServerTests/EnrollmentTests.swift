@@ -269,3 +269,24 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
     #expect(KeyService.addressBucket("2001:db8:1:300::1") != KeyService.addressBucket("2001:db8:1:200::1"))
     #expect(KeyService.addressBucket("192.0.2.1") == "192.0.2.1")
 }
+
+/// A recovery slot is refused below the floor (`weak_kdf`) and above the ceiling no
+/// client would spend (`kdf_above_ceiling`), and nothing is stored either way.
+@Test(arguments: [(UInt32(1), UInt32(65536), "weak_kdf"), (UInt32(11), UInt32(65536), "kdf_above_ceiling"),
+                  (UInt32(3), UInt32(2 * 1024 * 1024), "kdf_above_ceiling")])
+func aRecoverySlotOutsideTheArgon2idBoundsIsRefused(iterations: UInt32, memoryKiB: UInt32, code: String) async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let fixture = RecoveryFixture()
+        var state = try await client.createAccount(phone, masterKey: fixture.masterKey)
+        var slot = fixture.slot
+        slot.iterations = iterations
+        slot.memoryKiB = memoryKiB
+        let link = phone.link(.recoverySet, after: state, body: [
+            "authKey": Hex.encode(fixture.authKey.publicKey.rawRepresentation), "boxKey": Hex.encode(fixture.boxKey.publicKey.rawRepresentation),
+            "recoveryGeneration": "1"])
+        let response = try await client.append(phone, &state, AppendRequest(link: link, recovery: slot))
+        #expect(response.status == .badRequest && errorCode(response) == code, "\(String(buffer: response.body))")
+        #expect(try await client.execute(uri: "/v1/accounts/\(state.account)/recovery", method: .get).status == .notFound)
+    }
+}
