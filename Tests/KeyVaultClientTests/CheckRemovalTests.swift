@@ -1,0 +1,86 @@
+import Foundation
+import KeyVaultClient
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultVault
+import Testing
+
+// Issue 8, item 8: checks that no other test noticed when they were removed from a
+// copy of the code. Each test here is built so that exactly that check stands between
+// the tampering double and a wrong outcome (docs/security-tests.md lists them all).
+
+/// A server that relabels Bob's wrap as Alice's, under Alice's name and generation, gives
+/// `audit` a wrap that says the right member, generation and master key but does not
+/// open for them. Only opening it notices: the audit must report it (and `keyctl audit`
+/// then exits 1).
+@Test func auditReportsAMemberWrapThatDoesNotOpenForItsMember() async throws {
+    try await Fixture.run { fixture, laptop in
+        // Both at generation 1, so that nothing but opening tells the two wraps apart.
+        let alice = try await laptop.addMember(name: "Alice")
+        let bob = try await laptop.addMember(name: "Bob")
+        let honest = try await laptop.audit()
+        #expect(honest.findings.isEmpty, "\(honest.findings)")
+
+        let bobWraps = try await laptop.api.wraps(member: bob.id)
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps"] = bobWraps.map { var wrap = $0; wrap.member = alice.id; return wrap }
+        })
+        let report = try await laptop.audit()
+        #expect(report.findings.count == 1, "\(report.findings)")
+        #expect(report.findings.contains { $0.area == "wraps" && $0.message.contains("does not open") }, "\(report.findings)")
+    }
+}
+
+/// The account id is the first 16 bytes of the genesis hash, so a chain of another
+/// account is refused before the anchor is looked at (`wrong_account`). What only the
+/// anchor's full genesis hash catches is a recovery slot whose anchor, for this very
+/// account id, names another genesis: the test, knowing the code, seals one (as a
+/// server that learnt an old code or found a 128-bit prefix collision could). The
+/// honest chain must not be accepted against it.
+@Test func enrollmentRefusesAChainThatDoesNotStartAtTheAnchorsGenesis() async throws {
+    try await Fixture.run { fixture, laptop in
+        let slot = try await ServerAPI(transport: fixture.transport, account: laptop.account).recoverySlot()
+        let keys = try RecoveryKeys(code: fixture.code, salt: Hex.decode(slot.salt),
+                                    parameters: Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB))
+        let honest = try Envelope(base64: slot.anchor)
+        #expect(try RecoveryAnchor.open(honest, with: keys, account: laptop.account).genesis == laptop.links.first?.hash)
+
+        let stranger = DeviceKeys()
+        let otherGenesis = ChainLink.genesis(signingKey: stranger.signing, boxKey: stranger.agreement.publicKey, name: "laptop",
+                                             time: laptop.links[0].time)
+        let forged = try RecoveryAnchor(account: laptop.account, genesis: otherGenesis.hash)
+            .seal(under: keys, generation: honest.generation).base64
+        fixture.transport.tamper(rewriting("/recovery", as: RecoverySlot.self) { $0.anchor = forged })
+        await expectRefusal("wrong_account") {
+            _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                       account: laptop.account, name: "phone", code: fixture.code)
+        }
+        try await laptop.sync()
+        #expect(try laptop.chain.devices.count == 1)
+
+        fixture.transport.tamper(nil)
+        _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                   account: laptop.account, name: "phone", code: fixture.code)
+    }
+}
+
+/// A server that lists Bob's wrap as it is (it says Bob) in its answer for Alice: the
+/// wrap opens, for Bob, so only matching the member asked for keeps Bob's key from
+/// being taken as Alice's.
+@Test func aWrapOfAnotherMemberListedUnderThisOneIsNotTaken() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let bob = try await laptop.addMember(name: "Bob")
+        laptop.home.unlock()
+        let bobWraps = try await laptop.api.wraps(member: bob.id)
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps"] = bobWraps
+        })
+        let vault = try await fixture.open("laptop", forgetKeys: true)
+        await expectRefusal("missing_key") { _ = try await vault.memberKey(alice.id, generation: 1) }
+        vault.home.unlock()
+        fixture.transport.tamper(nil)
+        _ = try await fixture.open("laptop", forgetKeys: true).memberKey(alice.id, generation: 1)
+    }
+}
