@@ -1,0 +1,56 @@
+import KeyVaultCrypto
+import KeyVaultModel
+import Testing
+@testable import KeyVaultProtocol
+
+// Issue 8, item 8: chain checks that no test noticed when they were removed one at a
+// time (docs/security-tests.md lists every check and its test).
+
+private func signed(_ type: LinkType, _ body: [String: String], after state: ChainState, by key: Ed25519.PrivateKey,
+                    signer: String) -> ChainLink {
+    var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: type, signer: signer, time: 0, body: body)
+    link.sign(with: key)
+    return link
+}
+
+private func laptopChain() throws -> (ChainState, Ed25519.PrivateKey) {
+    let key = Ed25519.PrivateKey()
+    return (try ChainState(genesis: .genesis(signingKey: key, boxKey: X25519.PrivateKey().publicKey, name: "laptop", time: 0)), key)
+}
+
+/// Only the first link founds an account: a validly signed genesis link later in the
+/// chain is refused, not applied as a no-op.
+@Test func aSecondGenesisLinkIsRefused() throws {
+    let (start, key) = try laptopChain()
+    var state = start
+    let genesis = ChainLink.genesis(signingKey: key, boxKey: X25519.PrivateKey().publicKey, name: "laptop", time: 1)
+    let again = signed(.genesis, genesis.body, after: state, by: key, signer: genesis.signer)
+    let before = state
+    let error = #expect(throws: ProtocolError.self) { try state.apply(again) }
+    #expect(error?.code == "malformed_link", "\(String(describing: error))")
+    #expect(state == before)
+}
+
+/// The recovery key may add a device or set a new code, nothing else: a holder of the
+/// code cannot revoke devices, rotate keys or add members.
+@Test func theRecoveryKeySignsOnlyDeviceAddAndRecoverySet() throws {
+    let (start, key) = try laptopChain()
+    var state = start
+    let phone = Ed25519.PrivateKey()
+    let code = Ed25519.PrivateKey()
+    let laptop = state.activeDevices[0].id
+    try state.apply(signed(.recoverySet, ["authKey": Hex.encode(code.publicKey.rawRepresentation),
+                                          "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation), "recoveryGeneration": "1"],
+                           after: state, by: key, signer: laptop.rawValue))
+    try state.apply(signed(.deviceAdd, ChainLink.deviceFields(signingKey: phone.publicKey, boxKey: X25519.PrivateKey().publicKey, name: "phone"),
+                           after: state, by: code, signer: ChainLink.recoverySigner))
+    let before = state
+    for (type, body) in [(LinkType.deviceRevoke, ["device": laptop.rawValue]), (.masterRotate, ["masterGeneration": "2"]),
+                         (.memberAdd, ["member": String(repeating: "ab", count: 16), "memberGeneration": "1"])] {
+        let error = #expect(throws: ProtocolError.self) {
+            try state.apply(signed(type, body, after: state, by: code, signer: ChainLink.recoverySigner))
+        }
+        #expect(error?.code == "unknown_signer", "\(type): \(String(describing: error))")
+    }
+    #expect(state == before)
+}
