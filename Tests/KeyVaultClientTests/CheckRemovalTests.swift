@@ -84,3 +84,30 @@ import Testing
         _ = try await fixture.open("laptop", forgetKeys: true).memberKey(alice.id, generation: 1)
     }
 }
+
+/// A device that has not seen its chain yet (as just after `device link`) has only the
+/// account id to go by. The server cannot sign as this device, but it can found an
+/// account of its own and add this device's public keys to it: that chain names the
+/// device, active, with its keys, and must still be refused (`wrong_account`).
+@Test func aDeviceThatHasSeenNoChainRefusesAnotherAccountThatNamesIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        laptop.home.unlock()
+        var record = try fixture.home("laptop").load()
+        record.head = ""
+        record.sequence = 0
+        try fixture.home("laptop").save(record)
+        let server = DeviceKeys()
+        let genesis = ChainLink.genesis(signingKey: server.signing, boxKey: server.agreement.publicKey, name: "server", time: 0)
+        var add = ChainLink(sequence: 1, previous: genesis.hash, type: .deviceAdd, signer: server.id.rawValue, time: 0,
+                            body: record.keys.fields(name: "laptop"))
+        add.sign(with: server.signing)
+        let links = [genesis, add]
+        fixture.transport.tamper(rewriting("/chain", as: ChainResponse.self) { chain in
+            chain.links = links
+            chain.head = links[1].hash
+        })
+        await expectRefusal("wrong_account") { _ = try await fixture.open("laptop") }
+        fixture.transport.tamper(nil)
+        _ = try await fixture.open("laptop")
+    }
+}

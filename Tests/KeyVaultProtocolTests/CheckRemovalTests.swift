@@ -54,3 +54,25 @@ private func laptopChain() throws -> (ChainState, Ed25519.PrivateKey) {
     }
     #expect(state == before)
 }
+
+/// A box that names a link from before its signer joined is refused as signed by a
+/// stranger (`unknown_signer`), not as by a revoked device: at that link the signer was
+/// not of the account. (Without the check the box is still refused, by the activity
+/// test, but the error would accuse a device that was never revoked.)
+@Test func aBoxNamingALinkBeforeItsSignerJoinedIsRefusedAsAStrangers() throws {
+    let (start, key) = try laptopChain()
+    var state = start
+    let phone = Ed25519.PrivateKey(), phoneBox = X25519.PrivateKey()
+    let laptop = state.activeDevices[0].id
+    try state.apply(signed(.deviceAdd, ChainLink.deviceFields(signingKey: phone.publicKey, boxKey: phoneBox.publicKey, name: "phone"),
+                           after: state, by: key, signer: laptop.rawValue))
+    var box = KeyBox(generation: 1, sequence: 0, recipient: laptop.rawValue,
+                     box: base64Encode(try X25519.PrivateKey().publicKey.sealedBox(for: SymmetricKey())),
+                     signer: deviceID(for: phone.publicKey).rawValue, signature: "")
+    box.sign(with: phone, account: state.account)
+    let error = #expect(throws: ProtocolError.self) { try box.verify(in: state) }
+    #expect(error?.code == "unknown_signer", "\(String(describing: error))")
+    box.sequence = 1
+    box.sign(with: phone, account: state.account)
+    try box.verify(in: state)
+}

@@ -110,3 +110,23 @@ private final class Hold: Sendable {
         #expect(response.status == .forbidden && errorCode(response) == "device_revoked", "\(response.status)")
     }
 }
+
+/// The service keeps the Argon2id floor too: a recovery slot below it is refused
+/// (`weak_kdf`), so that no device can be handed a cheap-to-guess slot from here.
+@Test func aRecoverySlotBelowTheArgon2idFloorIsNotStored() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let fixture = RecoveryFixture()
+        var state = try await client.createAccount(phone, masterKey: fixture.masterKey)
+        let link = phone.link(.recoverySet, after: state, body: [
+            "authKey": Hex.encode(fixture.authKey.publicKey.rawRepresentation), "boxKey": Hex.encode(fixture.boxKey.publicKey.rawRepresentation),
+            "recoveryGeneration": "1"])
+        var weak = fixture.slot
+        weak.iterations = 1
+        weak.memoryKiB = 8
+        let response = try await client.append(phone, &state, AppendRequest(link: link, recovery: weak))
+        #expect(response.status == .badRequest && errorCode(response) == "weak_kdf", "\(String(buffer: response.body))")
+        #expect(try await client.execute(uri: "/v1/accounts/\(state.account)/recovery", method: .get).status == .notFound)
+        #expect(try await client.append(phone, &state, AppendRequest(link: link, recovery: fixture.slot)).status == .created)
+    }
+}
