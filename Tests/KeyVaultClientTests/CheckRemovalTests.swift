@@ -111,3 +111,33 @@ import Testing
         _ = try await fixture.open("laptop")
     }
 }
+
+/// `audit` checks every box and every listing against the chain: a box whose signature
+/// does not verify, a missing box of an active device, and a wrap listed under another
+/// member than it names are each a finding.
+@Test func auditReportsAForgedBoxAMissingBoxAndAWrapListedUnderAnotherMember() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let bob = try await laptop.addMember(name: "Bob")
+        #expect(try await laptop.audit().findings.isEmpty)
+        let me = laptop.device.rawValue
+
+        fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
+            answer["boxes"] = answer["boxes"]!.map { var box = $0; box.signature = base64Encode([UInt8](repeating: 7, count: 64)); return box }
+        })
+        var findings = try await laptop.audit().findings
+        #expect(!findings.isEmpty && findings.allSatisfy { $0.area == "boxes" && $0.message.contains("signature") }, "\(findings)")
+
+        fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
+            answer["boxes"] = answer["boxes"]!.filter { $0.recipient != me }
+        })
+        findings = try await laptop.audit().findings
+        #expect(findings.map(\.area) == ["boxes"] && findings[0].message.contains("has no box of the current master key"), "\(findings)")
+
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps"] = answer["wraps"]!.map { var wrap = $0; wrap.member = bob.id; return wrap }
+        })
+        findings = try await laptop.audit().findings
+        #expect(findings.contains { $0.area == "wraps" && $0.message.contains("listed a wrap of member") }, "\(findings)")
+    }
+}
