@@ -76,3 +76,35 @@ private func laptopChain() throws -> (ChainState, Ed25519.PrivateKey) {
     box.sign(with: phone, account: state.account)
     try box.verify(in: state)
 }
+
+/// Links that repeat what the chain already holds, or skip a generation, are refused
+/// and change nothing: a device added twice, a device revoked twice, a recovery or
+/// member generation that does not follow.
+@Test func linksThatRepeatOrSkipAreRefused() throws {
+    let (start, key) = try laptopChain()
+    var state = start
+    let laptop = state.activeDevices[0].id.rawValue
+    let phone = Ed25519.PrivateKey(), tablet = Ed25519.PrivateKey()
+    let member = String(repeating: "cd", count: 16)
+    func fields(_ key: Ed25519.PrivateKey, _ name: String) -> [String: String] {
+        ChainLink.deviceFields(signingKey: key.publicKey, boxKey: X25519.PrivateKey().publicKey, name: name)
+    }
+    func code(_ generation: String) -> [String: String] {
+        ["authKey": Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation),
+         "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation), "recoveryGeneration": generation]
+    }
+    for (type, body) in [(LinkType.deviceAdd, fields(phone, "phone")), (.deviceAdd, fields(tablet, "tablet")),
+                         (.deviceRevoke, ["device": deviceID(for: tablet.publicKey).rawValue]), (.recoverySet, code("1")),
+                         (.memberAdd, ["member": member, "memberGeneration": "1"])] {
+        try state.apply(signed(type, body, after: state, by: key, signer: laptop))
+    }
+    let before = state
+    for (type, body, expected) in [(LinkType.deviceAdd, fields(phone, "phone again"), "device_exists"),
+                                   (.deviceRevoke, ["device": deviceID(for: tablet.publicKey).rawValue], "already_revoked"),
+                                   (.recoverySet, code("3"), "stale_generation"),
+                                   (.memberRotate, ["member": member, "memberGeneration": "3"], "stale_generation")] {
+        let error = #expect(throws: ProtocolError.self) { try state.apply(signed(type, body, after: state, by: key, signer: laptop)) }
+        #expect(error?.code == expected, "\(type): \(String(describing: error))")
+    }
+    #expect(state == before)
+}
