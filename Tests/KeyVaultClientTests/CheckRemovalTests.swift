@@ -141,3 +141,25 @@ import Testing
         #expect(findings.contains { $0.area == "wraps" && $0.message.contains("listed a wrap of member") }, "\(findings)")
     }
 }
+
+/// A revoked device stops when its chain says so, even if the server keeps answering
+/// it (here the double serves it the account's real chain): `device_revoked`.
+@Test func aRevokedDeviceStopsWhenTheChainSaysSoEvenIfTheServerAnswersIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                            account: laptop.account, name: "phone", code: fixture.code)
+        phone.home.unlock()
+        try await laptop.sync()
+        try await laptop.revoke(try laptop.device(matching: phone.device.rawValue))
+        let body = Array(try JSONEncoder().encode(try await laptop.api.chain()))
+        fixture.transport.answer { request in
+            request.method == "GET" && request.target.contains("/chain") ? HTTPReply(status: 200, headers: [:], body: body) : nil
+        }
+        do {
+            _ = try await fixture.open("phone")
+            Issue.record("expected device_revoked")
+        } catch let error as ClientError {
+            #expect(error.code == .deviceRevoked, "\(error)")
+        }
+    }
+}
