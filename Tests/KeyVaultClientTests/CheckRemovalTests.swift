@@ -1,0 +1,165 @@
+import Foundation
+import KeyVaultClient
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultVault
+import Testing
+
+// Issue 8, item 8: checks that no other test noticed when they were removed from a
+// copy of the code. Each test here is built so that exactly that check stands between
+// the tampering double and a wrong outcome (docs/security-tests.md lists them all).
+
+/// A server that relabels Bob's wrap as Alice's, under Alice's name and generation, gives
+/// `audit` a wrap that says the right member, generation and master key but does not
+/// open for them. Only opening it notices: the audit must report it (and `keyctl audit`
+/// then exits 1).
+@Test func auditReportsAMemberWrapThatDoesNotOpenForItsMember() async throws {
+    try await Fixture.run { fixture, laptop in
+        // Both at generation 1, so that nothing but opening tells the two wraps apart.
+        let alice = try await laptop.addMember(name: "Alice")
+        let bob = try await laptop.addMember(name: "Bob")
+        let honest = try await laptop.audit()
+        #expect(honest.findings.isEmpty, "\(honest.findings)")
+
+        let bobWraps = try await laptop.api.wraps(member: bob.id)
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps"] = bobWraps.map { var wrap = $0; wrap.member = alice.id; return wrap }
+        })
+        let report = try await laptop.audit()
+        #expect(report.findings.count == 1, "\(report.findings)")
+        #expect(report.findings.contains { $0.area == "wraps" && $0.message.contains("does not open") }, "\(report.findings)")
+    }
+}
+
+/// The account id is the first 16 bytes of the genesis hash, so a chain of another
+/// account is refused before the anchor is looked at (`wrong_account`). What only the
+/// anchor's full genesis hash catches is a recovery slot whose anchor, for this very
+/// account id, names another genesis: the test, knowing the code, seals one (as a
+/// server that learnt an old code or found a 128-bit prefix collision could). The
+/// honest chain must not be accepted against it.
+@Test func enrollmentRefusesAChainThatDoesNotStartAtTheAnchorsGenesis() async throws {
+    try await Fixture.run { fixture, laptop in
+        let slot = try await ServerAPI(transport: fixture.transport, account: laptop.account).recoverySlot()
+        let keys = try RecoveryKeys(code: fixture.code, salt: Hex.decode(slot.salt),
+                                    parameters: Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB))
+        let honest = try Envelope(base64: slot.anchor)
+        #expect(try RecoveryAnchor.open(honest, with: keys, account: laptop.account).genesis == laptop.links.first?.hash)
+
+        let stranger = DeviceKeys()
+        let otherGenesis = ChainLink.genesis(signingKey: stranger.signing, boxKey: stranger.agreement.publicKey, name: "laptop",
+                                             time: laptop.links[0].time)
+        let forged = try RecoveryAnchor(account: laptop.account, genesis: otherGenesis.hash)
+            .seal(under: keys, generation: honest.generation).base64
+        fixture.transport.tamper(rewriting("/recovery", as: RecoverySlot.self) { $0.anchor = forged })
+        await expectRefusal("wrong_account") {
+            _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                       account: laptop.account, name: "phone", code: fixture.code)
+        }
+        try await laptop.sync()
+        #expect(try laptop.chain.devices.count == 1)
+
+        fixture.transport.tamper(nil)
+        _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                   account: laptop.account, name: "phone", code: fixture.code)
+    }
+}
+
+/// A server that lists Bob's wrap as it is (it says Bob) in its answer for Alice: the
+/// wrap opens, for Bob, so only matching the member asked for keeps Bob's key from
+/// being taken as Alice's.
+@Test func aWrapOfAnotherMemberListedUnderThisOneIsNotTaken() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let bob = try await laptop.addMember(name: "Bob")
+        laptop.home.unlock()
+        let bobWraps = try await laptop.api.wraps(member: bob.id)
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps"] = bobWraps
+        })
+        let vault = try await fixture.open("laptop", forgetKeys: true)
+        await expectRefusal("missing_key") { _ = try await vault.memberKey(alice.id, generation: 1) }
+        vault.home.unlock()
+        fixture.transport.tamper(nil)
+        _ = try await fixture.open("laptop", forgetKeys: true).memberKey(alice.id, generation: 1)
+    }
+}
+
+/// A device that has not seen its chain yet (as just after `device link`) has only the
+/// account id to go by. The server cannot sign as this device, but it can found an
+/// account of its own and add this device's public keys to it: that chain names the
+/// device, active, with its keys, and must still be refused (`wrong_account`).
+@Test func aDeviceThatHasSeenNoChainRefusesAnotherAccountThatNamesIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        laptop.home.unlock()
+        var record = try fixture.home("laptop").load()
+        record.head = ""
+        record.sequence = 0
+        try fixture.home("laptop").save(record)
+        let server = DeviceKeys()
+        let genesis = ChainLink.genesis(signingKey: server.signing, boxKey: server.agreement.publicKey, name: "server", time: 0)
+        var add = ChainLink(sequence: 1, previous: genesis.hash, type: .deviceAdd, signer: server.id.rawValue, time: 0,
+                            body: record.keys.fields(name: "laptop"))
+        add.sign(with: server.signing)
+        let links = [genesis, add]
+        fixture.transport.tamper(rewriting("/chain", as: ChainResponse.self) { chain in
+            chain.links = links
+            chain.head = links[1].hash
+        })
+        await expectRefusal("wrong_account") { _ = try await fixture.open("laptop") }
+        fixture.transport.tamper(nil)
+        _ = try await fixture.open("laptop")
+    }
+}
+
+/// `audit` checks every box and every listing against the chain: a box whose signature
+/// does not verify, a missing box of an active device, and a wrap listed under another
+/// member than it names are each a finding.
+@Test func auditReportsAForgedBoxAMissingBoxAndAWrapListedUnderAnotherMember() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let bob = try await laptop.addMember(name: "Bob")
+        #expect(try await laptop.audit().findings.isEmpty)
+        let me = laptop.device.rawValue
+
+        fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
+            answer["boxes"] = answer["boxes"]!.map { var box = $0; box.signature = base64Encode([UInt8](repeating: 7, count: 64)); return box }
+        })
+        var findings = try await laptop.audit().findings
+        #expect(!findings.isEmpty && findings.allSatisfy { $0.area == "boxes" && $0.message.contains("signature") }, "\(findings)")
+
+        fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
+            answer["boxes"] = answer["boxes"]!.filter { $0.recipient != me }
+        })
+        findings = try await laptop.audit().findings
+        #expect(findings.map(\.area) == ["boxes"] && findings[0].message.contains("has no box of the current master key"), "\(findings)")
+
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps"] = answer["wraps"]!.map { var wrap = $0; wrap.member = bob.id; return wrap }
+        })
+        findings = try await laptop.audit().findings
+        #expect(findings.contains { $0.area == "wraps" && $0.message.contains("listed a wrap of member") }, "\(findings)")
+    }
+}
+
+/// A revoked device stops when its chain says so, even if the server keeps answering
+/// it (here the double serves it the account's real chain): `device_revoked`.
+@Test func aRevokedDeviceStopsWhenTheChainSaysSoEvenIfTheServerAnswersIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                            account: laptop.account, name: "phone", code: fixture.code)
+        phone.home.unlock()
+        try await laptop.sync()
+        try await laptop.revoke(try laptop.device(matching: phone.device.rawValue))
+        let body = Array(try JSONEncoder().encode(try await laptop.api.chain()))
+        fixture.transport.answer { request in
+            request.method == "GET" && request.target.contains("/chain") ? HTTPReply(status: 200, headers: [:], body: body) : nil
+        }
+        do {
+            _ = try await fixture.open("phone")
+            Issue.record("expected device_revoked")
+        } catch let error as ClientError {
+            #expect(error.code == .deviceRevoked, "\(error)")
+        }
+    }
+}
