@@ -31,7 +31,16 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(Self.format(bytes))/\(prefix)" }
 
-    /// Whether `address` (text, as a socket or a header gives it) is in this network.
+    /// The key a client is counted under by rate limits: an IPv4 address (also one
+    /// mapped into IPv6, as a server bound to `::` sees IPv4 peers), else the IPv6 /56
+    /// (what an ISP commonly gives one customer: a host has a whole /64, a home many).
+    /// Text that is no address ("local", "unparsed:…") is its own key.
+    static func bucket(_ address: String) -> String {
+        guard let bytes = parse(address) else { return address }
+        return bytes.count == 4 ? format(bytes) : format(masked(bytes, 56)) + "/56"
+    }
+
+    /// Whether `address` (as ``parse(_:)`` gives it) is in this network.
     func contains(_ address: [UInt8]) -> Bool {
         address.count == bytes.count && Self.masked(address, prefix) == bytes
     }

@@ -270,14 +270,8 @@ extension KeyService {
         return try json(LinkRequestInfo(code: code, status: .pending, expires: expires, request: create), status: .created)
     }
 
-    /// IPv6 clients are limited per /56 (what an ISP commonly gives one customer: a
-    /// host has a whole /64, a home many); IPv4 per address.
-    static func addressBucket(_ address: String) -> String {
-        guard address.contains(":") else { return address }
-        var bytes = in6_addr()
-        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
-        return withUnsafeBytes(of: &bytes) { Hex.encode(Array($0.prefix(7))) } + "::/56"
-    }
+    /// The key rate limits count a client under (``IPNetwork/bucket(_:)``).
+    static func addressBucket(_ address: String) -> String { IPNetwork.bucket(address) }
 
     /// Both devices poll this, unsigned (the new device is not enrolled yet): the code is
     /// the capability. The approver trusts none of it beyond what the commitment and the

@@ -257,7 +257,7 @@ struct KeyService: Sendable {
     /// chain as it stands there, where nothing later has happened yet) and verify.
     func checkAppended(_ box: KeyBox, in state: ChainState) throws {
         guard box.sequence == state.sequence else {
-            throw APIError.badRequest("a key box names the link it is stored with (\(state.sequence)), not \(box.sequence)")
+            throw ProtocolError("box_position", "a key box names the link it is stored with (\(state.sequence)), not \(box.sequence)")
         }
         try box.verify(in: state)
     }

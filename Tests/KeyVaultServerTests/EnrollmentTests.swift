@@ -268,6 +268,10 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
     #expect(KeyService.addressBucket("2001:db8:1:2:3:4:5:6") == KeyService.addressBucket("2001:db8:1:ff:ffff::1"))
     #expect(KeyService.addressBucket("2001:db8:1:300::1") != KeyService.addressBucket("2001:db8:1:200::1"))
     #expect(KeyService.addressBucket("192.0.2.1") == "192.0.2.1")
+    // A server bound to :: sees IPv4 peers as IPv4-mapped IPv6 addresses: each is its own
+    // IPv4 client, not one /56 of zeros shared by every IPv4 client (review finding).
+    #expect(KeyService.addressBucket("::ffff:192.0.2.1") == "192.0.2.1")
+    #expect(KeyService.addressBucket("::ffff:192.0.2.1") != KeyService.addressBucket("::ffff:198.51.100.7"))
 }
 
 /// A recovery slot is refused below the floor (`weak_kdf`) and above the ceiling no

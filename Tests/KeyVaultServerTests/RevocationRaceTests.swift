@@ -62,3 +62,28 @@ final class TouchGate: Sendable {
         }
     }
 }
+
+/// The cache itself never lets a copy read before a revocation undo it: `put` keeps a
+/// revocation already known, also one of a device that was not cached when it was
+/// revoked (a request may read the database just before the revocation commits and
+/// cache its copy just after), and `touch` changes only the last-seen time.
+@Test func theDeviceCacheNeverForgetsARevocation() {
+    let account = AccountID(rawValue: String(repeating: "a", count: 32))!
+    let stale = StoredDevice(id: DeviceID(rawValue: String(repeating: "b", count: 32))!, account: account, name: "phone",
+                             signingKey: [UInt8](repeating: 1, count: 32), boxKey: [UInt8](repeating: 2, count: 32), added: 1)
+    let cache = DeviceCache()
+    cache.put(stale)
+    cache.revoke(stale.id, of: account, at: 7)
+    cache.put(stale)  // the copy a suspended request read before the revocation
+    #expect(cache.get(stale.id)?.revoked == 7)
+    cache.touch(stale.id, at: 1_000)
+    #expect(cache.get(stale.id)?.revoked == 7 && cache.get(stale.id)?.lastSeen == 1_000)
+
+    let uncached = DeviceCache()
+    uncached.revoke(stale.id, of: account, at: 9)  // revoked while nothing had it cached
+    uncached.put(stale)
+    #expect(uncached.get(stale.id)?.revoked == 9)
+    uncached.removeAccount(account)  // a deleted account may be founded again by the same genesis
+    uncached.put(stale)
+    #expect(uncached.get(stale.id)?.revoked == nil)
+}
