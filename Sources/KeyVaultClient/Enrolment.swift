@@ -159,7 +159,7 @@ extension Vault {
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try prepareNewDevice(home: home, name: name)
         var device = DeviceKeys()
-        if let earlier = try? home.load(), earlier.account == account, !earlier.enrolled {
+        if let earlier = try? home.load(), earlier.account == account, earlier.server == server, !earlier.enrolled {
             // A request made from this home may still be approved: keep the keys it named,
             // so that its approval never leaves a device nobody holds the keys of.
             device = earlier.keys

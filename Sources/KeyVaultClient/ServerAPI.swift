@@ -214,7 +214,13 @@ public struct ServerAPI: Sendable {
     }
 
     public func pendingLinkRequests() async throws -> [LinkRequestInfo] {
-        try json([String: [LinkRequestInfo]].self, try await call("GET", accountPath + "/link-requests").body, "link requests")["requests"] ?? []
+        let requests = try json([String: [LinkRequestInfo]].self, try await call("GET", accountPath + "/link-requests").body,
+                                "link requests")["requests"] ?? []
+        // Codes are printed as they are: anything but a code is not taken.
+        guard requests.allSatisfy({ Vault.isLinkCode($0.code) }) else {
+            throw ClientError(.badResponse, "the server's list of link requests holds a malformed code")
+        }
+        return requests
     }
 
     public func approveLinkRequest(_ code: String, _ request: AppendRequest) async throws {
@@ -241,7 +247,13 @@ public struct ServerAPI: Sendable {
     }
 
     public func attachments(member: MemberID) async throws -> [AttachmentInfo] {
-        try json([String: [AttachmentInfo]].self, try await call("GET", attachmentPath(member)).body, "attachment list")["attachments"] ?? []
+        let list = try json([String: [AttachmentInfo]].self, try await call("GET", attachmentPath(member)).body,
+                            "attachment list")["attachments"] ?? []
+        // Addresses are printed as they are: anything but an address is not taken.
+        guard list.allSatisfy({ ContentAddress($0.address) != nil }) else {
+            throw ClientError(.badResponse, "the server's attachment list holds a malformed address")
+        }
+        return list
     }
 
     public func attachmentKey(member: MemberID, address: ContentAddress) async throws -> [UInt8] {

@@ -144,7 +144,17 @@ public final class Vault: @unchecked Sendable {
                               kind: .verification)
         }
         // Signed by a device active where it names is not enough: one revoked later could
-        // have sealed a key of its own choosing. The generation's link says which key it is.
+        // have sealed a key of its own choosing. The generation's link says which key it is;
+        // where it names none (a link without the field), only a signer trusted now counts.
+        if state.masterKeyChecks[box.generation] == nil {
+            let trustedNow = box.signer == ChainLink.recoverySigner
+                ? state.recovery.map { !$0.isCompromised && $0 == state.recovery(at: box.sequence) } ?? false
+                : DeviceID(rawValue: box.signer).flatMap { state.devices[$0] }?.isActive == true
+            guard trustedNow else {
+                throw ClientError(.badBox, "the master key box for generation \(box.generation) was made by a signer revoked since, and that generation's link names no key check to compare it with",
+                                  hint: "another device must rotate the master key (`keyctl master rotate`)", kind: .verification)
+            }
+        }
         guard try MasterKeyCheck.matches(key, generation: box.generation, in: state) else {
             throw ClientError(.badBox, "the master key in the box for generation \(box.generation) is not the one the chain's link for that generation names (signed by \(box.signer.prefix(8))…)",
                               hint: "a device, perhaps since revoked, sealed a key of its own; do not trust this server's boxes", kind: .verification)
@@ -414,6 +424,8 @@ public final class Vault: @unchecked Sendable {
         public var kept: [ChainState.Device]
         /// Whether the recovery code is (or will be) compromised: it needs replacing.
         public var compromisesRecovery: Bool
+        /// Set by ``Vault/revoke(_:newRecoveryCode:parameters:)``: a new code was set.
+        public var replacedRecoveryCode = false
     }
 
     /// The devices revoking `target` revokes, keeping those in `keep`.
@@ -462,23 +474,48 @@ public final class Vault: @unchecked Sendable {
         let kept = Set(plan.kept.map(\.id))
         var done = plan
         var next = plan.targets
+        var rounds = 0
         while !next.isEmpty {
+            // Each round revokes at least one device for good, so the account's size bounds
+            // the rounds; a server that keeps undoing them is not followed for ever.
+            rounds += 1
+            guard rounds <= (try chain.devices.count) + 1 else {
+                throw ClientError(.tooManyConflicts, "the devices to revoke kept coming back active",
+                                  hint: "run `keyctl device revoke` again; if this repeats, do not trust this server", kind: .verification)
+            }
             for target in next where try chain.devices[target.id]?.isActive == true {
                 progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
-                try await write("device revoke") { state in
-                    (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
+                do {
+                    try await write("device revoke") { state in
+                        (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
+                    }
+                } catch let error as ClientError where error.code.rawValue == "already_revoked" {
+                    // Another device (perhaps the thief's, to make this stop) revoked it first: done.
+                    try await sync()
                 }
             }
             let state = try chain
             next = state.activeDevices.filter { candidate in
                 candidate.id != device && !kept.contains(candidate.id) && done.targets.contains { state.descends(candidate.id, from: $0.id) }
             }
-            done.targets += next
+            done.targets += next.filter { candidate in !done.targets.contains { $0.id == candidate.id } }
         }
         // The new code first, so that the master key made next is sealed to it.
         if try chain.recovery?.isCompromised == true {
             done.compromisesRecovery = true
-            if let code = try newRecoveryCode() { try await setRecoveryCode(code, parameters: parameters) }
+            let code: Mnemonic?
+            do {
+                code = try newRecoveryCode()
+            } catch {
+                // Every revocation has landed: rotate away from the revoked devices anyway
+                // (sealed to devices only), then report why the code was not replaced.
+                try await finishPendingRotations()
+                throw error
+            }
+            if let code {
+                try await setRecoveryCode(code, parameters: parameters)
+                done.replacedRecoveryCode = true
+            }
         }
         try await finishPendingRotations()
         return done

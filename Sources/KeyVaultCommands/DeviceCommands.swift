@@ -293,9 +293,11 @@ extension Device {
             var text = "Revoked \(target.name.debugDescription)"
             if !also.isEmpty { text += " and the devices it added (\(also.map { $0.name.printable }.joined(separator: ", ")))" }
             text += "; master key is now generation \(state.masterGeneration) and every member key was rotated.\n"
-            if code != nil { text += "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n" }
+            if done.replacedRecoveryCode {
+                text += "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n"
+            }
             options.result(["revoked": target.id.rawValue, "alsoRevoked": also.map(\.id.rawValue), "kept": done.kept.map(\.id.rawValue),
-                            "newRecoveryCode": code != nil, "recoveryGeneration": state.recovery?.generation ?? 0,
+                            "newRecoveryCode": done.replacedRecoveryCode, "recoveryGeneration": state.recovery?.generation ?? 0,
                             "masterGeneration": state.masterGeneration,
                             "members": state.members.values.map { ["id": $0.id.rawValue, "generation": $0.generation] }], text)
         }

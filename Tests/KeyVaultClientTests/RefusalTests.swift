@@ -297,3 +297,28 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
         #expect(try laptop.chain.masterGeneration == 1)
     }
 }
+
+/// Second review, F6: link codes and attachment addresses are printed as they come
+/// (they are not free text), so one that is not a code or an address could write
+/// lines of its own into `keyctl status` or `attachment list`. Such a list is refused.
+@Test func aListWithAMalformedCodeOrAddressIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let tablet = DeviceKeys()
+        let signing = tablet.signing.publicKey.rawRepresentation, box = tablet.agreement.publicKey.rawRepresentation
+        let commitment = LinkCommitment.compute(account: laptop.account, device: tablet.id, signingKey: signing, boxKey: box,
+                                                name: "tablet", nonce: SystemRandom.bytes(count: 32))
+        _ = try await ServerAPI(transport: fixture.transport, account: laptop.account).createLinkRequest(
+            LinkRequestCreate(device: tablet.id, name: "tablet", signingKey: Hex.encode(signing), boxKey: Hex.encode(box),
+                              commitment: Hex.encode(commitment)))
+        #expect(try await laptop.api.pendingLinkRequests().count == 1)
+        fixture.transport.tamper(rewriting("/link-requests", as: [String: [LinkRequestInfo]].self) { answer in
+            answer["requests"] = answer["requests"]!.map { var r = $0; r.code = "ABC\nrecovery  generation 9"; return r }
+        })
+        await expectRefusal("bad_response", kind: .network) { _ = try await laptop.api.pendingLinkRequests() }
+        fixture.transport.tamper(rewriting("/attachments", as: [String: [AttachmentInfo]].self) { answer in
+            answer["attachments"] = [AttachmentInfo(address: "ca1.1.\nfake line", size: 1, created: 0)]
+        })
+        await expectRefusal("bad_response", kind: .network) { _ = try await laptop.api.attachments(member: alice.id) }
+    }
+}

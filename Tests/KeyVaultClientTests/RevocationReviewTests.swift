@@ -4,6 +4,7 @@ import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
+import Synchronization
 import Testing
 
 // Regression tests from the attack review of issue 8's changes: each was a failing
@@ -146,5 +147,61 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         let opened = try? await reopened.masterKey()
         #expect(opened == nil || opened?.key != chosen,
                 "the laptop accepted and cached a master key of generation \(g) chosen by the revoked phone")
+    }
+}
+
+/// Second review, F1: the thief revokes a device of the plan itself, just before the
+/// person's revocation of it lands, to make `device revoke` stop with
+/// `already_revoked` before the new code and the rotation. A device revoked by someone
+/// else is done; the revocation goes on to the end.
+@Test func aTargetRevokedByAnotherDeviceFirstDoesNotStopTheRevocation() async throws {
+    try await Fixture.run { fixture, laptop in
+        _ = try await laptop.addMember(name: "Alice")
+        let phone = try await fixture.enroll("phone", in: laptop.account)
+        let x = try await linkDevice(fixture, by: phone, "x")
+        x.home.unlock()
+        phone.home.unlock()
+        try await laptop.sync()
+        let plan = try laptop.revocationPlan(for: try laptop.device(matching: "phone"))
+        #expect(plan.targets.map(\.name) == ["phone", "x"])
+        // The first revocation of x is refused as already revoked (and is not), once.
+        let refusedOnce = Mutex(false)
+        let xID = x.device.rawValue
+        fixture.transport.answer { request in
+            guard request.method == "POST", request.target.hasSuffix("/chain"),
+                  String(decoding: request.body, as: UTF8.self).contains(xID),
+                  refusedOnce.withLock({ done in defer { done = true }; return !done }) else { return nil }
+            return HTTPReply(status: 400, body: Array(#"{"error":{"code":"already_revoked","message":"that device is already revoked"}}"#.utf8))
+        }
+        let done = try await laptop.revoke(plan)
+        #expect(done.targets.map(\.name) == ["phone", "x"])
+        #expect(try laptop.chain.devices[x.device]?.isActive == false)
+        #expect(try laptop.pendingRotation().isEmpty)
+    }
+}
+
+/// Second review, F2: when the new recovery code cannot be had (a script without
+/// --recovery-file, say), every revocation has landed already: the keys are still
+/// rotated away from the revoked devices before the error is reported, and the result
+/// never claims a code was set.
+@Test func aNewCodeThatCannotBeHadStillLeavesTheKeysRotated() async throws {
+    try await Fixture.run { fixture, laptop in
+        _ = try await laptop.addMember(name: "Alice")
+        let phone = try await fixture.enroll("phone", in: laptop.account)
+        let thiefCode = try Mnemonic.generate(wordCount: 24, language: .english)
+        try await phone.setRecoveryCode(thiefCode, parameters: .interactive)  // the thief's code
+        phone.home.unlock()
+        try await laptop.sync()
+        let before = try laptop.chain.masterGeneration
+        struct NoCode: Error {}
+        await #expect(throws: NoCode.self) {
+            try await laptop.revoke(try laptop.revocationPlan(for: try laptop.device(matching: "phone")),
+                                    newRecoveryCode: { throw NoCode() })
+        }
+        let state = try laptop.chain
+        #expect(state.devices[phone.device]?.isActive == false)
+        let pending = try laptop.pendingRotation()
+        #expect(state.masterGeneration > before && pending.members.isEmpty)
+        #expect(state.recovery?.isCompromised == true)
     }
 }
