@@ -186,7 +186,7 @@ extension Vault {
         let request = LinkRequestCreate(device: device.id, name: name, signingKey: Hex.encode(signingKey), boxKey: Hex.encode(boxKey),
                                         commitment: Hex.encode(commitment))
         let info = try await api.createLinkRequest(request)
-        guard Self.isLinkCode(info.code) else { throw ClientError(.badResponse, "the server's link request code is malformed") }
+        guard LinkCode.isValid(info.code) else { throw ClientError(.badResponse, "the server's link request code is malformed") }
         record.linkCode = info.code
         try home.save(record)
         events(.requested(code: info.code, expires: info.expires))
@@ -242,9 +242,6 @@ extension Vault {
         return vault
     }
 
-    static func isLinkCode(_ code: String) -> Bool {
-        code.utf8.count == 10 && code.unicodeScalars.allSatisfy { "0123456789ABCDEFGHJKMNPQRSTVWXYZ".unicodeScalars.contains($0) }
-    }
 
     /// A link request on the approving side: what was fetched before this device drew
     /// its own value (kept, never re-read from the server), then the SAS.
@@ -258,7 +255,7 @@ extension Vault {
     /// Fetches the pending link request the new device shows `code` for.
     public func linkCandidate(code raw: String) async throws -> LinkCandidate {
         let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
-        guard Self.isLinkCode(code) else {
+        guard LinkCode.isValid(code) else {
             throw ClientError(.invalidInput, "\(code.printable.debugDescription) is not a link code",
                               hint: "the code is the 10 letters and digits `keyctl device link` shows on the new device")
         }

@@ -217,7 +217,7 @@ public struct ServerAPI: Sendable {
         let requests = try json([String: [LinkRequestInfo]].self, try await call("GET", accountPath + "/link-requests").body,
                                 "link requests")["requests"] ?? []
         // Codes are printed as they are: anything but a code is not taken.
-        guard requests.allSatisfy({ Vault.isLinkCode($0.code) }) else {
+        guard requests.allSatisfy({ LinkCode.isValid($0.code) }) else {
             throw ClientError(.badResponse, "the server's list of link requests holds a malformed code")
         }
         return requests

@@ -437,20 +437,30 @@ public final class Vault: @unchecked Sendable {
         guard target.id != device else {
             throw ClientError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
         }
-        var targets = [target], kept = [ChainState.Device]()
-        var next = 0
-        while next < targets.count {
-            for added in state.devicesAdded(by: targets[next].id) where !targets.contains(added) && !kept.contains(added) {
-                if keep.contains(added.id) || added.id == device { kept.append(added) } else { targets.append(added) }
-            }
-            next += 1
-        }
+        let (added, kept) = cascade(from: [target], keeping: keep, in: state)
+        let targets = [target] + added
         for id in keep where !kept.contains(where: { $0.id == id }) {
             throw ClientError(.invalidInput, "--keep \(id): \(target.name.debugDescription) did not add that device, so revoking it does not revoke that one; nothing was changed",
                               hint: "the devices it added are listed when you run the command without --keep")
         }
         let compromised = state.recovery?.isCompromised == true || targets.contains { $0.isActive && state.recoveryCompromised(byRevoking: $0.id) }
         return RevocationPlan(targets: targets, kept: kept, compromisesRecovery: compromised)
+    }
+
+    /// The active devices that descend from `roots` (and from each other), less the
+    /// roots; those in `keep`, and this device, are kept and not followed.
+    func cascade(from roots: [ChainState.Device], keeping keep: Set<DeviceID>,
+                 in state: ChainState) -> (targets: [ChainState.Device], kept: [ChainState.Device]) {
+        var targets = roots, kept = [ChainState.Device]()
+        var next = 0
+        while next < targets.count {
+            for added in state.devicesAdded(by: targets[next].id)
+            where !targets.contains(where: { $0.id == added.id }) && !kept.contains(where: { $0.id == added.id }) {
+                if keep.contains(added.id) || added.id == device { kept.append(added) } else { targets.append(added) }
+            }
+            next += 1
+        }
+        return (Array(targets.dropFirst(roots.count)), kept)
     }
 
     /// Revokes a device and the devices it added (``revocationPlan(for:keeping:)``).
@@ -494,11 +504,12 @@ public final class Vault: @unchecked Sendable {
                     try await sync()
                 }
             }
+            // The same rule as the plan's, on the chain as it is now; and any target a
+            // server claimed was revoked already but is not.
             let state = try chain
-            next = state.activeDevices.filter { candidate in
-                candidate.id != device && !kept.contains(candidate.id) && done.targets.contains { state.descends(candidate.id, from: $0.id) }
-            }
-            done.targets += next.filter { candidate in !done.targets.contains { $0.id == candidate.id } }
+            let added = cascade(from: done.targets, keeping: kept, in: state).targets
+            next = done.targets.filter { state.devices[$0.id]?.isActive == true } + added
+            done.targets += added
         }
         // The new code first, so that the master key made next is sealed to it.
         if try chain.recovery?.isCompromised == true {

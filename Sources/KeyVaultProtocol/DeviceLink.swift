@@ -81,6 +81,22 @@ public enum LinkSAS {
     }
 }
 
+/// The code a new device shows and the approver types: 10 characters of Crockford's
+/// base32 (0-9 and A-Z without I, L, O, U), 50 bits, chosen by the server.
+public enum LinkCode {
+    static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".unicodeScalars)
+
+    public static func isValid(_ code: String) -> Bool {
+        code.unicodeScalars.count == 10 && code.unicodeScalars.allSatisfy { alphabet.contains($0) }
+    }
+
+    public static func random() -> String {
+        var scalars = String.UnicodeScalarView()
+        for _ in 0..<10 { scalars.append(alphabet[Int(SystemRandom.uniform(below: 32))]) }
+        return String(scalars)
+    }
+}
+
 /// The raw keys of a link request, when its fields are well formed: hex keys of the
 /// right length, the device id derived from the signing key, a 1-100 character name.
 struct LinkKeys {

@@ -259,7 +259,7 @@ extension KeyService {
         guard try await state(account).devices[create.device] == nil else {
             throw APIError(.conflict, "device_exists", "that device is already part of this account")
         }
-        let code = Self.linkCode()
+        let code = LinkCode.random()
         let expires = RecoveryGate.now() + Self.linkRequestLifetime
         // Limits per client address, not per account: a stranger flooding one account's
         // requests must not stop the owner's new device from asking.
@@ -348,17 +348,9 @@ extension KeyService {
     }
 
     func codeParameter(_ context: Context) throws -> String {
-        guard let code = context.parameters.get("code"), code.count == 10,
-              code.unicodeScalars.allSatisfy({ Self.codeAlphabet.unicodeScalars.contains($0) }) else {
+        guard let code = context.parameters.get("code"), LinkCode.isValid(code) else {
             throw APIError.badRequest("a link code is 10 characters of 0-9 and A-Z without I, L, O, U")
         }
         return code
-    }
-
-    /// Crockford base32 (no I, L, O, U): 10 characters, 50 bits.
-    static let codeAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    static func linkCode() -> String {
-        let alphabet = Array(codeAlphabet)
-        return String((0..<10).map { _ in alphabet[Int(SystemRandom.uniform(below: 32))] })
     }
 }

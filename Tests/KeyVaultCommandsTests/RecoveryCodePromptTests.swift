@@ -38,7 +38,12 @@ private func tokens(_ text: String) -> Set<String> {
             #expect(result.0 == 1, "\(result.2)")
             #expect(result.2.contains(typo == replacement ? "checksum" : "word 5"), "\(result.2)")
             // The words this message is made of may also be list words; any other list word is a leak.
-            let said = tokens(result.1 + result.2).subtracting(tokens("keyctl error hint that is not a valid recovery code word position type check the words with recovery verify"))
+            let said = tokens(result.1 + result.2).subtracting(tokens("""
+                keyctl error hint that is not a valid recovery code word position type check the words with recovery verify
+                every word is in the english list but the checksum does not match a word is wrong or two are swapped
+                changing one word at position would make the code valid compare them and the order of the words with your written copy
+                word is not in the english word list compare word with your written copy and type the code again nothing was changed
+                """))
             let leaked = said.intersection(suggested.subtracting([typo]))
             #expect(leaked.isEmpty, "suggested words printed: \(leaked) in \(result.1) \(result.2)")
         }
