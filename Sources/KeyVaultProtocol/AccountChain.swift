@@ -194,6 +194,11 @@ public struct ChainState: Sendable, Equatable {
             signingKey = device.signingKey
         }
         try Self.verify(link, by: signingKey)
+        // The device the link comes from: its signer, or for the recovery key the device
+        // that set the code (checked above: a recovery-signed link has a code to sign with).
+        guard let origin = link.signer == ChainLink.recoverySigner ? recovery?.setBy : DeviceID(rawValue: link.signer) else {
+            throw ProtocolError("unknown_signer", "the link is signed by a device this account does not have")
+        }
 
         var next = self
         switch link.type {
@@ -201,7 +206,7 @@ public struct ChainState: Sendable, Equatable {
             break
         case .deviceAdd:
             var device = try Self.newDevice(from: link, sequence: link.sequence)
-            device.addedBy = link.signer == ChainLink.recoverySigner ? recovery?.setBy : DeviceID(rawValue: link.signer)
+            device.addedBy = origin
             guard devices[device.id] == nil else { throw ProtocolError("device_exists", "that device is already part of this account") }
             next.devices[device.id] = device
         case .deviceRevoke:
@@ -223,8 +228,7 @@ public struct ChainState: Sendable, Equatable {
             guard generation == (recovery?.generation ?? 0) + 1 else {
                 throw ProtocolError("stale_generation", "recovery generation \(generation) does not follow \(recovery?.generation ?? 0)")
             }
-            let setBy = link.signer == ChainLink.recoverySigner ? recovery!.setBy : DeviceID(unchecked: link.signer)
-            next.recoveries.append(Recovery(authKey: authKey, boxKey: boxKey, generation: generation, set: link.sequence, setBy: setBy))
+            next.recoveries.append(Recovery(authKey: authKey, boxKey: boxKey, generation: generation, set: link.sequence, setBy: origin))
         case .masterRotate:
             let generation = try Self.generationField(link, "masterGeneration")
             guard generation == masterGeneration + 1 else {
