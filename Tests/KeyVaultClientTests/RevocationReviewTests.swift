@@ -26,15 +26,7 @@ import Testing
         #expect(plan.targets.map(\.name) == ["phone"])
 
         // Meanwhile the thief approves a device of its own from the phone (it controls both screens).
-        let screen = LinkScreen()
-        let sleeperTask = Task {
-            try await Vault.link(home: fixture.home("sleeper"), server: "test", transport: fixture.transport, account: laptop.account,
-                                 name: "sleeper", pollInterval: .milliseconds(10), events: { screen.show($0) })
-        }
-        let exchanged = try await phone.exchange(try await phone.linkCandidate(code: try await screen.wait { screen.code }),
-                                                 pollInterval: .milliseconds(10))
-        try await phone.approve(exchanged, typedSAS: try await screen.wait { screen.sas })
-        let sleeper = try await sleeperTask.value
+        let sleeper = try await linkDevice(fixture, by: phone, "sleeper")
         let sleeperID = sleeper.device
         sleeper.home.unlock()
         phone.home.unlock()
@@ -58,10 +50,7 @@ import Testing
 /// commit/answer/reveal exchange, with the approver typing the digits shown.
 func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async throws -> Vault {
     let screen = LinkScreen()
-    let task = Task {
-        try await Vault.link(home: fixture.home(name), server: "test", transport: fixture.transport, account: approver.account,
-                             name: name, pollInterval: .milliseconds(10), events: { screen.show($0) })
-    }
+    let task = startLink(fixture, approver, home: name, screen: screen)
     let exchanged = try await approver.exchange(try await approver.linkCandidate(code: try await screen.wait { screen.code }),
                                                 pollInterval: .milliseconds(10))
     try await approver.approve(exchanged, typedSAS: try await screen.wait { screen.sas })
@@ -123,13 +112,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         try await laptop.sync()
 
         // The revocation lands; its master key rotation does not (the connection drops).
-        fixture.transport.answer { request in
-            guard request.method == "POST", request.target.hasSuffix("/chain"),
-                  String(decoding: request.body, as: UTF8.self).contains("master.rotate") else { return nil }
-            return HTTPReply(status: 503, headers: [:], body: Array(#"{"error":{"code":"unavailable","message":"down"}}"#.utf8))
-        }
-        await #expect(throws: (any Error).self) { try await laptop.revoke(try laptop.device(matching: "phone")) }
-        fixture.transport.answer(nil)
+        await revokeLosingTheRotation(fixture, laptop, "phone")
         let g = try laptop.chain.masterGeneration
         let me = laptop.record.keys
         let account = laptop.account

@@ -98,13 +98,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         try await laptop.sync()
 
         // The revocation lands; its master key rotation does not (the connection drops).
-        fixture.transport.answer { request in
-            guard request.method == "POST", request.target.hasSuffix("/chain"),
-                  String(decoding: request.body, as: UTF8.self).contains("master.rotate") else { return nil }
-            return HTTPReply(status: 503, headers: [:], body: Array(#"{"error":{"code":"unavailable","message":"down"}}"#.utf8))
-        }
-        await #expect(throws: (any Error).self) { try await laptop.revoke(try laptop.device(matching: "phone")) }
-        fixture.transport.answer(nil)
+        await revokeLosingTheRotation(fixture, laptop, "phone")
         #expect(try laptop.pendingRotation().master)
 
         // An upload and a new member now use only generations made after the revocation.
@@ -214,4 +208,16 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         let desktop = try await fixture.enroll("desktop", in: laptop.account, code: fresh)
         try await expectOpensEverything(desktop, files)
     }
+}
+
+/// Revokes `name` from `vault` while the server drops the master key rotation that
+/// follows (a 503): the revocation lands, the rotation is left to do.
+func revokeLosingTheRotation(_ fixture: Fixture, _ vault: Vault, _ name: String) async {
+    fixture.transport.answer { request in
+        guard request.method == "POST", request.target.hasSuffix("/chain"),
+              String(decoding: request.body, as: UTF8.self).contains("master.rotate") else { return nil }
+        return HTTPReply(status: 503, headers: [:], body: Array(#"{"error":{"code":"unavailable","message":"down"}}"#.utf8))
+    }
+    await #expect(throws: (any Error).self) { try await vault.revoke(try vault.device(matching: name)) }
+    fixture.transport.answer(nil)
 }
