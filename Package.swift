@@ -8,8 +8,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "keyctl", targets: ["keyctl"]),
-        .library(name: "KeyVaultCrypto", targets: ["KeyVaultCrypto"]),
-        .library(name: "KeyVaultMnemonic", targets: ["KeyVaultMnemonic"]),
+        .library(name: "KeyVault", targets: ["KeyVault"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -38,7 +37,7 @@ let package = Package(
         .target(name: "KeyVaultVault", dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultModel", "KeyVaultProtocol"]),
         // The client: HTTP to the service, the device home, and every flow of
         // docs/api.md from the device's side, verifying what the server sends.
-        .target(name: "KeyVaultClient", dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultModel", "KeyVaultProtocol", "KeyVaultVault"]),
+        .target(name: "KeyVault", dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultModel", "KeyVaultProtocol", "KeyVaultVault"]),
         .target(name: "KeyVaultStore", dependencies: [
             "KeyVaultModel",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -55,7 +54,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ], exclude: ["openapi.json"]),  // compiled in as OpenAPIDocument.swift (Scripts/embed-openapi.sh)
         .target(name: "KeyVaultCommands", dependencies: [
-            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultServer", "KeyVaultClient",
+            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultServer", "KeyVault",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "keyctl", dependencies: ["KeyVaultCommands"]),
@@ -81,8 +80,8 @@ let package = Package(
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        .testTarget(name: "KeyVaultClientTests", dependencies: [
-            "KeyVaultClient", "KeyVaultServer", "KeyVaultStore", "KeyVaultProtocol", "KeyVaultVault", "KeyVaultMnemonic",
+        .testTarget(name: "KeyVaultTests", dependencies: [
+            "KeyVault", "KeyVaultServer", "KeyVaultStore", "KeyVaultProtocol", "KeyVaultVault", "KeyVaultMnemonic",
             "KeyVaultCrypto", "KeyVaultModel",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
@@ -72,13 +72,13 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let vault = try await options.openVault()
-        let state = try vault.chain
+        let state = try await vault.chain
         let pending = try await vault.api.pendingLinkRequests()
-        let rotation = try vault.pendingRotation()
+        let rotation = try await vault.pendingRotation()
         let members = state.members.values.sorted { $0.id.rawValue < $1.id.rawValue }
         var object: [String: Any] = [
-            "account": vault.account.rawValue, "device": vault.device.rawValue, "name": vault.record.name,
-            "server": vault.record.server, "head": state.head, "sequence": state.sequence,
+            "account": vault.account.rawValue, "device": vault.device.rawValue, "name": vault.deviceName,
+            "server": vault.server, "head": state.head, "sequence": state.sequence,
             "masterGeneration": state.masterGeneration, "recoveryGeneration": state.recovery?.generation ?? 0,
             "members": members.map { ["id": $0.id.rawValue, "generation": $0.generation] },
             "devices": state.activeDevices.count,
@@ -92,8 +92,8 @@ struct Status: AsyncParsableCommand {
         }
         var text = """
             account     \(vault.account)
-            device      \(vault.device) (\(vault.record.name))
-            server      \(vault.record.server)
+            device      \(vault.device) (\(vault.deviceName))
+            server      \(vault.server)
             chain head  \(state.head.prefix(16))… at link \(state.sequence)
             master key  generation \(state.masterGeneration)
             recovery    \(state.recovery.map { $0.compromised.map { "COMPROMISED at link \($0) (the device that set it was revoked): run `keyctl recovery rotate` to set a new code" } ?? "generation \($0.generation)" } ?? "NOT SET: run `keyctl recovery rotate` to set a recovery code")

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultCrypto
 import KeyVaultModel
 

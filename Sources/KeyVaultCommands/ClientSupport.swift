@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
@@ -28,7 +28,7 @@ struct HomeOptions: ParsableArguments {
         if let url = URL(string: server) {
             do {
                 try URLSessionTransport.checkCleartext(url, allowInsecureHTTP: insecureHTTP)
-            } catch let error as ClientError {
+            } catch let error as KeyVaultError {
                 throw KeyctlError(KeyctlError.Code(rawValue: error.code.rawValue), error.message,
                                   hint: "over plain HTTP the server's host and anyone on the network path see every request's metadata (account, device, times, sizes) and can rewrite answers, and a device-link exchange must not cross a network in the clear; use https://, or add --insecure-http if you accept that",
                                   exitCode: .usage)
@@ -104,7 +104,7 @@ extension KeyctlMain {
 
 extension KeyctlError {
     /// The exit code and advice for a client failure.
-    init(_ error: ClientError) {
+    init(_ error: KeyVaultError) {
         let exit: ExitCode = switch error.kind {
         case .rejected: .rejected
         case .network, .home, .input: .failure
@@ -112,7 +112,7 @@ extension KeyctlError {
         case .revoked: .revoked
         case .verification: .untrusted
         }
-        self.init(Code(rawValue: error.code.rawValue), error.message, hint: error.hint, exitCode: exit)
+        self.init(Code(rawValue: error.code.rawValue), error.message, hint: Hints.hint(for: error) ?? error.hint, exitCode: exit)
     }
 }
 

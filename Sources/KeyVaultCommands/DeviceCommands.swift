@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
@@ -200,7 +200,7 @@ extension Device {
 
         func run() async throws {
             let vault = try await options.openVault()
-            let state = try vault.chain
+            let state = try await vault.chain
             let seen = Dictionary(try await vault.api.devices().map { ($0.id, $0.lastSeen) }, uniquingKeysWith: { a, _ in a })
             let devices = state.devices.values.sorted { $0.added < $1.added }
             let objects: [[String: Any]] = devices.map { device in
@@ -258,12 +258,13 @@ extension Device {
 
         func run() async throws {
             let vault = try await options.openVault()
-            let target = try vault.device(matching: device)
-            let keeping = try keep.map { try vault.device(matching: $0).id }
+            let target = try await vault.device(matching: device)
+            var keeping = Set<DeviceID>()
+            for text in keep { keeping.insert(try await vault.device(matching: text).id) }
             let plan: Vault.RevocationPlan
             do {
-                plan = try vault.revocationPlan(for: target, keeping: Set(keeping))
-            } catch let error as ClientError where error.code == .invalidInput {
+                plan = try await vault.revocationPlan(for: target, keeping: keeping)
+            } catch let error as KeyVaultError where error.code == .invalidInput {
                 throw KeyctlError(.invalidInput, error.message, hint: error.hint, exitCode: .usage)
             }
             let listed = Array(plan.targets.dropFirst())
@@ -289,7 +290,7 @@ extension Device {
                 return code
             }, parameters: recovery.kdf)
             let also = Array(done.targets.dropFirst())
-            let state = try vault.chain
+            let state = try await vault.chain
             var text = "Revoked \(target.name.debugDescription)"
             if !also.isEmpty { text += " and the devices it added (\(also.map { $0.name.printable }.joined(separator: ", ")))" }
             text += "; master key is now generation \(state.masterGeneration) and every member key was rotated.\n"

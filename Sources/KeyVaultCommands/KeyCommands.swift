@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
@@ -85,12 +85,12 @@ struct Master: AsyncParsableCommand {
 
         func run() async throws {
             let vault = try await options.openVault()
-            if try vault.pendingRotation().isEmpty {
+            if try await vault.pendingRotation().isEmpty {
                 try await vault.rotateMaster()
             } else {
                 try await vault.finishPendingRotations()
             }
-            let generation = try vault.chain.masterGeneration
+            let generation = try await vault.chain.masterGeneration
             options.result(["masterGeneration": generation], "The master key is now generation \(generation).\n")
         }
     }
@@ -113,18 +113,18 @@ extension Recovery {
 
         func run() async throws {
             let vault = try await options.openVault()
-            let before = try vault.chain.recovery?.generation ?? 0
+            let before = try await vault.chain.recovery?.generation ?? 0
             let code = try recovery.newCode(json: options.json)
             do {
                 try await vault.setRecoveryCode(code, parameters: recovery.kdf)
-            } catch let error as ClientError {
-                let set = (try? vault.chain.recovery?.generation ?? 0) ?? 0 > before
-                throw ClientError(error.code, set ? "the new recovery code is set, but rotating the master key after it failed: \(error.message)"
+            } catch let error as KeyVaultError {
+                let set = (try? await vault.chain.recovery?.generation ?? 0) ?? 0 > before
+                throw KeyVaultError(error.code, set ? "the new recovery code is set, but rotating the master key after it failed: \(error.message)"
                                                   : "the new recovery code was not set (the old one still works): \(error.message)",
                                   hint: set ? "run `keyctl master rotate` to finish" : "run `keyctl recovery rotate` again\(recovery.recoveryFile.map { " after deleting \($0)" } ?? "")",
                                   kind: error.kind, status: error.status)
             }
-            let state = try vault.chain
+            let state = try await vault.chain
             options.result(["recoveryGeneration": state.recovery?.generation ?? 0, "masterGeneration": state.masterGeneration],
                            "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n")
         }

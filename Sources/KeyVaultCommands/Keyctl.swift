@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultServer
 
 /// `keyctl`: the KeyVault command line.
@@ -73,7 +73,7 @@ public enum KeyctlMain {
             } catch let error as KeyctlError {
                 report(error, to: console, json: arguments.contains("--json"))
                 return error.exitCode.rawValue
-            } catch let error as ClientError {
+            } catch let error as KeyVaultError {
                 let error = KeyctlError(error)
                 report(error, to: console, json: arguments.contains("--json"))
                 return error.exitCode.rawValue

@@ -1,5 +1,5 @@
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultMnemonic
 import KeyVaultModel
 import Testing

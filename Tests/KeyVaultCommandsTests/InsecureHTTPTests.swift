@@ -1,5 +1,5 @@
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultMnemonic
 import KeyVaultModel
 import Testing
@@ -10,7 +10,7 @@ import Testing
 /// A server that is never there: proves a command got past its checks to the network.
 struct UnreachableStub: HTTPTransport {
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
-        throw ClientError(.network, "the stub transport was reached with \(request.method) \(request.target)")
+        throw KeyVaultError(.network, "the stub transport was reached with \(request.method) \(request.target)")
     }
 }
 
@@ -63,12 +63,12 @@ struct UnreachableStub: HTTPTransport {
     do {
         _ = try await URLSessionTransport(baseURL: URL(string: "http://example.org")!).send(HTTPExchange(method: "GET", target: "/health"))
         Issue.record("plain HTTP to example.org was sent")
-    } catch let error as ClientError {
+    } catch let error as KeyVaultError {
         #expect(error.code.rawValue == "insecure_http" && error.message.contains("loopback"), "\(error.message)")
     }
     do {  // loopback passes the check and fails only to connect
         _ = try await URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:1")!).send(HTTPExchange(method: "GET", target: "/health"))
-    } catch let error as ClientError {
+    } catch let error as KeyVaultError {
         #expect(error.code == .network, "\(error.message)")
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import KeyVaultClient
+import KeyVault
 import Testing
 
 /// Issue 8, item 2, with the real binaries: a thief holding the owner's unlocked

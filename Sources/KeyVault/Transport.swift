@@ -49,11 +49,10 @@ public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPExchange) async throws -> HTTPReply
 }
 
-extension ClientError {
+extension KeyVaultError {
     /// An answer beyond the limit the client set for it.
-    static func tooLarge(_ limit: Int, _ what: String) -> ClientError {
-        ClientError(.responseTooLarge, "the server's answer to \(what) is larger than the \(limit) bytes (\(limit >> 20) MiB) the client accepts for it; it was not read",
-                    hint: "a KeyVault server never sends that much here; check --server, or report it if the server is yours")
+    static func tooLarge(_ limit: Int, _ what: String) -> KeyVaultError {
+        KeyVaultError(.responseTooLarge, "the server's answer to \(what) is larger than the \(limit) bytes (\(limit >> 20) MiB) the client accepts for it; it was not read")
     }
 }
 
@@ -75,7 +74,7 @@ public struct URLSessionTransport: HTTPTransport {
     }
 
     /// Whether `url` names this machine: an IPv4 address in 127.0.0.0/8, `::1`, or `localhost`.
-    public static func isLoopback(_ url: URL) -> Bool {
+    package static func isLoopback(_ url: URL) -> Bool {
         guard var host = url.host?.lowercased() else { return false }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if host == "localhost" { return true }
@@ -95,9 +94,9 @@ public struct URLSessionTransport: HTTPTransport {
     /// exchange in particular must not cross a network in the clear.
     ///
     /// - Throws: `insecure_http` (kind input).
-    public static func checkCleartext(_ url: URL, allowInsecureHTTP: Bool) throws {
+    package static func checkCleartext(_ url: URL, allowInsecureHTTP: Bool) throws {
         guard url.scheme?.lowercased() == "http", !allowInsecureHTTP, !isLoopback(url) else { return }
-        throw ClientError(.insecureHTTP, "refusing plain http:// to \(url.host ?? url.absoluteString): only loopback (127.0.0.0/8, ::1, localhost) is reached without TLS",
+        throw KeyVaultError(.insecureHTTP, "refusing plain http:// to \(url.host ?? url.absoluteString): only loopback (127.0.0.0/8, ::1, localhost) is reached without TLS",
                           hint: "anyone on the network path, and the server's host, would see every request's metadata, and a device-link exchange must not cross a network in the clear; use https://, or allow plain HTTP explicitly if you accept that",
                           kind: .input)
     }
@@ -105,7 +104,7 @@ public struct URLSessionTransport: HTTPTransport {
     public func send(_ exchange: HTTPExchange) async throws -> HTTPReply {
         try Self.checkCleartext(baseURL, allowInsecureHTTP: allowInsecureHTTP)
         guard let url = URL(string: baseURL.absoluteString.trimmingSuffix("/") + exchange.target) else {
-            throw ClientError(.network, "cannot build a URL from \(baseURL) and \(exchange.target)")
+            throw KeyVaultError(.network, "cannot build a URL from \(baseURL) and \(exchange.target)")
         }
         var request = URLRequest(url: url)
         request.httpMethod = exchange.method
@@ -121,21 +120,19 @@ public struct URLSessionTransport: HTTPTransport {
         let outcome: BoundedReader.Outcome
         do {
             outcome = try await reader.run(session.dataTask(with: request))
-        } catch let error as ClientError {
+        } catch let error as KeyVaultError {
             throw error
         } catch {
-            throw ClientError(.network, "cannot reach the server at \(baseURL.absoluteString): \(error.localizedDescription)",
-                              hint: "check that `keyctl serve` is running there and the URL (--server) is right")
+            throw KeyVaultError(.network, "cannot reach the server at \(baseURL.absoluteString): \(error.localizedDescription)")
         }
         switch outcome {
         case .tooLarge:
-            throw ClientError.tooLarge(exchange.maxReplyBytes, "\(exchange.method) \(exchange.target.prefix { $0 != "?" })")
+            throw KeyVaultError.tooLarge(exchange.maxReplyBytes, "\(exchange.method) \(exchange.target.prefix { $0 != "?" })")
         case .redirected:
-            throw ClientError(.badResponse, "the server at \(baseURL.absoluteString) answered with a redirect, which KeyVault never sends",
-                              hint: "give the server's final https:// URL with --server")
+            throw KeyVaultError(.badResponse, "the server at \(baseURL.absoluteString) answered with a redirect, which KeyVault never sends")
         case .done(let data, let response):
             guard let http = response as? HTTPURLResponse else {
-                throw ClientError(.network, "the server at \(baseURL.absoluteString) did not answer HTTP")
+                throw KeyVaultError(.network, "the server at \(baseURL.absoluteString) did not answer HTTP")
             }
             var headers = [String: String]()
             for (name, value) in http.allHeaderFields {

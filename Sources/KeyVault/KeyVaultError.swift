@@ -2,9 +2,13 @@ import KeyVaultCrypto
 import KeyVaultProtocol
 import KeyVaultVault
 
-/// Why a client operation stopped: what happened, the next thing to do, and which
-/// kind of failure it is (each kind has its own exit code in `keyctl`).
-public struct ClientError: Error, Sendable, CustomStringConvertible {
+/// Why a KeyVault operation stopped: a stable ``code`` to match on, a plain
+/// ``message`` (never a secret), what ``kind`` of failure it is and, where it
+/// helps, a ``hint`` of what to do next.
+///
+/// Errors of kind ``Kind/verification`` mean the server's answer failed a check:
+/// nothing was changed, and the server is not to be trusted with that answer.
+public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// The server could not be reached or did not speak the protocol.
         case network
@@ -49,6 +53,8 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         public static let kdfAboveCeiling = Code(rawValue: "kdf_above_ceiling")
         public static let responseTooLarge = Code(rawValue: "response_too_large")
         public static let insecureHTTP = Code(rawValue: "insecure_http")
+        public static let passphraseRequired = Code(rawValue: "passphrase_required")
+        public static let deviceBusy = Code(rawValue: "device_busy")
     }
 
     public let kind: Kind
@@ -58,7 +64,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status, when the server refused.
     public let status: Int?
 
-    public init(_ code: Code, _ message: String, hint: String? = nil, kind: Kind? = nil, status: Int? = nil) {
+    package init(_ code: Code, _ message: String, hint: String? = nil, kind: Kind? = nil, status: Int? = nil) {
         self.code = code
         self.message = message
         self.hint = hint
@@ -69,7 +75,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
     static func defaultKind(_ code: Code) -> Kind {
         switch code {
         case .network, .badResponse, .responseTooLarge: .network
-        case .home, .notInitialized, .alreadyInitialized: .home
+        case .home, .notInitialized, .alreadyInitialized, .passphraseRequired, .deviceBusy: .home
         case .deviceRevoked: .revoked
         case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal: .verification
         case .sasMismatch, .linkClosed: .rejected
@@ -81,18 +87,18 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 
     /// A refusal of the server's data, from the shared chain checks or the vault.
-    static func verification(_ error: any Error, _ what: String) -> ClientError {
+    static func verification(_ error: any Error, _ what: String) -> KeyVaultError {
         switch error {
         case let error as ProtocolError:
-            ClientError(.chainInvalid, "\(what): \(error.message) (\(error.code))",
+            KeyVaultError(.chainInvalid, "\(what): \(error.message) (\(error.code))",
                         hint: "the server's data does not verify; do not trust it. Nothing was changed here", kind: .verification)
         case let error as VaultError:
-            ClientError(Code(rawValue: error.code.rawValue), "\(what): \(error.message)",
+            KeyVaultError(Code(rawValue: error.code.rawValue), "\(what): \(error.message)",
                         hint: "the server's data does not verify; do not trust it. Nothing was changed here", kind: .verification)
-        case let error as ClientError:
+        case let error as KeyVaultError:
             error
         default:
-            ClientError(.chainInvalid, "\(what): \(error)", kind: .verification)
+            KeyVaultError(.chainInvalid, "\(what): \(error)", kind: .verification)
         }
     }
 }

@@ -10,12 +10,12 @@ extension Vault {
     }
 
     /// The content address of a file under the member's newest key (nothing is uploaded).
-    public func address(ofFileAt path: String, member: Member) async throws -> ContentAddress {
+    package func address(ofFileAt path: String, member: Member) async throws -> ContentAddress {
         let keys = try await memberKeys(member.id, generation: member.generation)
         do {
             return try keys.contentAddressKey.address(ofFileAt: path)
         } catch let error as CryptoError {
-            throw ClientError(.io, "cannot read \(path): \(error.message)", hint: "check the path and its permissions")
+            throw KeyVaultError(.io, "cannot read \(path): \(error.message)", hint: "check the path and its permissions")
         }
     }
 
@@ -26,12 +26,20 @@ extension Vault {
     }
 
     /// Seals a file for a member and uploads it under its content address.
-    public func put(fileAt path: String, member: Member) async throws -> PutResult {
+    package func put(fileAt path: String, member: Member) async throws -> PutResult {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ClientError(.io, "cannot read \(path)", hint: "check the path and its permissions")
+            throw KeyVaultError(.io, "cannot read \(path)", hint: "check the path and its permissions")
         }
         var plaintext = [UInt8](data)
         defer { secureWipe(&plaintext) }
+        return try await put(plaintext, member: member)
+    }
+
+    /// Seals `plaintext` for `member` under the member's newest key and uploads it
+    /// under its content address (the same bytes for the same member are stored once).
+    /// A rotation an earlier revocation left undone is finished first, so nothing new
+    /// is sealed under a key a revoked device knows.
+    public func put(_ plaintext: [UInt8], member: Member) async throws -> PutResult {
         try await finishRevocationFirst()
         // The member's newest generation from the chain, which finishing a rotation may have moved.
         let generation = try chain.members[member.id]?.generation ?? member.generation
@@ -49,11 +57,11 @@ extension Vault {
         do {
             object = try AttachmentObject(bytes: bytes)
         } catch {
-            throw ClientError.verification(error, "the attachment \(address) from the server")
+            throw KeyVaultError.verification(error, "the attachment \(address) from the server")
         }
         let keyGeneration = try AttachmentCrypto.keyGeneration(of: object.key)
         guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
-            throw ClientError(ClientError.Code(rawValue: VaultError.Code.addressMismatch.rawValue),
+            throw KeyVaultError(KeyVaultError.Code(rawValue: VaultError.Code.addressMismatch.rawValue),
                               "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
         }
         do {
@@ -61,7 +69,7 @@ extension Vault {
                                              keyKeys: try await memberKeys(member.id, generation: keyGeneration),
                                              addressKeys: try await memberKeys(member.id, generation: address.generation))
         } catch let error as VaultError {
-            throw ClientError.verification(error, "the attachment is refused")
+            throw KeyVaultError.verification(error, "the attachment is refused")
         }
     }
 
@@ -84,18 +92,18 @@ extension Vault {
         for (index, info) in list.enumerated() {
             progress("re-wrapping attachment keys: \(index + 1)/\(list.count)")
             guard let address = ContentAddress(info.address) else {
-                throw ClientError(.badResponse, "the server listed a malformed address \(info.address.prefix(80))")
+                throw KeyVaultError(.badResponse, "the server listed a malformed address \(info.address.prefix(80))")
             }
             let key = try await api.attachmentKey(member: member.id, address: address)
             let generation: UInt32
             do {
                 generation = try AttachmentCrypto.keyGeneration(of: key)
             } catch {
-                throw ClientError.verification(error, "the key of attachment \(address)")
+                throw KeyVaultError.verification(error, "the key of attachment \(address)")
             }
             guard generation != member.generation else { result.current += 1; continue }
             guard (1..<member.generation).contains(generation) else {
-                throw ClientError(ClientError.Code(rawValue: VaultError.Code.addressMismatch.rawValue),
+                throw KeyVaultError(KeyVaultError.Code(rawValue: VaultError.Code.addressMismatch.rawValue),
                                   "the key of attachment \(address) names generation \(generation), which member \(member.name) does not have",
                                   kind: .verification)
             }
@@ -104,7 +112,7 @@ extension Vault {
                 rewrapped = try AttachmentCrypto.rewrap(key, address: address, account: account,
                                                         from: try await memberKeys(member.id, generation: generation), to: newest)
             } catch let error as VaultError {
-                throw ClientError.verification(error, "the key of attachment \(address)")
+                throw KeyVaultError.verification(error, "the key of attachment \(address)")
             }
             try await api.replaceAttachmentKey(member: member.id, address: address, key: rewrapped)
             result.rewrapped += 1

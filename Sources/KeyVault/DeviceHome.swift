@@ -6,27 +6,27 @@ import KeyVaultModel
 /// account lives, the newest chain head it has seen, its keys and the key
 /// generations it has opened. Public fields in the clear; secrets optionally
 /// sealed under a local passphrase.
-public struct DeviceRecord: Sendable {
-    public var server: String
-    public var account: AccountID
-    public var name: String
+package struct DeviceRecord: Sendable {
+    package var server: String
+    package var account: AccountID
+    package var name: String
     /// The newest chain head this device has verified, and its sequence.
-    public var head: String
-    public var sequence: UInt64
+    package var head: String
+    package var sequence: UInt64
     /// False while a link request or enrolment is under way.
-    public var enrolled: Bool
-    public var keys: DeviceKeys
+    package var enrolled: Bool
+    package var keys: DeviceKeys
     /// Cached master key generations.
-    public var masterKeys: [UInt32: SymmetricKey]
+    package var masterKeys: [UInt32: SymmetricKey]
     /// Cached member key generations.
-    public var memberKeys: [MemberID: [UInt32: SymmetricKey]]
+    package var memberKeys: [MemberID: [UInt32: SymmetricKey]]
     /// The code of the link request this not-yet-enrolled device is waiting on, so a
     /// second `device link` can finish a request approved while nobody watched.
-    public var linkCode: String?
+    package var linkCode: String?
 
-    public var device: DeviceID { keys.id }
+    package var device: DeviceID { keys.id }
 
-    public init(server: String, account: AccountID, name: String, head: String, sequence: UInt64, enrolled: Bool,
+    package init(server: String, account: AccountID, name: String, head: String, sequence: UInt64, enrolled: Bool,
                 linkCode: String? = nil, keys: DeviceKeys, masterKeys: [UInt32: SymmetricKey] = [:], memberKeys: [MemberID: [UInt32: SymmetricKey]] = [:]) {
         self.server = server
         self.account = account
@@ -41,71 +41,47 @@ public struct DeviceRecord: Sendable {
     }
 }
 
-/// The device home directory: created 0700, its file 0600, written atomically
-/// (temporary file, fsync, rename), one writer at a time (an exclusive lock).
-public final class DeviceHome: @unchecked Sendable {
-    public let directory: String
-    var file: String { directory + "/device.json" }
-    private var lockDescriptor: Int32 = -1
+/// The device record on top of a ``DeviceStorage``: encoded as the device document
+/// (docs/formats/device-home.md), its secrets optionally sealed under a passphrase
+/// (what `keyctl` offers; an app's Keychain protects its own storage).
+package final class DeviceHome: @unchecked Sendable {
+    package let storage: any DeviceStorage
     /// The passphrase the secrets are sealed under, when the home is sealed.
-    public var passphrase: SecureBytes?
+    package var passphrase: SecureBytes?
     /// Asked for the passphrase of a sealed home.
-    public var passphraseProvider: (@Sendable () throws -> SecureBytes)?
+    package var passphraseProvider: (@Sendable () throws -> SecureBytes)?
 
     /// `--home`, else `KEYCTL_HOME`, else `~/.keyctl`.
-    public static func defaultDirectory(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    package static func defaultDirectory(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let option, !option.isEmpty { return option }
         if let env = environment["KEYCTL_HOME"], !env.isEmpty { return env }
         return (environment["HOME"] ?? NSHomeDirectory()) + "/.keyctl"
     }
 
-    public init(directory: String) {
-        self.directory = directory
+    package init(storage: any DeviceStorage) {
+        self.storage = storage
     }
 
-    deinit { if lockDescriptor >= 0 { close(lockDescriptor) } }
-
-    public var exists: Bool { FileManager.default.fileExists(atPath: file) }
-
-    /// Takes the home's lock so that two commands on one home never interleave.
-    public func lock() throws {
-        guard lockDescriptor < 0 else { return }
-        try ensureDirectory()
-        let fd = open(directory + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw homeError("cannot open the lock file in \(directory): \(String(cString: strerror(errno)))") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
-            throw ClientError(.home, "another keyctl command is using \(directory)", hint: "wait for it to finish, then try again")
-        }
-        lockDescriptor = fd
+    /// A home in a directory (``FileDeviceStorage``).
+    package convenience init(directory: String) {
+        self.init(storage: FileDeviceStorage(directory: directory))
     }
 
-    /// Releases the lock (it is also released when the home is freed or the process ends).
-    public func unlock() {
-        if lockDescriptor >= 0 { close(lockDescriptor) }
-        lockDescriptor = -1
-    }
+    /// Where the device lives, for messages.
+    package var directory: String { storage.location }
 
-    func ensureDirectory() throws {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw homeError("\(directory) exists and is not a directory") }
-            return
-        }
-        guard mkdir(directory, 0o700) == 0 else {
-            throw homeError("cannot create the device home \(directory): \(String(cString: strerror(errno)))")
-        }
-    }
+    package var exists: Bool { (try? storage.read()) != nil }
 
-    func homeError(_ message: String) -> ClientError {
-        ClientError(.home, message, hint: "choose another directory with --home or KEYCTL_HOME")
-    }
+    /// Takes the storage's lock so that two processes never work on one device at once.
+    package func lock() throws { try storage.lock() }
+
+    /// Releases the lock (it is also released when the storage is freed or the process ends).
+    package func unlock() { storage.unlock() }
 
     // MARK: Load
 
-    public func load() throws -> DeviceRecord {
-        guard let data = FileManager.default.contents(atPath: file) else { throw notFound }
-        var bytes = [UInt8](data)
+    package func load() throws -> DeviceRecord {
+        guard var bytes = try storage.read() else { throw notFound }
         defer { secureWipe(&bytes) }
         let stored: StoredHome
         do {
@@ -113,12 +89,11 @@ public final class DeviceHome: @unchecked Sendable {
         } catch {
             throw corrupt("it is not a KeyVault device file (\(error))")
         }
-        guard stored.format == 1 else { throw corrupt("format \(stored.format) is not one this keyctl reads (1)") }
+        guard stored.format == 1 else { throw corrupt("format \(stored.format) is not one this version reads (1)") }
         var secretBytes: [UInt8]
         if let sealed = stored.sealed {
             let passphrase = try self.passphrase ?? passphraseProvider?() ?? {
-                throw ClientError(.home, "the keys in \(directory) are sealed under a passphrase",
-                                  hint: "run keyctl on a terminal to be asked for it, or set KEYCTL_PASSPHRASE_FILE")
+                throw KeyVaultError(.passphraseRequired, "the keys in \(directory) are sealed under a passphrase")
             }()
             secretBytes = try sealed.open(passphrase: passphrase)
             self.passphrase = passphrase
@@ -138,13 +113,13 @@ public final class DeviceHome: @unchecked Sendable {
                                 keys: DeviceKeys(signing: try Ed25519.PrivateKey(seed: secrets.signingSeed.secure()),
                                                  agreement: try X25519.PrivateKey(rawRepresentation: secrets.boxKey.secure())),
                                 masterKeys: try secrets.master.reduce(into: [:]) { out, entry in
-                                    guard let g = UInt32(entry.key) else { throw ClientError(.home, "bad generation") }
+                                    guard let g = UInt32(entry.key) else { throw KeyVaultError(.home, "bad generation") }
                                     out[g] = try SymmetricKey(entry.value.secure())
                                 },
                                 memberKeys: try secrets.members.reduce(into: [:]) { out, entry in
-                                    guard let id = MemberID(rawValue: entry.key) else { throw ClientError(.home, "bad member id") }
+                                    guard let id = MemberID(rawValue: entry.key) else { throw KeyVaultError(.home, "bad member id") }
                                     out[id] = try entry.value.reduce(into: [:]) { keys, generation in
-                                        guard let h = UInt32(generation.key) else { throw ClientError(.home, "bad generation") }
+                                        guard let h = UInt32(generation.key) else { throw KeyVaultError(.home, "bad generation") }
                                         keys[h] = try SymmetricKey(generation.value.secure())
                                     }
                                 })
@@ -153,22 +128,19 @@ public final class DeviceHome: @unchecked Sendable {
         }
     }
 
-    /// The error for a home without a device: how to start one.
-    public var notFound: ClientError {
-        ClientError(.notInitialized, "there is no KeyVault device in \(directory)",
-                    hint: "run `keyctl init --server URL --name NAME` for a new account, or `keyctl device enroll` / `keyctl device link` to join one; --home picks another directory")
+    /// The error for a storage without a device.
+    package var notFound: KeyVaultError {
+        KeyVaultError(.notInitialized, "there is no KeyVault device in \(directory)")
     }
 
-    func corrupt(_ why: String) -> ClientError {
-        ClientError(.home, "the device file \(file) is damaged: \(why)",
-                    hint: "restore it from a backup, or move it away and enroll this computer again (`keyctl device enroll` with the recovery code)")
+    func corrupt(_ why: String) -> KeyVaultError {
+        KeyVaultError(.home, "the device record in \(directory) is damaged: \(why)")
     }
 
     // MARK: Save
 
-    /// Writes the record atomically: a crash leaves the old file or the new one.
-    public func save(_ record: DeviceRecord) throws {
-        try ensureDirectory()
+    /// Writes the record (atomically where the storage is a file: a crash leaves the old one or the new one).
+    package func save(_ record: DeviceRecord) throws {
         let secrets = StoredSecrets(
             signingSeed: HexSecret(record.keys.signing.seed), boxKey: HexSecret(record.keys.agreement.rawRepresentation),
             master: Dictionary(uniqueKeysWithValues: record.masterKeys.map { (String($0.key), HexSecret($0.value.bytes)) }),
@@ -189,45 +161,12 @@ public final class DeviceHome: @unchecked Sendable {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         var bytes = Array(try encoder.encode(stored))
         defer { secureWipe(&bytes) }
-        try writeAtomically(bytes)
+        try storage.write(bytes)
     }
 
-    func writeAtomically(_ bytes: [UInt8]) throws {
-        let temporary = file + ".tmp"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw homeError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                let error = homeError("cannot write \(temporary): \(String(cString: strerror(errno)))")
-                close(fd)
-                unlink(temporary)
-                throw error
-            }
-            offset += n
-        }
-        let synced = fsync(fd) == 0
-        let closed = close(fd) == 0
-        guard synced, closed else {
-            unlink(temporary)
-            throw homeError("cannot flush \(temporary) to disk")
-        }
-        guard rename(temporary, file) == 0 else {
-            let error = homeError("cannot replace \(file): \(String(cString: strerror(errno)))")
-            unlink(temporary)
-            throw error
-        }
-        let dir = open(directory, O_RDONLY | O_CLOEXEC)
-        if dir >= 0 { fsync(dir); close(dir) }
-    }
-
-    /// Removes the device file (after the account is deleted).
-    public func remove() throws {
-        unlink(file)
-        unlink(file + ".tmp")
+    /// Removes the device record (after the account is deleted).
+    package func remove() throws {
+        try storage.erase()
     }
 }
 
@@ -277,16 +216,15 @@ struct SealedSecrets: Codable {
             parameters = try Argon2id.Parameters(iterations: iterations, memoryKiB: memoryKiB)
         } catch let error as CryptoError {
             // Above the ceiling the file would cost unbounded time and memory to open; below the floor, it is too cheap to guess.
-            throw ClientError(error.code == .parametersAboveCeiling ? .kdfAboveCeiling : .weakKDF,
-                              "the device file's passphrase parameters are refused: \(error.message)",
-                              hint: "this keyctl never writes such parameters: the file was changed by something else")
+            throw KeyVaultError(error.code == .parametersAboveCeiling ? .kdfAboveCeiling : .weakKDF,
+                              "the device file's passphrase parameters are refused: \(error.message)")
         }
         guard let salt = try? Hex.decode(self.salt), let envelope = try? Envelope(base64: self.envelope) else {
-            throw ClientError(.home, "the sealed keys of the device file do not parse")
+            throw KeyVaultError(.home, "the sealed keys of the device file do not parse")
         }
         let key = try SymmetricKey(Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters, outputByteCount: 32))
         guard let plain = try? envelope.open(using: key, context: Self.context) else {
-            throw ClientError(.home, "that passphrase does not open this device's keys", hint: "type it again; it is case-sensitive",
+            throw KeyVaultError(.home, "that passphrase does not open this device's keys", hint: "type it again; it is case-sensitive",
                               kind: .rejected)
         }
         return plain.unprotectedCopy()

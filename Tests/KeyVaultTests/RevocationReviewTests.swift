@@ -1,5 +1,5 @@
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
@@ -22,7 +22,7 @@ import Testing
         try await laptop.sync()
 
         // The person runs `keyctl device revoke phone`: the plan is made and the prompt shows it.
-        let plan = try laptop.revocationPlan(for: try laptop.device(matching: "phone"))
+        let plan = try await laptop.revocationPlan(for: try await laptop.device(matching: "phone"))
         #expect(plan.targets.map(\.name) == ["phone"])
 
         // Meanwhile the thief approves a device of its own from the phone (it controls both screens).
@@ -33,8 +33,8 @@ import Testing
 
         // The person confirms; the revocation "succeeds" and rotates every key.
         try await laptop.revoke(plan)
-        let state = try laptop.chain
-        #expect(try laptop.pendingRotation().isEmpty)
+        let state = try await laptop.chain
+        #expect(try await laptop.pendingRotation().isEmpty)
         #expect(state.devices[sleeperID]?.addedBy == phone.device)
 
         // A device the revoked phone added is revoked with it (issue 8, item 2).
@@ -83,12 +83,12 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
 
         // The owner revokes the stolen phone.
         try await laptop.sync()
-        let plan = try laptop.revocationPlan(for: try laptop.device(matching: "phone"))
+        let plan = try await laptop.revocationPlan(for: try await laptop.device(matching: "phone"))
         #expect(plan.targets.contains { $0.id == yID }, "the plan does not list Y, which the phone's device X added")
         #expect(plan.compromisesRecovery, "the plan does not treat the code set by Y as compromised")
         let newCode = try Mnemonic.generate(wordCount: 24, language: .english)
         try await laptop.revoke(plan, newRecoveryCode: { newCode }, parameters: .interactive)
-        let state = try laptop.chain
+        let state = try await laptop.chain
         #expect(state.devices[yID]?.isActive == false, "Y is still active after `device revoke phone`")
         let leaked = try? await fixture.open("laptop (work)", forgetKeys: true).masterKey()
         #expect(leaked == nil, "Y opened master key generation \(leaked?.generation ?? 0), made by the revocation")
@@ -106,15 +106,15 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
     try await Fixture.run { fixture, laptop in
         _ = try await laptop.addMember(name: "Alice")
         let phone = try await fixture.enroll("phone", in: laptop.account)
-        let phoneKeys = phone.record.keys
-        let phoneActiveAt = try phone.chain.sequence  // the phone's enrolment link
+        let phoneKeys = await phone.record.keys
+        let phoneActiveAt = try await phone.chain.sequence  // the phone's enrolment link
         phone.home.unlock()
         try await laptop.sync()
 
         // The revocation lands; its master key rotation does not (the connection drops).
         await revokeLosingTheRotation(fixture, laptop, "phone")
-        let g = try laptop.chain.masterGeneration
-        let me = laptop.record.keys
+        let g = try await laptop.chain.masterGeneration
+        let me = await laptop.record.keys
         let account = laptop.account
         laptop.home.unlock()
 
@@ -145,7 +145,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         x.home.unlock()
         phone.home.unlock()
         try await laptop.sync()
-        let plan = try laptop.revocationPlan(for: try laptop.device(matching: "phone"))
+        let plan = try await laptop.revocationPlan(for: try await laptop.device(matching: "phone"))
         #expect(plan.targets.map(\.name) == ["phone", "x"])
         // The first revocation of x is refused as already revoked (and is not), once.
         let refusedOnce = Mutex(false)
@@ -158,8 +158,8 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         }
         let done = try await laptop.revoke(plan)
         #expect(done.targets.map(\.name) == ["phone", "x"])
-        #expect(try laptop.chain.devices[x.device]?.isActive == false)
-        #expect(try laptop.pendingRotation().isEmpty)
+        #expect(try await laptop.chain.devices[x.device]?.isActive == false)
+        #expect(try await laptop.pendingRotation().isEmpty)
     }
 }
 
@@ -175,15 +175,15 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         try await phone.setRecoveryCode(thiefCode, parameters: .interactive)  // the thief's code
         phone.home.unlock()
         try await laptop.sync()
-        let before = try laptop.chain.masterGeneration
+        let before = try await laptop.chain.masterGeneration
         struct NoCode: Error {}
         await #expect(throws: NoCode.self) {
-            try await laptop.revoke(try laptop.revocationPlan(for: try laptop.device(matching: "phone")),
+            try await laptop.revoke(try await laptop.revocationPlan(for: try await laptop.device(matching: "phone")),
                                     newRecoveryCode: { throw NoCode() })
         }
-        let state = try laptop.chain
+        let state = try await laptop.chain
         #expect(state.devices[phone.device]?.isActive == false)
-        let pending = try laptop.pendingRotation()
+        let pending = try await laptop.pendingRotation()
         #expect(state.masterGeneration > before && pending.members.isEmpty)
         #expect(state.recovery?.isCompromised == true)
     }

@@ -1,5 +1,5 @@
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
@@ -25,7 +25,7 @@ import Testing
             _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
                                                        account: laptop.account, name: "phone", code: fixture.code)
             Issue.record("a slot above the memory ceiling was used")
-        } catch let error as ClientError {
+        } catch let error as KeyVaultError {
             #expect(error.code == .kdfAboveCeiling && error.kind == .verification, "\(error)")
             #expect(error.message.contains("t=\(ceiling.iterations)") && error.message.contains("m=\(ceiling.memoryKiB) KiB"), "\(error.message)")
         }
@@ -52,7 +52,7 @@ import Testing
     let reader = DeviceHome(directory: directory.path)
     reader.passphrase = SecureBytes(copying: Array("correct horse".utf8))
     #expect { try reader.load() } throws: { error in
-        guard let error = error as? ClientError else { return false }
+        guard let error = error as? KeyVaultError else { return false }
         return error.code == .kdfAboveCeiling && error.kind == .verification && error.message.contains("t=\(ceiling.iterations)")
     }
     try honest.write(toFile: file, atomically: true, encoding: .utf8)

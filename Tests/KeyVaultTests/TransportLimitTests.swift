@@ -1,5 +1,5 @@
 import Foundation
-import KeyVaultClient
+import KeyVault
 import Synchronization
 import Testing
 #if canImport(Glibc)
@@ -75,7 +75,7 @@ func theHTTPTransportStopsReadingAnAnswerLargerThanItsLimit() async throws {
     do {
         _ = try await transport.send(HTTPExchange(method: "GET", target: "/v1/big", maxReplyBytes: limit))
         Issue.record("an answer of \(1024 * limit) bytes was accepted under a limit of \(limit)")
-    } catch let error as ClientError {
+    } catch let error as KeyVaultError {
         #expect(error.code == .responseTooLarge && error.message.contains("\(limit)"), "\(error.message)")
     }
     // The transfer stops: the server's count settles (its sends fail once the client
@@ -98,7 +98,7 @@ func theHTTPTransportStopsReadingAnAnswerLargerThanItsLimit() async throws {
         _ = try await URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:\(declared.port)")!)
             .send(HTTPExchange(method: "GET", target: "/v1/big", maxReplyBytes: limit))
         Issue.record("a declared length of 100 GB was accepted")
-    } catch let error as ClientError {
+    } catch let error as KeyVaultError {
         #expect(error.code == .responseTooLarge, "\(error.message)")
     }
 
@@ -120,7 +120,7 @@ func theHTTPTransportStopsReadingAnAnswerLargerThanItsLimit() async throws {
         await expectRefusal("response_too_large", kind: .network) { _ = try await laptop.api.devices() }
         do {
             _ = try await laptop.api.devices()
-        } catch let error as ClientError {
+        } catch let error as KeyVaultError {
             #expect(error.message.contains("\(ServerAPI.maxJSONReplyBytes)") || error.message.contains("MiB"), "\(error.message)")
         }
     }

@@ -4,29 +4,29 @@ import KeyVaultModel
 import KeyVaultProtocol
 
 /// The device keys that sign requests.
-public struct DeviceKeys: Sendable {
-    public let signing: Ed25519.PrivateKey
-    public let agreement: X25519.PrivateKey
-    public var id: DeviceID { deviceID(for: signing.publicKey) }
+package struct DeviceKeys: Sendable {
+    package let signing: Ed25519.PrivateKey
+    package let agreement: X25519.PrivateKey
+    package var id: DeviceID { deviceID(for: signing.publicKey) }
 
-    public init(signing: Ed25519.PrivateKey = Ed25519.PrivateKey(), agreement: X25519.PrivateKey = X25519.PrivateKey()) {
+    package init(signing: Ed25519.PrivateKey = Ed25519.PrivateKey(), agreement: X25519.PrivateKey = X25519.PrivateKey()) {
         self.signing = signing
         self.agreement = agreement
     }
 
     /// The fields that introduce this device in a genesis or device.add link.
-    public func fields(name: String) -> [String: String] {
+    package func fields(name: String) -> [String: String] {
         ChainLink.deviceFields(signingKey: signing.publicKey, boxKey: agreement.publicKey, name: name)
     }
 }
 
 /// The HTTP API of docs/api.md, typed. Signed routes use `keys`.
-public struct ServerAPI: Sendable {
-    public let transport: any HTTPTransport
-    public let account: AccountID?
-    public let keys: DeviceKeys?
+package struct ServerAPI: Sendable {
+    package let transport: any HTTPTransport
+    package let account: AccountID?
+    package let keys: DeviceKeys?
 
-    public init(transport: any HTTPTransport, account: AccountID? = nil, keys: DeviceKeys? = nil) {
+    package init(transport: any HTTPTransport, account: AccountID? = nil, keys: DeviceKeys? = nil) {
         self.transport = transport
         self.account = account
         self.keys = keys
@@ -37,9 +37,9 @@ public struct ServerAPI: Sendable {
     /// audit page of at most 1000 entries) 8 MiB; the whole chain, which grows with
     /// every key event, 64 MiB; an attachment, the service's largest configurable
     /// attachment (1 GiB) and its envelope.
-    public static let maxJSONReplyBytes = HTTPExchange.defaultMaxReplyBytes
-    public static let maxChainReplyBytes = 64 << 20
-    public static let maxAttachmentReplyBytes = (1 << 30) + (64 << 10)
+    package static let maxJSONReplyBytes = HTTPExchange.defaultMaxReplyBytes
+    package static let maxChainReplyBytes = 64 << 20
+    package static let maxAttachmentReplyBytes = (1 << 30) + (64 << 10)
 
     var accountPath: String { "/v1/accounts/\(account?.rawValue ?? "")" }
 
@@ -47,7 +47,7 @@ public struct ServerAPI: Sendable {
 
     /// Sends a request (signed when `signed`) and returns the body of a 2xx answer.
     ///
-    /// - Throws: `ClientError` with the server's code for a refusal, `device_revoked`
+    /// - Throws: `KeyVaultError` with the server's code for a refusal, `device_revoked`
     ///   (kind `.revoked`) when this device was revoked.
     ///   `response_too_large` for an answer beyond `maxReply` bytes.
     func call(_ method: String, _ path: String, query: String = "", body: [UInt8] = [], signed: Bool = true,
@@ -55,40 +55,37 @@ public struct ServerAPI: Sendable {
         var headers: [(String, String)] = []
         if !body.isEmpty { headers.append(("Content-Type", contentType)) }
         if signed {
-            guard let keys else { throw ClientError(.notInitialized, "this request needs an enrolled device") }
+            guard let keys else { throw KeyVaultError(.notInitialized, "this request needs an enrolled device") }
             headers += RequestSignature.headers(method: method, path: path, query: query, body: body, device: keys.id,
                                                 key: keys.signing, timestamp: Int64(Date().timeIntervalSince1970))
         }
         let reply = try await transport.send(HTTPExchange(method: method, target: query.isEmpty ? path : path + "?" + query,
                                                           headers: headers, body: body, maxReplyBytes: maxReply))
         // Also here, for a transport that does not bound what it reads.
-        guard reply.body.count <= maxReply else { throw ClientError.tooLarge(maxReply, "\(method) \(path)") }
+        guard reply.body.count <= maxReply else { throw KeyVaultError.tooLarge(maxReply, "\(method) \(path)") }
         guard (200..<300).contains(reply.status) else { throw Self.refusal(reply) }
         return (reply.status, reply.body)
     }
 
-    static func refusal(_ reply: HTTPReply) -> ClientError {
+    static func refusal(_ reply: HTTPReply) -> KeyVaultError {
         guard let error = try? JSONDecoder().decode(ErrorBody.self, from: Data(reply.body)) else {
-            return ClientError(.badResponse, "the server answered HTTP \(reply.status) without a KeyVault error body",
-                               hint: "is --server a KeyVault server (`keyctl serve`)?")
+            return KeyVaultError(.badResponse, "the server answered HTTP \(reply.status) without a KeyVault error body")
         }
         let code = error.error.code.printable, message = error.error.message.printable
         switch code {
         case "device_revoked":
-            return ClientError(.deviceRevoked, "this device was revoked from the account; the server refuses it",
-                               hint: "to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home",
+            return KeyVaultError(.deviceRevoked, "this device was revoked from the account; the server refuses it",
                                status: reply.status)
         case "stale_timestamp":
-            return ClientError(ClientError.Code(rawValue: code), "the server refused the request time: \(message)",
+            return KeyVaultError(KeyVaultError.Code(rawValue: code), "the server refused the request time: \(message)",
                                hint: "check this computer's clock", status: reply.status)
         case "unknown_device":
-            return ClientError(ClientError.Code(rawValue: code), "the server does not know this device: \(message)",
-                               hint: "was the account deleted? check `keyctl status` and --server", status: reply.status)
+            return KeyVaultError(KeyVaultError.Code(rawValue: code), "the server does not know this device: \(message)", status: reply.status)
         case "rate_limited", "too_many_link_requests":
             let wait = reply.headers["retry-after"].map { " (try again in \($0) seconds)" } ?? ""
-            return ClientError(ClientError.Code(rawValue: code), "the server refused: \(message)\(wait)", status: reply.status)
+            return KeyVaultError(KeyVaultError.Code(rawValue: code), "the server refused: \(message)\(wait)", status: reply.status)
         default:
-            return ClientError(ClientError.Code(rawValue: code), "the server refused: \(message) (\(code), HTTP \(reply.status))",
+            return KeyVaultError(KeyVaultError.Code(rawValue: code), "the server refused: \(message) (\(code), HTTP \(reply.status))",
                                status: reply.status)
         }
     }
@@ -97,7 +94,7 @@ public struct ServerAPI: Sendable {
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
-            throw ClientError(.badResponse, "the server's \(what) is not what the protocol says: \(error)")
+            throw KeyVaultError(.badResponse, "the server's \(what) is not what the protocol says: \(error)")
         }
     }
 
@@ -109,31 +106,31 @@ public struct ServerAPI: Sendable {
 
     // MARK: Routes
 
-    public func health() async throws {
+    package func health() async throws {
         _ = try await call("GET", "/health", signed: false)
     }
 
-    public func createAccount(_ request: CreateAccountRequest) async throws -> CreateAccountResponse {
+    package func createAccount(_ request: CreateAccountRequest) async throws -> CreateAccountResponse {
         try json(CreateAccountResponse.self, try await call("POST", "/v1/accounts", body: encode(request), signed: false).body, "answer")
     }
 
-    public func deleteAccount() async throws {
+    package func deleteAccount() async throws {
         _ = try await call("DELETE", accountPath)
     }
 
-    public func chain() async throws -> ChainResponse {
+    package func chain() async throws -> ChainResponse {
         try json(ChainResponse.self, try await call("GET", accountPath + "/chain", maxReply: Self.maxChainReplyBytes).body, "chain")
     }
 
-    public func append(_ request: AppendRequest) async throws {
+    package func append(_ request: AppendRequest) async throws {
         _ = try await call("POST", accountPath + "/chain", body: encode(request))
     }
 
-    public func devices() async throws -> [DeviceInfo] {
+    package func devices() async throws -> [DeviceInfo] {
         try json([String: [DeviceInfo]].self, try await call("GET", accountPath + "/devices").body, "device list")["devices"] ?? []
     }
 
-    public func boxes(generation: UInt32? = nil, all: Bool = false) async throws -> [KeyBox] {
+    package func boxes(generation: UInt32? = nil, all: Bool = false) async throws -> [KeyBox] {
         var query = [String]()
         if let generation { query.append("generation=\(generation)") }
         if all { query.append("recipient=all") }
@@ -141,7 +138,7 @@ public struct ServerAPI: Sendable {
                         "key boxes")["boxes"] ?? []
     }
 
-    public func wraps(member: MemberID) async throws -> [MemberWrap] {
+    package func wraps(member: MemberID) async throws -> [MemberWrap] {
         try json([String: [MemberWrap]].self, try await call("GET", accountPath + "/wraps", query: "member=\(member)").body,
                  "member key wraps")["wraps"] ?? []
     }
@@ -154,7 +151,7 @@ public struct ServerAPI: Sendable {
     ///
     /// - Throws: `bad_response` when ids do not increase (a server that pages in a
     ///   circle would otherwise be read forever) or the log passes `maxAuditPages`.
-    public func audit() async throws -> [AuditEntry] {
+    package func audit() async throws -> [AuditEntry] {
         var entries = [AuditEntry]()
         var after: Int64 = 0
         for _ in 0..<Self.maxAuditPages {
@@ -164,70 +161,70 @@ public struct ServerAPI: Sendable {
             var previous = after
             for entry in page {
                 guard entry.id > previous else {
-                    throw ClientError(.badResponse, "the server's audit log goes back (entry \(entry.id) after \(previous))")
+                    throw KeyVaultError(.badResponse, "the server's audit log goes back (entry \(entry.id) after \(previous))")
                 }
                 previous = entry.id
             }
             entries += page
             after = last.id
         }
-        throw ClientError(.badResponse, "the server's audit log is longer than \(Self.maxAuditPages) pages")
+        throw KeyVaultError(.badResponse, "the server's audit log is longer than \(Self.maxAuditPages) pages")
     }
 
     // Recovery (unsigned until enrolled)
 
-    public func recoverySlot() async throws -> RecoverySlot {
+    package func recoverySlot() async throws -> RecoverySlot {
         try json(RecoverySlot.self, try await call("GET", accountPath + "/recovery", signed: false).body, "recovery slot")
     }
 
-    public func recoveryChallenge() async throws -> RecoveryChallenge {
+    package func recoveryChallenge() async throws -> RecoveryChallenge {
         try json(RecoveryChallenge.self, try await call("POST", accountPath + "/recovery/challenge", signed: false).body, "challenge")
     }
 
-    public func recoveryProof(_ proof: RecoveryProof) async throws -> RecoverySession {
+    package func recoveryProof(_ proof: RecoveryProof) async throws -> RecoverySession {
         try json(RecoverySession.self, try await call("POST", accountPath + "/recovery/proof", body: encode(proof), signed: false).body,
                  "recovery session")
     }
 
-    public func recoveryEnroll(_ request: RecoveryEnrollRequest) async throws {
+    package func recoveryEnroll(_ request: RecoveryEnrollRequest) async throws {
         _ = try await call("POST", accountPath + "/recovery/enroll", body: encode(request), signed: false)
     }
 
     // Device links
 
-    public func createLinkRequest(_ request: LinkRequestCreate) async throws -> LinkRequestInfo {
+    package func createLinkRequest(_ request: LinkRequestCreate) async throws -> LinkRequestInfo {
         try json(LinkRequestInfo.self, try await call("POST", accountPath + "/link-requests", body: encode(request), signed: false).body,
                  "link request")
     }
 
-    public func linkRequest(_ code: String) async throws -> LinkRequestInfo {
+    package func linkRequest(_ code: String) async throws -> LinkRequestInfo {
         try json(LinkRequestInfo.self, try await call("GET", accountPath + "/link-requests/\(code)", signed: false).body, "link request")
     }
 
-    public func respondToLinkRequest(_ code: String, nonce: [UInt8]) async throws {
+    package func respondToLinkRequest(_ code: String, nonce: [UInt8]) async throws {
         _ = try await call("POST", accountPath + "/link-requests/\(code)/respond", body: encode(LinkNonce(nonce: Hex.encode(nonce))))
     }
 
-    public func revealLinkRequest(_ code: String, nonce: [UInt8]) async throws {
+    package func revealLinkRequest(_ code: String, nonce: [UInt8]) async throws {
         _ = try await call("POST", accountPath + "/link-requests/\(code)/reveal", body: encode(LinkNonce(nonce: Hex.encode(nonce))),
                            signed: false)
     }
 
-    public func pendingLinkRequests() async throws -> [LinkRequestInfo] {
+    package func pendingLinkRequests() async throws -> [LinkRequestInfo] {
         let requests = try json([String: [LinkRequestInfo]].self, try await call("GET", accountPath + "/link-requests").body,
                                 "link requests")["requests"] ?? []
         // Codes are printed as they are: anything but a code is not taken.
         guard requests.allSatisfy({ LinkCode.isValid($0.code) }) else {
-            throw ClientError(.badResponse, "the server's list of link requests holds a malformed code")
+            throw KeyVaultError(.badResponse, "the server's list of link requests holds a malformed code")
         }
         return requests
     }
 
-    public func approveLinkRequest(_ code: String, _ request: AppendRequest) async throws {
+    package func approveLinkRequest(_ code: String, _ request: AppendRequest) async throws {
         _ = try await call("POST", accountPath + "/link-requests/\(code)/approve", body: encode(request))
     }
 
-    public func refuseLinkRequest(_ code: String) async throws {
+    package func refuseLinkRequest(_ code: String) async throws {
         _ = try await call("POST", accountPath + "/link-requests/\(code)/refuse")
     }
 
@@ -237,30 +234,30 @@ public struct ServerAPI: Sendable {
         accountPath + "/members/\(member)/attachments" + (address.map { "/\($0)" } ?? "")
     }
 
-    public func putAttachment(member: MemberID, address: ContentAddress, object: AttachmentObject) async throws -> AttachmentInfo {
+    package func putAttachment(member: MemberID, address: ContentAddress, object: AttachmentObject) async throws -> AttachmentInfo {
         try json(AttachmentInfo.self, try await call("PUT", attachmentPath(member, address), body: object.bytes,
                                                      contentType: "application/octet-stream").body, "answer")
     }
 
-    public func attachment(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
+    package func attachment(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
         try await call("GET", attachmentPath(member, address), maxReply: Self.maxAttachmentReplyBytes).body
     }
 
-    public func attachments(member: MemberID) async throws -> [AttachmentInfo] {
+    package func attachments(member: MemberID) async throws -> [AttachmentInfo] {
         let list = try json([String: [AttachmentInfo]].self, try await call("GET", attachmentPath(member)).body,
                             "attachment list")["attachments"] ?? []
         // Addresses are printed as they are: anything but an address is not taken.
         guard list.allSatisfy({ ContentAddress($0.address) != nil }) else {
-            throw ClientError(.badResponse, "the server's attachment list holds a malformed address")
+            throw KeyVaultError(.badResponse, "the server's attachment list holds a malformed address")
         }
         return list
     }
 
-    public func attachmentKey(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
+    package func attachmentKey(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
         try await call("GET", attachmentPath(member, address) + "/key").body
     }
 
-    public func replaceAttachmentKey(member: MemberID, address: ContentAddress, key: [UInt8]) async throws {
+    package func replaceAttachmentKey(member: MemberID, address: ContentAddress, key: [UInt8]) async throws {
         _ = try await call("PUT", attachmentPath(member, address) + "/key", body: key, contentType: "application/octet-stream")
     }
 }
@@ -270,13 +267,13 @@ extension String {
     /// escape sequence could rewrite what the person sees) and bidirectional
     /// overrides (which make text read other than it is) become "?", and it is cut
     /// at 500 characters.
-    public var printable: String {
+    package var printable: String {
         String(prefix(500)).terminalSafe()
     }
 
     /// The whole text made safe for a terminal, as ``printable`` without the cut;
     /// with `keepingNewlines`, line feeds stay (for output this program laid out).
-    public func terminalSafe(keepingNewlines: Bool = false) -> String {
+    package func terminalSafe(keepingNewlines: Bool = false) -> String {
         String(String.UnicodeScalarView(unicodeScalars.map {
             ($0.properties.generalCategory == .control && !(keepingNewlines && $0 == "\n")) || $0.properties.isBidiControl ? "?" : $0
         }))

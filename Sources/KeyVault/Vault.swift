@@ -8,27 +8,49 @@ import KeyVaultVault
 /// Reports progress of long work: a line of what is happening now.
 public typealias ProgressReporter = @Sendable (String) -> Void
 
-/// One enrolled device at work on its account: it verifies what the server sends
-/// before using it, keeps the newest chain head it has seen, and writes links
-/// that the rest of the account can verify. Not thread-safe: one command at a time
-/// (the device home's lock makes it so across processes).
-public final class Vault: @unchecked Sendable {
-    public let home: DeviceHome
-    public private(set) var record: DeviceRecord
-    public let api: ServerAPI
-    public internal(set) var links: [ChainLink] = []
-    public internal(set) var state: ChainState?
+/// One enrolled device at work on its account: it verifies everything the server
+/// sends before using it, keeps the newest chain head it has seen, and writes links
+/// the rest of the account can verify.
+///
+/// A `Vault` is an actor: calls from many tasks at once are safe. Two calls that
+/// change the account at once both land, one after the other (a call that finds the
+/// chain moved fetches it again and rebuilds on top). Across processes, the device
+/// storage's lock keeps one `Vault` per device at a time.
+public actor Vault {
+    package nonisolated let home: DeviceHome
+    package private(set) var record: DeviceRecord
+    package nonisolated let api: ServerAPI
+    package internal(set) var links: [ChainLink] = []
+    package internal(set) var state: ChainState?
     let progress: ProgressReporter
+    /// The account this device belongs to.
+    public nonisolated let account: AccountID
+    /// This device's id (derived from its signing key).
+    public nonisolated let device: DeviceID
+    /// This device's name, as the account's chain records it.
+    public nonisolated let deviceName: String
+    /// The service this device's account lives on.
+    public nonisolated let server: String
 
     init(home: DeviceHome, record: DeviceRecord, transport: any HTTPTransport, progress: @escaping ProgressReporter) {
         self.home = home
         self.record = record
+        self.account = record.account
+        self.device = record.device
+        self.deviceName = record.name
+        self.server = record.server
         self.api = ServerAPI(transport: transport, account: record.account, keys: record.keys)
         self.progress = progress
     }
 
+    /// Sets what the chain fetched when the vault was made (before any other call).
+    func start(links: [ChainLink], state: ChainState) {
+        self.links = links
+        self.state = state
+    }
+
     /// Opens the device in `home` and verifies the account chain.
-    public static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport,
+    package static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         guard home.exists else { throw home.notFound }  // before the lock, which would create the directory
         try home.lock()
@@ -40,21 +62,17 @@ public final class Vault: @unchecked Sendable {
             throw error
         }
         guard record.enrolled else {
-            throw ClientError(.notInitialized, "this device's enrolment in account \(record.account) did not finish",
-                              hint: "run `keyctl device enroll` or `keyctl device link` again")
+            throw KeyVaultError(.notInitialized, "this device's enrolment in account \(record.account) did not finish")
         }
         let vault = Vault(home: home, record: record, transport: try transport(record.server), progress: progress)
         try await vault.sync()
         return vault
     }
 
-    public var account: AccountID { record.account }
-    public var device: DeviceID { record.device }
-
     /// The verified chain state (after `sync`).
-    public var chain: ChainState {
+    package var chain: ChainState {
         get throws {
-            guard let state else { throw ClientError(.chainInvalid, "the chain has not been fetched") }
+            guard let state else { throw KeyVaultError(.chainInvalid, "the chain has not been fetched") }
             return state
         }
     }
@@ -67,15 +85,14 @@ public final class Vault: @unchecked Sendable {
         let response = try await api.chain()
         let verified = try Self.verify(response.links, account: record.account, seenHead: record.head, seenSequence: record.sequence)
         guard let me = verified.devices[record.device] else {
-            throw ClientError(.chainInvalid, "the account chain does not contain this device",
+            throw KeyVaultError(.chainInvalid, "the account chain does not contain this device",
                               hint: "the server's chain is not this device's account; do not trust it", kind: .verification)
         }
         guard me.isActive else {
-            throw ClientError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))",
-                              hint: "to use this computer again, enroll it anew: `keyctl device enroll` with a fresh --home")
+            throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")
         }
         guard me.boxKey == record.keys.agreement.publicKey else {
-            throw ClientError(.chainInvalid, "the chain names other keys for this device", kind: .verification)
+            throw KeyVaultError(.chainInvalid, "the chain names other keys for this device", kind: .verification)
         }
         links = response.links
         state = verified
@@ -88,27 +105,27 @@ public final class Vault: @unchecked Sendable {
 
     /// The checks of `sync`, on their own.
     ///
-    /// - Throws: `ClientError` `chain_invalid` for a link that does not follow,
+    /// - Throws: `KeyVaultError` `chain_invalid` for a link that does not follow,
     ///   `wrong_account`, `chain_rollback` (shorter than seen), `chain_fork` (a
     ///   different link where this device saw another).
-    public static func verify(_ links: [ChainLink], account: AccountID, seenHead: String, seenSequence: UInt64) throws -> ChainState {
+    package static func verify(_ links: [ChainLink], account: AccountID, seenHead: String, seenSequence: UInt64) throws -> ChainState {
         let state: ChainState
         do {
             state = try ChainState(links: links)
         } catch {
-            throw ClientError.verification(error, "the account chain from the server does not verify")
+            throw KeyVaultError.verification(error, "the account chain from the server does not verify")
         }
         guard state.account == account else {
-            throw ClientError(.wrongAccount, "the server sent the chain of account \(state.account), not \(account)",
+            throw KeyVaultError(.wrongAccount, "the server sent the chain of account \(state.account), not \(account)",
                               hint: "the server is not trustworthy; nothing was changed", kind: .verification)
         }
         guard !seenHead.isEmpty else { return state }
         guard state.sequence >= seenSequence else {
-            throw ClientError(.chainRollback, "the server's chain ends at link \(state.sequence), but this device has already seen link \(seenSequence): the server rolled the account back",
+            throw KeyVaultError(.chainRollback, "the server's chain ends at link \(state.sequence), but this device has already seen link \(seenSequence): the server rolled the account back",
                               hint: "do not trust this server's answers; nothing was changed", kind: .verification)
         }
         guard links[Int(seenSequence)].hash == seenHead else {
-            throw ClientError(.chainFork, "the server's chain differs from the one this device saw at link \(seenSequence): the chain forked",
+            throw KeyVaultError(.chainFork, "the server's chain differs from the one this device saw at link \(seenSequence): the chain forked",
                               hint: "do not trust this server's answers; nothing was changed", kind: .verification)
         }
         return state
@@ -117,14 +134,13 @@ public final class Vault: @unchecked Sendable {
     // MARK: Keys
 
     /// The current master key: from the cache, else from this device's box, verified.
-    public func masterKey() async throws -> (key: SymmetricKey, generation: UInt32) {
+    package func masterKey() async throws -> (key: SymmetricKey, generation: UInt32) {
         let state = try chain
         let g = state.masterGeneration
         if let cached = record.masterKeys[g] { return (cached, g) }
         let boxes = try await api.boxes(generation: g)
         guard let box = boxes.first(where: { $0.recipient == record.device.rawValue && $0.generation == g }) else {
-            throw ClientError(.missingKey, "the server has no master key box of generation \(g) for this device",
-                              hint: "another device must rotate the master key (`keyctl master rotate`) to include this one", kind: .verification)
+            throw KeyVaultError(.missingKey, "the server has no master key box of generation \(g) for this device", kind: .verification)
         }
         let key = try Self.open(box, in: state, with: record.keys.agreement)
         record.masterKeys[g] = key
@@ -137,10 +153,10 @@ public final class Vault: @unchecked Sendable {
         do {
             try box.verify(in: state)
         } catch {
-            throw ClientError.verification(error, "the master key box for generation \(box.generation) is refused")
+            throw KeyVaultError.verification(error, "the master key box for generation \(box.generation) is refused")
         }
         guard let sealed = base64Decode(box.box), let key = try? SymmetricKey(agreement.openSealedBox(sealed)) else {
-            throw ClientError(.badBox, "the master key box for generation \(box.generation) does not open with this device's key",
+            throw KeyVaultError(.badBox, "the master key box for generation \(box.generation) does not open with this device's key",
                               kind: .verification)
         }
         // Signed by a device active where it names is not enough: one revoked later could
@@ -151,35 +167,34 @@ public final class Vault: @unchecked Sendable {
                 ? state.recovery.map { !$0.isCompromised && $0 == state.recovery(at: box.sequence) } ?? false
                 : DeviceID(rawValue: box.signer).flatMap { state.devices[$0] }?.isActive == true
             guard trustedNow else {
-                throw ClientError(.badBox, "the master key box for generation \(box.generation) was made by a signer revoked since, and that generation's link names no key check to compare it with",
-                                  hint: "another device must rotate the master key (`keyctl master rotate`)", kind: .verification)
+                throw KeyVaultError(.badBox, "the master key box for generation \(box.generation) was made by a signer revoked since, and that generation's link names no key check to compare it with", kind: .verification)
             }
         }
         guard try MasterKeyCheck.matches(key, generation: box.generation, in: state) else {
-            throw ClientError(.badBox, "the master key in the box for generation \(box.generation) is not the one the chain's link for that generation names (signed by \(box.signer.prefix(8))…)",
+            throw KeyVaultError(.badBox, "the master key in the box for generation \(box.generation) is not the one the chain's link for that generation names (signed by \(box.signer.prefix(8))…)",
                               hint: "a device, perhaps since revoked, sealed a key of its own; do not trust this server's boxes", kind: .verification)
         }
         return key
     }
 
     /// A member key generation: from the cache, else from its wrap under the current master key.
-    public func memberKey(_ member: MemberID, generation: UInt32) async throws -> SymmetricKey {
+    package func memberKey(_ member: MemberID, generation: UInt32) async throws -> SymmetricKey {
         if let cached = record.memberKeys[member]?[generation] { return cached }
         let state = try chain
         guard let current = state.members[member], (1...current.generation).contains(generation) else {
-            throw ClientError(.noSuchMember, "member \(member) has no key generation \(generation)")
+            throw KeyVaultError(.noSuchMember, "member \(member) has no key generation \(generation)")
         }
         let (master, g) = try await masterKey()
         let wraps = try await api.wraps(member: member)
         guard let wrap = wraps.first(where: { $0.member == member && $0.memberGeneration == generation && $0.masterGeneration == g }) else {
-            throw ClientError(.missingKey, "the server has no wrap of member \(member.rawValue.prefix(8))… generation \(generation) under master key \(g)",
+            throw KeyVaultError(.missingKey, "the server has no wrap of member \(member.rawValue.prefix(8))… generation \(generation) under master key \(g)",
                               kind: .verification)
         }
         let key: SymmetricKey
         do {
             key = try MemberKeyWrap.open(wrap, account: account, masterKey: master, masterGeneration: g)
         } catch {
-            throw ClientError.verification(error, "member key refused")
+            throw KeyVaultError.verification(error, "member key refused")
         }
         record.memberKeys[member, default: [:]][generation] = key
         try home.save(record)
@@ -202,7 +217,7 @@ public final class Vault: @unchecked Sendable {
             do {
                 name = try MemberName.open(member.name, account: account, member: member.id, firstKey: first)
             } catch {
-                throw ClientError.verification(error, "a member name")
+                throw KeyVaultError.verification(error, "a member name")
             }
             out.append(Member(id: member.id, name: name, generation: member.generation))
         }
@@ -213,9 +228,7 @@ public final class Vault: @unchecked Sendable {
     public func member(named name: String) async throws -> Member {
         let all = try await members()
         if let found = all.first(where: { $0.name == name || $0.id.rawValue == name }) { return found }
-        throw ClientError(.noSuchMember, "there is no member called \(name.debugDescription)",
-                          hint: all.isEmpty ? "add one with `keyctl member add NAME`"
-                              : "members: \(all.map(\.name).joined(separator: ", ")) (`keyctl member list`)")
+        throw KeyVaultError(.noSuchMember, "there is no member called \(name.debugDescription)")
     }
 
     // MARK: Writing links
@@ -247,19 +260,19 @@ public final class Vault: @unchecked Sendable {
         return boxes
     }
 
-    public static let maxAttempts = 5
+    package static let maxAttempts = 5
 
     /// Appends a link built on the newest chain. When another device wrote first
     /// (`stale_chain`), fetches the chain again and rebuilds on top, so that two
     /// devices writing at once both land, one after the other.
     func write(_ what: String, send: ((AppendRequest) async throws -> Void)? = nil,
-               _ build: (ChainState) async throws -> (AppendRequest, () -> Void)) async throws {
+               _ build: nonisolated(nonsending) (ChainState) async throws -> (AppendRequest, () -> Void)) async throws {
         for attempt in 1...Self.maxAttempts {
             let state = try chain
             let (request, commit) = try await build(state)
             do {
                 if let send { try await send(request) } else { try await api.append(request) }
-            } catch let error as ClientError where error.code.rawValue == "stale_chain" {
+            } catch let error as KeyVaultError where error.code.rawValue == "stale_chain" {
                 guard attempt < Self.maxAttempts else { break }
                 progress("another device changed the account first; fetching the chain and trying again (\(what))")
                 try await sync()
@@ -269,7 +282,7 @@ public final class Vault: @unchecked Sendable {
             do {
                 try next.apply(request.link)
             } catch {
-                throw ClientError.verification(error, "the link this device wrote")
+                throw KeyVaultError.verification(error, "the link this device wrote")
             }
             links.append(request.link)
             self.state = next
@@ -279,16 +292,16 @@ public final class Vault: @unchecked Sendable {
             try home.save(record)
             return
         }
-        throw ClientError(.tooManyConflicts, "other devices kept changing the account during \(what)", hint: "try again in a moment")
+        throw KeyVaultError(.tooManyConflicts, "other devices kept changing the account during \(what)", hint: "try again in a moment")
     }
 
     // MARK: Members
 
     public func addMember(name: String) async throws -> Member {
-        guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a member name has 1 to 100 characters") }
+        guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a member name has 1 to 100 characters") }
         try await finishRevocationFirst()
         if try await members().contains(where: { $0.name == name }) {
-            throw ClientError(ClientError.Code(rawValue: "member_exists"), "there is already a member called \(name.debugDescription)",
+            throw KeyVaultError(KeyVaultError.Code(rawValue: "member_exists"), "there is already a member called \(name.debugDescription)",
                               hint: "choose another name", kind: .input)
         }
         let id = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
@@ -308,13 +321,14 @@ public final class Vault: @unchecked Sendable {
     public func rotateMember(_ id: MemberID) async throws -> UInt32 {
         var made: UInt32 = 0
         try await write("member rotate") { state in
-            guard let member = state.members[id] else { throw ClientError(.noSuchMember, "no such member \(id)") }
+            guard let member = state.members[id] else { throw KeyVaultError(.noSuchMember, "no such member \(id)") }
             let (master, g) = try await masterKey()
             let h = member.generation + 1
             let key = SymmetricKey()
             let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: h, under: master, masterGeneration: g)
             let link = makeLink(.memberRotate, ["member": id.rawValue, "memberGeneration": String(h)], after: state)
-            return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id, default: [:]][h] = key; made = h })
+            made = h  // the last build is the one that landed
+            return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id, default: [:]][h] = key })
         }
         return made
     }
@@ -341,8 +355,9 @@ public final class Vault: @unchecked Sendable {
                                                 "masterKeyCheck": try MasterKeyCheck.compute(key, generation: g)], after: state)
             var after = state
             try after.apply(link)
+            made = g  // the last build is the one that landed
             return (AppendRequest(link: link, boxes: try boxes(key, generation: g, in: after), wraps: wraps),
-                    { self.record.masterKeys[g] = key; made = g })
+                    { self.record.masterKeys[g] = key })
         }
         return made
     }
@@ -408,9 +423,8 @@ public final class Vault: @unchecked Sendable {
         if let id = DeviceID(rawValue: text), let device = devices.first(where: { $0.id == id }) { return device }
         let matches = devices.filter { (text.count >= 4 && $0.id.rawValue.hasPrefix(text)) || $0.name == text }
         guard matches.count == 1 else {
-            throw ClientError(.noSuchDevice, matches.isEmpty ? "no device of this account matches \(text.debugDescription)"
-                                                             : "\(text.debugDescription) matches \(matches.count) devices",
-                              hint: "see the ids with `keyctl device list`")
+            throw KeyVaultError(.noSuchDevice, matches.isEmpty ? "no device of this account matches \(text.debugDescription)"
+                                                             : "\(text.debugDescription) matches \(matches.count) devices")
         }
         return matches[0]
     }
@@ -435,13 +449,12 @@ public final class Vault: @unchecked Sendable {
     public func revocationPlan(for target: ChainState.Device, keeping keep: Set<DeviceID> = []) throws -> RevocationPlan {
         let state = try chain
         guard target.id != device else {
-            throw ClientError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
+            throw KeyVaultError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
         }
         let (added, kept) = cascade(from: [target], keeping: keep, in: state)
         let targets = [target] + added
         for id in keep where !kept.contains(where: { $0.id == id }) {
-            throw ClientError(.invalidInput, "--keep \(id): \(target.name.debugDescription) did not add that device, so revoking it does not revoke that one; nothing was changed",
-                              hint: "the devices it added are listed when you run the command without --keep")
+            throw KeyVaultError(.invalidInput, "--keep \(id): \(target.name.debugDescription) did not add that device, so revoking it does not revoke that one; nothing was changed")
         }
         let compromised = state.recovery?.isCompromised == true || targets.contains { $0.isActive && state.recoveryCompromised(byRevoking: $0.id) }
         return RevocationPlan(targets: targets, kept: kept, compromisesRecovery: compromised)
@@ -490,8 +503,7 @@ public final class Vault: @unchecked Sendable {
             // the rounds; a server that keeps undoing them is not followed for ever.
             rounds += 1
             guard rounds <= (try chain.devices.count) + 1 else {
-                throw ClientError(.tooManyConflicts, "the devices to revoke kept coming back active",
-                                  hint: "run `keyctl device revoke` again; if this repeats, do not trust this server", kind: .verification)
+                throw KeyVaultError(.tooManyConflicts, "the devices to revoke kept coming back active", kind: .verification)
             }
             for target in next where try chain.devices[target.id]?.isActive == true {
                 progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
@@ -499,7 +511,7 @@ public final class Vault: @unchecked Sendable {
                     try await write("device revoke") { state in
                         (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
                     }
-                } catch let error as ClientError where error.code.rawValue == "already_revoked" {
+                } catch let error as KeyVaultError where error.code.rawValue == "already_revoked" {
                     // Another device (perhaps the thief's, to make this stop) revoked it first: done.
                     try await sync()
                 }
@@ -536,7 +548,7 @@ public final class Vault: @unchecked Sendable {
 
     /// Sets a new recovery code (the old one stops working), and rotates the master
     /// key so that nothing the old code could open is current.
-    public func setRecoveryCode(_ code: Mnemonic, parameters: Argon2id.Parameters) async throws {
+    public func setRecoveryCode(_ code: Mnemonic, parameters: Argon2id.Parameters = .recovery) async throws {
         // Open every key first, so that the rotation after the new code needs nothing more from the server.
         let state = try chain
         _ = try await masterKey()
@@ -546,7 +558,7 @@ public final class Vault: @unchecked Sendable {
         let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
         progress("deriving the recovery keys (Argon2id \(parameters))")
         let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
-        guard let genesis = links.first?.hash else { throw ClientError(.chainInvalid, "no chain") }
+        guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
         var generation: UInt32 = 0
         try await write("recovery rotate") { state in
             generation = (state.recovery?.generation ?? 0) + 1
@@ -563,6 +575,11 @@ public final class Vault: @unchecked Sendable {
             progress("rotating the master key away from the old recovery code")
             try await finishPendingRotations()
         }
+    }
+
+    /// Writes the device record as it is now.
+    func saveRecord() throws {
+        try home.save(record)
     }
 
     // MARK: Account

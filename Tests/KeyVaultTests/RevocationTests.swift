@@ -1,5 +1,5 @@
 import Foundation
-import KeyVaultClient
+import KeyVault
 import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
@@ -14,7 +14,7 @@ import Testing
 /// (nothing cached), and every attachment in `files` read back.
 func expectOpensEverything(_ vault: Vault, _ files: [(Vault.Member, ContentAddress, [UInt8])],
                            sourceLocation: SourceLocation = #_sourceLocation) async throws {
-    for member in try vault.chain.members.values {
+    for member in try await vault.chain.members.values {
         for h in 1...member.generation { _ = try await vault.memberKey(member.id, generation: h) }
     }
     for (stale, address, bytes) in files {
@@ -55,8 +55,8 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         // The laptop, which holds no key of generation 2, revokes the phone and finishes every rotation.
         let revoker = try await fixture.open("laptop", forgetKeys: true)
         try await revoker.revoke(try revoker.device(matching: "phone"))
-        #expect(try revoker.pendingRotation().isEmpty)
-        #expect(try revoker.chain.masterGeneration == 3)
+        #expect(try await revoker.pendingRotation().isEmpty)
+        #expect(try await revoker.chain.masterGeneration == 3)
         revoker.home.unlock()
         try await expectOpensEverything(try await fixture.open("laptop", forgetKeys: true), files)
 
@@ -93,20 +93,20 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
     try await Fixture.run { fixture, laptop in
         let alice = try await laptop.addMember(name: "Alice")
         let phone = try await fixture.enroll("phone", in: laptop.account)
-        let phoneKnows = try phone.chain.masterGeneration
+        let phoneKnows = try await phone.chain.masterGeneration
         phone.home.unlock()
         try await laptop.sync()
 
         // The revocation lands; its master key rotation does not (the connection drops).
         await revokeLosingTheRotation(fixture, laptop, "phone")
-        #expect(try laptop.pendingRotation().master)
+        #expect(try await laptop.pendingRotation().master)
 
         // An upload and a new member now use only generations made after the revocation.
         let put = try await putFile(laptop, fixture, alice, "after the revocation")
         #expect(put.1.generation > 1, "the upload used member key generation \(put.1.generation), which the phone knows")
         let bob = try await laptop.addMember(name: "Bob")
-        #expect(try laptop.pendingRotation().isEmpty)
-        let state = try laptop.chain
+        #expect(try await laptop.pendingRotation().isEmpty)
+        let state = try await laptop.chain
         #expect(state.masterGeneration > phoneKnows)
         let wraps = try await laptop.api.wraps(member: bob.id)
         #expect(!wraps.isEmpty && wraps.allSatisfy { $0.masterGeneration > phoneKnows },
@@ -118,12 +118,12 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
     try await Fixture.run { fixture, laptop in
         let phone = try await fixture.enroll("phone", in: laptop.account)
         #expect(try await phone.rotateMaster() == 2)
-        let phoneActiveAt = try phone.chain.sequence  // the link where the phone made generation 2
-        let phoneKeys = phone.record.keys
+        let phoneActiveAt = try await phone.chain.sequence  // the link where the phone made generation 2
+        let phoneKeys = await phone.record.keys
         phone.home.unlock()
         try await laptop.sync()
         try await laptop.revoke(try laptop.device(matching: "phone"))
-        let g = try laptop.chain.masterGeneration
+        let g = try await laptop.chain.masterGeneration
         laptop.home.unlock()
         let honest = try await fixture.open("laptop", forgetKeys: true)
         _ = try await honest.masterKey()  // the honest box opens
@@ -133,7 +133,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         // generation: naming the link that made it, where the phone was revoked; or naming a link
         // where the phone was active, where that generation did not exist yet.
         let account = laptop.account
-        let me = laptop.record.keys
+        let me = await laptop.record.keys
         let chosen = SymmetricKey()
         for (claim, expected) in [(UInt64?.none, "signer_revoked"), (phoneActiveAt, "wrong_generation")] {
             fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
@@ -147,7 +147,8 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
             })
             let vault = try await fixture.open("laptop", forgetKeys: true)
             await expectRefusal(expected) { _ = try await vault.masterKey() }
-            #expect(vault.record.masterKeys[g] == nil)
+            let cached = await vault.record.masterKeys[g]
+            #expect(cached == nil)
             vault.home.unlock()
         }
     }
@@ -162,7 +163,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         let thiefCode = try Mnemonic.generate(wordCount: 24, language: .english)
         try await phone.setRecoveryCode(thiefCode, parameters: .interactive)
         phone.home.unlock()
-        var added = [DeviceID]()
+        var added = [KeyVaultModel.DeviceID]()
         for name in ["extra", "spare"] {
             let vault = try await fixture.enroll(name, in: laptop.account, code: thiefCode)
             added.append(vault.device)
@@ -171,27 +172,27 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         try await laptop.sync()
 
         // The plan: the phone and what it added, less what the person keeps; the code needs replacing.
-        let target = try laptop.device(matching: "phone")
-        let all = try laptop.revocationPlan(for: target)
+        let target = try await laptop.device(matching: "phone")
+        let all = try await laptop.revocationPlan(for: target)
         #expect(all.targets.map(\.id) == [target.id] + added && all.kept.isEmpty && all.compromisesRecovery)
-        let plan = try laptop.revocationPlan(for: target, keeping: [added[1]])
+        let plan = try await laptop.revocationPlan(for: target, keeping: [added[1]])
         #expect(plan.targets.map(\.id) == [target.id, added[0]] && plan.kept.map(\.id) == [added[1]])
-        await expectRefusal("invalid_input", kind: .input) { _ = try laptop.revocationPlan(for: target, keeping: [laptop.device]) }
+        await expectRefusal("invalid_input", kind: .input) { _ = try await laptop.revocationPlan(for: target, keeping: [laptop.device]) }
 
         // Revoked without a new code: the code is compromised, and nothing new is sealed to it.
         try await laptop.revoke(plan)
-        let state = try laptop.chain
+        let state = try await laptop.chain
         #expect(state.recovery?.isCompromised == true)
-        #expect(try laptop.pendingRotation().isEmpty)
+        #expect(try await laptop.pendingRotation().isEmpty)
         let boxes = try await laptop.api.boxes(all: true)
         #expect(!boxes.contains { $0.recipient == ChainLink.recoverySigner && $0.generation == state.masterGeneration })
         #expect(try await laptop.audit().findings.contains { $0.area == "recovery" })
         await expectRefusal("recovery_compromised", kind: .server) { _ = try await laptop.api.recoveryChallenge() }
-        await #expect(throws: ClientError.self) {
+        await #expect(throws: KeyVaultError.self) {
             _ = try await fixture.enroll("thief", in: laptop.account, code: thiefCode)
         }
         // Nor does the server take a box sealed to it, even one signed by an active device.
-        let me = laptop.record.keys
+        let me = await laptop.record.keys
         var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .masterRotate, signer: me.id.rawValue,
                              time: 0, body: ["masterGeneration": String(state.masterGeneration + 1)])
         link.sign(with: me.signing)
@@ -203,7 +204,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         // A new code from the laptop ends it: it enrolls, and opens everything.
         let fresh = try Mnemonic.generate(wordCount: 24, language: .english)
         try await laptop.setRecoveryCode(fresh, parameters: .interactive)
-        #expect(try laptop.chain.recovery?.isCompromised == false)
+        #expect(try await laptop.chain.recovery?.isCompromised == false)
         #expect(try await laptop.audit().findings.isEmpty)
         let desktop = try await fixture.enroll("desktop", in: laptop.account, code: fresh)
         try await expectOpensEverything(desktop, files)

@@ -10,16 +10,15 @@ extension Vault {
     /// 1, then sets `code` as its recovery code. The account is saved in `home` as
     /// soon as the server has it, so an interruption before the recovery code is set
     /// leaves a working device (`keyctl status` says the code is missing).
-    public static func createAccount(home: DeviceHome, server: String, transport: any HTTPTransport, name: String,
+    package static func createAccount(home: DeviceHome, server: String, transport: any HTTPTransport, name: String,
                                      code: Mnemonic, parameters: Argon2id.Parameters,
                                      progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try home.lock()
         if home.exists {
             let existing = try? home.load()
-            throw ClientError(.alreadyInitialized, "\(home.directory) already holds a device\(existing.map { " of account \($0.account)" } ?? "")",
-                              hint: "use it as it is (`keyctl status`), or pick another directory with --home")
+            throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds a device\(existing.map { " of account \($0.account)" } ?? "")")
         }
-        guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a device name has 1 to 100 characters") }
+        guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a device name has 1 to 100 characters") }
         let keys = DeviceKeys()
         let master = SymmetricKey()
         let genesis = ChainLink.genesis(signingKey: keys.signing, boxKey: keys.agreement.publicKey, name: name,
@@ -33,20 +32,18 @@ extension Vault {
         progress("creating the account on \(server)")
         let created = try await api.createAccount(CreateAccountRequest(genesis: genesis, boxes: [box], recovery: nil))
         guard created.account == state.account, created.head == state.head else {
-            throw ClientError(.wrongAccount, "the server answered with another account than the one this device made",
+            throw KeyVaultError(.wrongAccount, "the server answered with another account than the one this device made",
                               kind: .verification)
         }
         let record = DeviceRecord(server: server, account: state.account, name: name, head: state.head, sequence: 0, enrolled: true,
                                   keys: keys, masterKeys: [1: master])
         try home.save(record)
         let vault = Vault(home: home, record: record, transport: transport, progress: progress)
-        vault.links = [genesis]
-        vault.state = state
+        await vault.start(links: [genesis], state: state)
         do {
             try await vault.setRecoveryCode(code, parameters: parameters)
-        } catch let error as ClientError {
-            throw ClientError(error.code, "account \(state.account) was created and this device is in it, but setting the recovery code failed: \(error.message)",
-                              hint: "the code shown does not work yet: run `keyctl recovery rotate` for a new one", kind: error.kind, status: error.status)
+        } catch let error as KeyVaultError {
+            throw KeyVaultError(error.code, "account \(state.account) was created and this device is in it, but setting the recovery code failed: \(error.message)", kind: error.kind, status: error.status)
         }
         return vault
     }
@@ -54,7 +51,7 @@ extension Vault {
     /// Enrolls a new device with the account's recovery code: proves the code to the
     /// server, opens the anchor, checks the chain against it, opens the master key
     /// sealed to the recovery key and adds this device with a link signed by it.
-    public static func enrollWithRecoveryCode(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID,
+    package static func enrollWithRecoveryCode(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID,
                                               name: String, code: Mnemonic,
                                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try prepareNewDevice(home: home, name: name)
@@ -64,14 +61,14 @@ extension Vault {
         do {
             parameters = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
         } catch let error as CryptoError where error.code == .parametersAboveCeiling {
-            throw ClientError(.kdfAboveCeiling, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
+            throw KeyVaultError(.kdfAboveCeiling, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
                               hint: "a server may not make this device spend unbounded time and memory; do not use this server", kind: .verification)
         } catch let error as CryptoError {
-            throw ClientError(.weakKDF, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
+            throw KeyVaultError(.weakKDF, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
                               hint: "a server may not lower the cost of guessing your code; do not use this server", kind: .verification)
         }
         guard let salt = try? Hex.decode(slot.salt), salt.count == Argon2id.saltByteCount, let anchorEnvelope = try? Envelope(base64: slot.anchor) else {
-            throw ClientError(.badResponse, "the server's recovery slot does not parse")
+            throw KeyVaultError(.badResponse, "the server's recovery slot does not parse")
         }
         progress("deriving keys from the recovery code (Argon2id \(parameters))")
         let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
@@ -79,8 +76,7 @@ extension Vault {
         do {
             anchor = try RecoveryAnchor.open(anchorEnvelope, with: keys, account: account)
         } catch let error as VaultError {
-            throw ClientError(ClientError.Code(rawValue: error.code.rawValue), error.message,
-                              hint: "check the words (`keyctl recovery verify`) and the account id; a code replaced by `keyctl recovery rotate` no longer works",
+            throw KeyVaultError(KeyVaultError.Code(rawValue: error.code.rawValue), error.message,
                               kind: .rejected)
         }
         progress("proving the recovery code to the server")
@@ -88,16 +84,16 @@ extension Vault {
         let session = try await api.recoveryProof(keys.proof(for: challenge.challenge, account: account))
         let state = try verify(session.chain.links, account: account, seenHead: "", seenSequence: 0)
         guard session.chain.links.first?.hash == anchor.genesis else {
-            throw ClientError(.wrongAccount, "the chain the server sent does not start at the genesis link your recovery code names",
+            throw KeyVaultError(.wrongAccount, "the chain the server sent does not start at the genesis link your recovery code names",
                               hint: "the server is not trustworthy; nothing was changed", kind: .verification)
         }
         guard let recovery = state.recovery, recovery.authKey == keys.authKey.publicKey, recovery.boxKey == keys.boxKey.publicKey else {
-            throw ClientError(.chainInvalid, "the account chain names another recovery code than this one", kind: .verification)
+            throw KeyVaultError(.chainInvalid, "the account chain names another recovery code than this one", kind: .verification)
         }
         let g = state.masterGeneration
         // Sealed to this code: made at or after the link that set it (an earlier code may hold a box of the same generation).
         guard let recoveryBox = session.boxes.first(where: { $0.recipient == ChainLink.recoverySigner && $0.generation == g && $0.sequence >= recovery.set }) else {
-            throw ClientError(.missingKey, "the server has no master key box of generation \(g) for the recovery code", kind: .verification)
+            throw KeyVaultError(.missingKey, "the server has no master key box of generation \(g) for the recovery code", kind: .verification)
         }
         let master = try open(recoveryBox, in: state, with: keys.boxKey)
 
@@ -129,10 +125,9 @@ extension Vault {
     static func prepareNewDevice(home: DeviceHome, name: String) throws {
         try home.lock()
         if let existing = try? home.load(), existing.enrolled {
-            throw ClientError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)",
-                              hint: "pick another directory with --home")
+            throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)")
         }
-        guard (1...100).contains(name.count) else { throw ClientError(.invalidInput, "a device name has 1 to 100 characters") }
+        guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a device name has 1 to 100 characters") }
     }
 
     /// What a new device shows while it links (docs/formats/device-link.md).
@@ -154,7 +149,7 @@ extension Vault {
     ///
     /// A home left by an earlier `link` that never saw its request end is looked at
     /// first: if that request was approved, the device joins with its keys.
-    public static func link(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID, name: String,
+    package static func link(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID, name: String,
                             pollInterval: Duration = .seconds(1), events: (LinkEvent) -> Void,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try prepareNewDevice(home: home, name: name)
@@ -167,7 +162,7 @@ extension Vault {
                 let info: LinkRequestInfo?
                 do {
                     info = try await ServerAPI(transport: transport, account: account).linkRequest(code)
-                } catch let error as ClientError where error.status == 404 {
+                } catch let error as KeyVaultError where error.status == 404 {
                     info = nil
                 }
                 if let info, info.status == .approved, info.request.device == earlier.device {
@@ -186,7 +181,7 @@ extension Vault {
         let request = LinkRequestCreate(device: device.id, name: name, signingKey: Hex.encode(signingKey), boxKey: Hex.encode(boxKey),
                                         commitment: Hex.encode(commitment))
         let info = try await api.createLinkRequest(request)
-        guard LinkCode.isValid(info.code) else { throw ClientError(.badResponse, "the server's link request code is malformed") }
+        guard LinkCode.isValid(info.code) else { throw KeyVaultError(.badResponse, "the server's link request code is malformed") }
         record.linkCode = info.code
         try home.save(record)
         events(.requested(code: info.code, expires: info.expires))
@@ -204,7 +199,7 @@ extension Vault {
                     guard let approverNonce = try? Hex.decode(answer), approverNonce.count == LinkCommitment.nonceByteCount,
                           let sas = LinkSAS.compute(account: account, code: info.code, request: request, deviceNonce: nonce,
                                                     approverNonce: approverNonce)
-                    else { throw ClientError(.badResponse, "the approver's value in link request \(info.code) is malformed") }
+                    else { throw KeyVaultError(.badResponse, "the approver's value in link request \(info.code) is malformed") }
                     try await api.revealLinkRequest(info.code, nonce: nonce)
                     revealed = true
                     events(.sas(sas))
@@ -213,8 +208,7 @@ extension Vault {
                 progress(revealed ? "waiting for the code to be typed on the other device (\(left / 60):\(String(format: "%02d", left % 60)) left)"
                                   : "waiting for a device of the account to answer (\(left / 60):\(String(format: "%02d", left % 60)) left)")
             case .refused:
-                throw ClientError(.linkClosed, "the request was refused on the other device",
-                                  hint: "if the codes did not match, someone may have tried to swap keys; otherwise run `keyctl device link` again",
+                throw KeyVaultError(.linkClosed, "the request was refused on the other device",
                                   kind: .rejected)
             case .expired:
                 throw linkExpired
@@ -224,9 +218,8 @@ extension Vault {
         }
     }
 
-    static var linkExpired: ClientError {
-        ClientError(.linkClosed, "the request expired before it was approved",
-                    hint: "run `keyctl device link` again and approve it within 10 minutes", kind: .rejected)
+    static var linkExpired: KeyVaultError {
+        KeyVaultError(.linkClosed, "the request expired before it was approved", kind: .rejected)
     }
 
     /// Joins after an approval: the chain must now hold this device with its keys.
@@ -238,7 +231,7 @@ extension Vault {
         let vault = Vault(home: home, record: record, transport: transport, progress: progress)
         try await vault.sync()
         _ = try await vault.masterKey()
-        try home.save(vault.record)
+        try await vault.saveRecord()
         return vault
     }
 
@@ -247,7 +240,7 @@ extension Vault {
     /// its own value (kept, never re-read from the server), then the SAS.
     public struct LinkCandidate: Sendable {
         public let code: String
-        public let request: LinkRequestCreate
+        package let request: LinkRequestCreate
         /// The SAS this device computed, once `exchange` saw the new device's reveal.
         public internal(set) var sas: String?
     }
@@ -256,22 +249,20 @@ extension Vault {
     public func linkCandidate(code raw: String) async throws -> LinkCandidate {
         let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
         guard LinkCode.isValid(code) else {
-            throw ClientError(.invalidInput, "\(code.printable.debugDescription) is not a link code",
-                              hint: "the code is the 10 letters and digits `keyctl device link` shows on the new device")
+            throw KeyVaultError(.invalidInput, "\(code.printable.debugDescription) is not a link code")
         }
         let info: LinkRequestInfo
         do {
             info = try await api.linkRequest(code)
-        } catch let error as ClientError where error.status == 404 {
-            throw ClientError(.linkClosed, "there is no link request \(code)",
+        } catch let error as KeyVaultError where error.status == 404 {
+            throw KeyVaultError(.linkClosed, "there is no link request \(code)",
                               hint: "check the code the new device shows; requests expire after 10 minutes", kind: .input)
         }
         guard info.code == code, info.request.isWellFormed else {
-            throw ClientError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)
+            throw KeyVaultError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)
         }
         guard info.status == .pending, info.approverNonce == nil else {
-            throw ClientError(.linkClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)",
-                              hint: "start again with `keyctl device link` on the new device", kind: .rejected)
+            throw KeyVaultError(.linkClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)", kind: .rejected)
         }
         return LinkCandidate(code: code, request: info.request, sas: nil)
     }
@@ -287,7 +278,7 @@ extension Vault {
             try await Task.sleep(for: pollInterval)
             let info = try await api.linkRequest(candidate.code)
             guard info.status == .pending else {
-                throw ClientError(.linkClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
+                throw KeyVaultError(.linkClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
             }
             guard let reveal = info.deviceNonce else {
                 guard Int64(Date().timeIntervalSince1970) <= deadline else { throw Self.linkExpired }
@@ -300,8 +291,7 @@ extension Vault {
                                             deviceNonce: deviceNonce, approverNonce: approverNonce)
             else {
                 try? await api.refuseLinkRequest(candidate.code)
-                throw ClientError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
-                                  hint: "start again with `keyctl device link` on the new device; if this repeats, do not trust this server",
+                throw KeyVaultError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
                                   kind: .verification)
             }
             var done = candidate
@@ -318,12 +308,11 @@ extension Vault {
     /// - Throws: `sas_mismatch` (kind `.rejected`) on a mismatch; `invalid_input` before `exchange`.
     public func approve(_ candidate: LinkCandidate, typedSAS: String) async throws {
         guard let sas = candidate.sas, let expected = LinkSAS.digits(sas) else {
-            throw ClientError(.invalidInput, "exchange values with the new device before approving it")
+            throw KeyVaultError(.invalidInput, "exchange values with the new device before approving it")
         }
         guard let typed = LinkSAS.digits(typedSAS), constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
             try await refuse(candidate)
-            throw ClientError(.sasMismatch, "the code typed does not match: the request was refused and no device was added",
-                              hint: "someone may have swapped the keys; start again with `keyctl device link` on the new device")
+            throw KeyVaultError(.sasMismatch, "the code typed does not match: the request was refused and no device was added")
         }
         let request = candidate.request
         let signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey
@@ -331,7 +320,7 @@ extension Vault {
             signingKey = try Ed25519.PublicKey(rawRepresentation: Hex.decode(request.signingKey))
             boxKey = try X25519.PublicKey(rawRepresentation: Hex.decode(request.boxKey))
         } catch {
-            throw ClientError(.badResponse, "the link request's keys do not parse")
+            throw KeyVaultError(.badResponse, "the link request's keys do not parse")
         }
         let fields = ChainLink.deviceFields(signingKey: signingKey, boxKey: boxKey, name: request.name)
         let newDevice = DeviceID(unchecked: fields["device"]!)

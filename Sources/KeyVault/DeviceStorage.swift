@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+
+/// Where a device keeps what it remembers between runs: one document holding its
+/// keys, the newest chain head it has verified and the key generations it has
+/// opened (docs/formats/device-home.md).
+///
+/// The document is secret: keep it where secrets go (the Keychain on Apple
+/// platforms, a 0600 file, memory). KeyVault writes it whole each time and reads it
+/// whole; an implementation only stores bytes. ``FileDeviceStorage`` and
+/// ``MemoryDeviceStorage`` come with the library; an app adds its own (for example
+/// one backed by the Keychain) by conforming to this protocol.
+public protocol DeviceStorage: AnyObject, Sendable {
+    /// Where the device lives, for messages (a path, a Keychain item name).
+    var location: String { get }
+    /// The stored document, or nil when no device is stored.
+    func read() throws -> [UInt8]?
+    /// Replaces the stored document. A crash must leave the old document or the new one.
+    func write(_ document: [UInt8]) throws
+    /// Removes the document (after the account is deleted).
+    func erase() throws
+    /// Takes an exclusive lock on the device until ``unlock()``, so that two
+    /// processes never work on one device at once. Throws when it is held elsewhere.
+    func lock() throws
+    /// Releases the lock.
+    func unlock()
+}
+
+extension DeviceStorage {
+    public func lock() throws {}
+    public func unlock() {}
+}
+
+/// A device kept in memory only: for tests, and for previews of an app. Its keys are
+/// gone when it is freed.
+public final class MemoryDeviceStorage: DeviceStorage {
+    private let document = Mutex<[UInt8]?>(nil)
+
+    public init() {}
+
+    public var location: String { "memory" }
+
+    public func read() throws -> [UInt8]? { document.withLock { $0 } }
+
+    public func write(_ document: [UInt8]) throws { self.document.withLock { $0 = document } }
+
+    public func erase() throws { document.withLock { $0 = nil } }
+}
+
+/// A device kept in a directory (what `keyctl` uses): the directory is created 0700,
+/// the file `device.json` in it 0600, written atomically (temporary file, fsync,
+/// rename, fsync of the directory), and one process at a time holds its `lock` file.
+public final class FileDeviceStorage: DeviceStorage {
+    /// The directory the device lives in.
+    public let directory: String
+    private let lockDescriptor = Mutex<Int32>(-1)
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    deinit {
+        let fd = lockDescriptor.withLock { $0 }
+        if fd >= 0 { close(fd) }
+    }
+
+    public var location: String { directory }
+    var file: String { directory + "/device.json" }
+
+    public func read() throws -> [UInt8]? {
+        guard FileManager.default.fileExists(atPath: file) else { return nil }
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw storageError("cannot read \(file)")
+        }
+        return [UInt8](data)
+    }
+
+    public func lock() throws {
+        guard lockDescriptor.withLock({ $0 }) < 0 else { return }
+        try ensureDirectory()
+        let fd = open(directory + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw storageError("cannot open the lock file in \(directory): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw KeyVaultError(.deviceBusy, "another process is using the device in \(directory)")
+        }
+        lockDescriptor.withLock { $0 = fd }
+    }
+
+    public func unlock() {
+        let fd = lockDescriptor.withLock { fd in defer { fd = -1 }; return fd }
+        if fd >= 0 { close(fd) }
+    }
+
+    public func erase() throws {
+        unlink(file)
+        unlink(file + ".tmp")
+    }
+
+    func ensureDirectory() throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw storageError("\(directory) exists and is not a directory") }
+            return
+        }
+        guard mkdir(directory, 0o700) == 0 else {
+            throw storageError("cannot create the device directory \(directory): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    func storageError(_ message: String) -> KeyVaultError {
+        KeyVaultError(.home, message)
+    }
+
+    public func write(_ bytes: [UInt8]) throws {
+        try ensureDirectory()
+        let temporary = file + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw storageError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let error = storageError("cannot write \(temporary): \(String(cString: strerror(errno)))")
+                close(fd)
+                unlink(temporary)
+                throw error
+            }
+            offset += n
+        }
+        let synced = fsync(fd) == 0
+        let closed = close(fd) == 0
+        guard synced, closed else {
+            unlink(temporary)
+            throw storageError("cannot flush \(temporary) to disk")
+        }
+        guard rename(temporary, file) == 0 else {
+            let error = storageError("cannot replace \(file): \(String(cString: strerror(errno)))")
+            unlink(temporary)
+            throw error
+        }
+        let dir = open(directory, O_RDONLY | O_CLOEXEC)
+        if dir >= 0 { fsync(dir); close(dir) }
+    }
+}

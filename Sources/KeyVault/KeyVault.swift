@@ -1,0 +1,162 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+import KeyVaultProtocol
+
+// The names an app uses, from the modules below this one. Nothing here reaches a
+// key's bytes: keys stay inside `Vault`, which verifies and uses them.
+
+/// An account: 32 lowercase hex digits, the hash of its first chain link.
+public typealias AccountID = KeyVaultModel.AccountID
+/// A device of an account: 32 lowercase hex digits derived from its signing key.
+public typealias DeviceID = KeyVaultModel.DeviceID
+/// A family member (a person whose records are kept apart from the others').
+public typealias MemberID = KeyVaultModel.MemberID
+/// A BIP39 recovery code (24 words by default) in one of the 10 official wordlists.
+/// ``RecoveryCode/generate(wordCount:language:)`` makes one; `init(phrase:)` reads
+/// one back (NFKD, any whitespace, checksum checked).
+public typealias RecoveryCode = KeyVaultMnemonic.Mnemonic
+/// The wordlist of a recovery code.
+public typealias RecoveryCodeLanguage = KeyVaultMnemonic.MnemonicLanguage
+/// What it costs to guess a recovery code (Argon2id iterations and memory).
+/// `.recovery` is the default; a server's parameters outside `.floor`…`.ceiling`
+/// are refused.
+public typealias KDFParameters = KeyVaultCrypto.Argon2id.Parameters
+/// Where an attachment lives: a keyed hash of its plaintext under the member's key,
+/// so the same file for the same member is stored once and the server learns nothing
+/// from the address.
+public typealias ContentAddress = KeyVaultCrypto.ContentAddress
+/// Bytes wiped from memory when freed (an opened attachment).
+public typealias SecureBytes = KeyVaultCrypto.SecureBytes
+/// An attachment as the server lists it: address, size and time (no content, no name).
+public typealias AttachmentInfo = KeyVaultModel.AttachmentInfo
+
+extension Vault {
+    /// A device as the account chain records it: name, keys (public), when it was
+    /// added and by whom, and whether (and when) it was revoked.
+    public typealias Device = ChainState.Device
+
+    // MARK: Starting
+
+    /// Creates an account whose first device is this one, sets `recoveryCode` as the
+    /// account's recovery code, and keeps the device in `storage`.
+    ///
+    /// - Parameters:
+    ///   - server: the KeyVault service (`https://…`; plain `http://` only to this machine).
+    ///   - deviceName: how the other devices see this one (1 to 100 characters).
+    ///   - recoveryCode: a new code (``RecoveryCode/generate(wordCount:language:)``);
+    ///     show it to the person once and make sure they wrote it down.
+    ///   - storage: where the device keeps its keys; it must hold no device yet.
+    ///   - transport: how to reach `server` (default: `URLSession`).
+    ///   - parameters: what guessing the code costs (default `.recovery`).
+    /// - Throws: ``KeyVaultError`` `already_initialized` when `storage` holds a
+    ///   device; `wrong_account` when the server answers for another account.
+    public static func create(server: URL, deviceName: String, recoveryCode: RecoveryCode, storage: any DeviceStorage,
+                              transport: (any HTTPTransport)? = nil, parameters: KDFParameters = .recovery,
+                              progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
+        try await createAccount(home: DeviceHome(storage: storage), server: server.absoluteString,
+                                transport: transport ?? URLSessionTransport(baseURL: server), name: deviceName,
+                                code: recoveryCode, parameters: parameters, progress: progress)
+    }
+
+    /// Adds this device to `account` with the account's recovery code, and keeps it
+    /// in `storage`. The server proves nothing it could fake: the code opens the
+    /// account's anchor, which names the chain's first link; the chain is replayed
+    /// from there.
+    ///
+    /// - Throws: ``KeyVaultError`` `wrong_recovery_code` when the code does not open
+    ///   the account's anchor; a `verification` kind error when the server's data
+    ///   does not match what the code names.
+    public static func enroll(server: URL, account: AccountID, deviceName: String, recoveryCode: RecoveryCode,
+                              storage: any DeviceStorage, transport: (any HTTPTransport)? = nil,
+                              progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
+        try await enrollWithRecoveryCode(home: DeviceHome(storage: storage), server: server.absoluteString,
+                                         transport: transport ?? URLSessionTransport(baseURL: server), account: account,
+                                         name: deviceName, code: recoveryCode, progress: progress)
+    }
+
+    /// Asks a device of `account` to add this one (docs/formats/device-link.md), and
+    /// returns once it has. `events` reports the code to show (``LinkEvent/requested(code:expires:)``)
+    /// and then the six digits the person types on the approving device
+    /// (``LinkEvent/sas(_:)``).
+    ///
+    /// - Throws: ``KeyVaultError`` `link_request_closed` when the request is refused
+    ///   or expires.
+    public static func link(server: URL, account: AccountID, deviceName: String, storage: any DeviceStorage,
+                            transport: (any HTTPTransport)? = nil, pollInterval: Duration = .seconds(1),
+                            events: (LinkEvent) -> Void, progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
+        try await link(home: DeviceHome(storage: storage), server: server.absoluteString,
+                       transport: transport ?? URLSessionTransport(baseURL: server), account: account, name: deviceName,
+                       pollInterval: pollInterval, events: events, progress: progress)
+    }
+
+    /// Opens the device kept in `storage` and verifies the account chain against the
+    /// newest head this device has seen (a server that rolls back or forks the chain
+    /// is refused).
+    ///
+    /// - Throws: ``KeyVaultError`` `not_initialized` when `storage` holds no device;
+    ///   `device_revoked` when this device was revoked.
+    public static func open(storage: any DeviceStorage, transport: (any HTTPTransport)? = nil,
+                            progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
+        try await open(home: DeviceHome(storage: storage), transport: { server in
+            if let transport { return transport }
+            guard let url = URL(string: server) else { throw KeyVaultError(.home, "the stored server \(server.printable) is not a URL") }
+            return URLSessionTransport(baseURL: url)
+        }, progress: progress)
+    }
+
+    // MARK: The account at a glance
+
+    /// What ``status()`` reports.
+    public struct Status: Sendable, Equatable {
+        public var account: AccountID
+        public var device: DeviceID
+        public var deviceName: String
+        public var server: String
+        /// The verified chain's length (links) and head hash.
+        public var chainLength: UInt64
+        public var head: String
+        public var masterKeyGeneration: UInt32
+        public var activeDevices: Int
+        public var members: Int
+        /// The recovery code's state: set (and its generation), missing, or
+        /// compromised (the device that set it was revoked: set a new one).
+        public var recovery: Recovery
+        /// Rotations a revocation left undone (``finishPendingRotations()`` does them).
+        public var pendingRotation: PendingRotation
+
+        public enum Recovery: Sendable, Equatable {
+            case set(generation: UInt32)
+            case missing
+            case compromised(atLink: UInt64)
+        }
+    }
+
+    /// The account as this device sees it, from the verified chain.
+    public func status() throws -> Status {
+        let state = try chain
+        let recovery: Status.Recovery = switch state.recovery {
+        case nil: .missing
+        case let code? where code.compromised != nil: .compromised(atLink: code.compromised!)
+        case let code?: .set(generation: code.generation)
+        }
+        return Status(account: account, device: device, deviceName: deviceName, server: server,
+                      chainLength: state.sequence + 1, head: state.head, masterKeyGeneration: state.masterGeneration,
+                      activeDevices: state.activeDevices.count, members: state.members.count,
+                      recovery: recovery, pendingRotation: try pendingRotation())
+    }
+
+    /// Every device the chain knows, the active ones first.
+    public func devices() throws -> [Device] {
+        try chain.devices.values.sorted { ($0.isActive ? 0 : 1, $0.added) < ($1.isActive ? 0 : 1, $1.added) }
+    }
+
+    // MARK: Attachments from memory
+
+    /// The content address `data` gets for `member` (nothing is uploaded).
+    public func address(of data: [UInt8], member: Member) async throws -> ContentAddress {
+        let keys = try await memberKeys(member.id, generation: member.generation)
+        return try keys.contentAddressKey.address(of: data)
+    }
+}

@@ -1,0 +1,50 @@
+import KeyVault
+
+/// What to do next, in `keyctl`'s words, for a library error: the library says
+/// what happened in terms any app can show; the commands that fix it are keyctl's.
+enum Hints {
+    static func hint(for error: KeyVaultError) -> String? {
+        switch error.code {
+        case .notInitialized:
+            "run `keyctl init --server URL --name NAME` for a new account, or `keyctl device enroll` / `keyctl device link` to join one; --home picks another directory"
+        case .alreadyInitialized:
+            "use it as it is (`keyctl status`), or pick another directory with --home"
+        case .passphraseRequired:
+            "run keyctl on a terminal to be asked for it, or set KEYCTL_PASSPHRASE_FILE to a file holding it"
+        case .deviceBusy:
+            "another keyctl command is using this device home: wait for it to finish, then try again"
+        case .home where error.message.contains("damaged"):
+            "restore it from a backup, or move it away and enroll this computer again (`keyctl device enroll` with the recovery code)"
+        case .home:
+            "choose another directory with --home or KEYCTL_HOME"
+        case .deviceRevoked:
+            "to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home"
+        case .missingKey, .badBox:
+            "another device must rotate the master key (`keyctl master rotate`) to include this one; \(error.hint ?? "")"
+        case .linkClosed:
+            "start again with `keyctl device link` on the new device, and approve it within 10 minutes"
+        case .badReveal, .sasMismatch:
+            "someone may have swapped the keys; start again with `keyctl device link` on the new device; if this repeats, do not trust this server"
+        case .noSuchDevice:
+            "see the ids and names with `keyctl device list`"
+        case .noSuchMember:
+            "see the members with `keyctl member list`; add one with `keyctl member add NAME`"
+        case .network:
+            "check that `keyctl serve` is running there and the URL (--server) is right"
+        case .badResponse where error.status != nil:
+            "is --server a KeyVault server (`keyctl serve`)?"
+        case .tooManyConflicts:
+            "run the command again in a moment; if this repeats, do not trust this server"
+        case .responseTooLarge:
+            "a KeyVault server never sends that much here; check --server, or report it if the server is yours"
+        case KeyVaultError.Code(rawValue: "unknown_device"):
+            "was the account deleted? check `keyctl status` and --server"
+        case KeyVaultError.Code(rawValue: "wrong_recovery_code"), KeyVaultError.Code(rawValue: "malformed_anchor"):
+            "check the words (`keyctl recovery verify`) and the account id; a code replaced by `keyctl recovery rotate` no longer works"
+        case KeyVaultError.Code(rawValue: "recovery_compromised"):
+            "set a new recovery code from a device you trust: `keyctl recovery rotate`"
+        default:
+            nil
+        }
+    }
+}
