@@ -5,7 +5,7 @@ import PackageDescription
 // core modules build and test without any HTTP or database dependency.
 let package = Package(
     name: "KeyVault",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "keyctl", targets: ["keyctl"]),
         .library(name: "KeyVault", targets: ["KeyVault"]),
@@ -58,6 +58,9 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "keyctl", dependencies: ["KeyVaultCommands"]),
+        // The family story of seed 002 with the public API only (ExampleTests type-checks
+        // it again outside this package, where `package` declarations are out of reach).
+        .executableTarget(name: "FamilyRecords", dependencies: ["KeyVault"], path: "Examples/FamilyRecords"),
         .executableTarget(
             name: "keyvault-bench",
             dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultStore", "CSodium"],
@@ -87,7 +90,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "KeyVaultCommandsTests", dependencies: [
-            "KeyVaultCommands", "keyctl", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultCrypto",
+            "KeyVaultCommands", "keyctl", "FamilyRecords", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultCrypto",
         ]),
     ],
     swiftLanguageModes: [.v6]
