@@ -54,10 +54,15 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ], exclude: ["openapi.json"]),  // compiled in as OpenAPIDocument.swift (Scripts/embed-openapi.sh)
         .target(name: "KeyVaultCommands", dependencies: [
-            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultServer", "KeyVault",
+            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVault",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .executableTarget(name: "keyctl", dependencies: ["KeyVaultCommands"]),
+        // Where client and server meet: the root command, with `serve`.
+        .executableTarget(name: "keyctl", dependencies: [
+            "KeyVaultCommands", "KeyVaultServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // The family story of seed 002 with the public API only (ExampleTests type-checks
         // it again outside this package, where `package` declarations are out of reach).
         .executableTarget(name: "FamilyRecords", dependencies: ["KeyVault"], path: "Examples/FamilyRecords"),

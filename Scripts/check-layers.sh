@@ -4,7 +4,11 @@
 # - the service (KeyVaultServer, KeyVaultStore) or the shared formats (KeyVaultModel,
 #   KeyVaultProtocol) import the modules that handle recovery codes or unwrap keys
 #   (KeyVaultMnemonic, KeyVaultVault, KeyVault, KeyVaultCommands);
-# - Package.swift gives KeyVaultServer such a dependency.
+# - Package.swift gives KeyVaultServer such a dependency;
+# - keyctl's client commands (KeyVaultCommands) or the KeyVault library import server code
+#   (KeyVaultServer, KeyVaultStore) or Package.swift gives them such a dependency: only the
+#   keyctl executable, where `serve` lives, links both;
+# - Examples/ imports anything but KeyVault and Foundation (an app's view of the library).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -22,5 +26,19 @@ server_deps=$(awk '/name: "KeyVaultServer", dependencies/,/\]\)/' Package.swift)
 if grep -qE '"(KeyVaultMnemonic|KeyVaultVault|KeyVault|KeyVaultCommands)"' <<<"$server_deps"; then
   echo "check-layers: Package.swift gives KeyVaultServer a dependency on key-unwrapping code" >&2; status=1
 fi
-[ $status -eq 0 ] && echo "check-layers: ok (C only in KeyVaultCrypto/Backend; the service links nothing that unwraps keys)"
+bad=$(grep -rlE "${imports}(KeyVaultServer|KeyVaultStore)\b" Sources/KeyVaultCommands Sources/KeyVault || true)
+if [ -n "$bad" ]; then
+  echo "check-layers: client code imports the server:" >&2; echo "$bad" >&2; status=1
+fi
+for target in KeyVaultCommands KeyVault; do
+  deps=$(awk "/name: \"$target\", dependencies/,/\]\)/" Package.swift)
+  if grep -qE '"(KeyVaultServer|KeyVaultStore)"' <<<"$deps"; then
+    echo "check-layers: Package.swift gives $target a dependency on server code" >&2; status=1
+  fi
+done
+bad=$(grep -rhE "${imports}" Examples | grep -vE "${imports}(KeyVault|Foundation)\s*$" || true)
+if [ -n "$bad" ]; then
+  echo "check-layers: an example imports more than KeyVault and Foundation:" >&2; echo "$bad" >&2; status=1
+fi
+[ $status -eq 0 ] && echo "check-layers: ok (C only in KeyVaultCrypto/Backend; the service links nothing that unwraps keys; keyctl's client commands link no server code; examples see only KeyVault)"
 exit $status

@@ -1,69 +1,78 @@
 import ArgumentParser
 import Foundation
 import KeyVault
-import KeyVaultServer
 
-/// `keyctl`: the KeyVault command line.
+/// `keyctl`'s client commands, as the root of a command line. The `keyctl`
+/// executable adds `serve` (Sources/keyctl): these commands link no server code.
 public struct Keyctl: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
-        commandName: "keyctl",
-        abstract: "KeyVault: zero-knowledge keys for end-to-end encrypted apps.",
-        discussion: """
-            Recovery codes are 24 words (BIP39) that can rebuild your keys on a new
-            device. Generate one, write it down, and check your copy:
-
-              keyctl recovery generate
-              keyctl recovery quiz
-
-            Run the service (embedded SQLite in the current directory):
-
-              keyctl serve
-
-            Start an account, then add devices and members:
-
-              keyctl init --server http://127.0.0.1:8080 --name laptop
-              keyctl member add Alice
-              keyctl attachment put --member Alice scan.pdf
-              keyctl device link --server URL --account ID --name phone
-
-            (the last one on the new device; then `keyctl device approve CODE` on the first).
-
-            Every command takes --home DIR (default $KEYCTL_HOME, else ~/.keyctl) and
-            --json (one JSON object per line; the last line is the result).
-
-            Exit codes: 0 success; 1 the answer is no (invalid code, failed quiz or
-            audit, SAS mismatch, refused link); 2 the command could not do its work
-            (network, files, device home); 3 the server refused the request; 4 this
-            device was revoked; 5 the server's answer failed verification (do not trust
-            it); 64 the command line is wrong (including plain http:// to a server
-            that is not this machine without --insecure-http).
-
-            This is KeyVault's keyctl, not the Linux keyutils tool of the same name:
-            run it as ./keyctl or from .build/release/, or check with `keyctl --version`.
-            """,
-        version: "keyctl (KeyVault) 0.1.0",
-        subcommands: [Init.self, Status.self, Device.self, Member.self, Master.self, Recovery.self, Attachment.self,
-                      Audit.self, Account.self, Serve.self])
+    public static let configuration = KeyctlMain.configuration(adding: [])
 
     public init() {}
+}
+
+extension KeyctlMain {
+    /// Every client command, in the order `--help` lists them.
+    static let clientCommands: [any ParsableCommand.Type] = [
+        Init.self, Status.self, Device.self, Member.self, Master.self, Recovery.self, Attachment.self, Audit.self, Account.self,
+    ]
+
+    /// The root command's configuration, with the client commands and `extra` (the
+    /// executable's `serve`).
+    public static func configuration(adding extra: [any ParsableCommand.Type]) -> CommandConfiguration {
+        CommandConfiguration(
+            commandName: "keyctl",
+            abstract: "KeyVault: zero-knowledge keys for end-to-end encrypted apps.",
+            discussion: """
+                Recovery codes are 24 words (BIP39) that can rebuild your keys on a new
+                device. Generate one, write it down, and check your copy:
+
+                  keyctl recovery generate
+                  keyctl recovery quiz
+
+                Run the service (embedded SQLite in the current directory):
+
+                  keyctl serve
+
+                Start an account, then add devices and members:
+
+                  keyctl init --server http://127.0.0.1:8080 --name laptop
+                  keyctl member add Alice
+                  keyctl attachment put --member Alice scan.pdf
+                  keyctl device link --server URL --account ID --name phone
+
+                (the last one on the new device; then `keyctl device approve CODE` on the first).
+
+                Every command takes --home DIR (default $KEYCTL_HOME, else ~/.keyctl) and
+                --json (one JSON object per line; the last line is the result).
+
+                Exit codes: 0 success; 1 the answer is no (invalid code, failed quiz or
+                audit, SAS mismatch, refused link); 2 the command could not do its work
+                (network, files, device home); 3 the server refused the request; 4 this
+                device was revoked; 5 the server's answer failed verification (do not trust
+                it); 64 the command line is wrong (including plain http:// to a server
+                that is not this machine without --insecure-http).
+
+                This is KeyVault's keyctl, not the Linux keyutils tool of the same name:
+                run it as ./keyctl or from .build/release/, or check with `keyctl --version`.
+                """,
+            version: "keyctl (KeyVault) 0.1.0",
+            subcommands: clientCommands + extra)
+    }
 }
 
 /// Runs `keyctl` with `arguments` against `console` and returns the exit code.
 /// `main.swift` calls this with the real process; tests call it in-process.
 public enum KeyctlMain {
-    /// Process set-up that must happen before any Swift concurrency: `serve` runs
-    /// its tasks on the server's event loops. Call it synchronously at the top of main.
-    public static func prepare(_ arguments: [String]) {
-        if arguments.first == "serve" { prepareServerProcess() }
-    }
-
     /// The console a running command uses; set for the duration of one run.
-    @TaskLocal static var console: any Console = StandardConsole()
+    @TaskLocal package static var console: any Console = StandardConsole()
 
-    public static func run(_ arguments: [String], console: any Console = StandardConsole()) async -> Int32 {
+    /// `root` is the command tree: the client commands (``Keyctl``), or the
+    /// executable's, which adds `serve`.
+    public static func run(_ arguments: [String], root: any ParsableCommand.Type = Keyctl.self,
+                           console: any Console = StandardConsole()) async -> Int32 {
         await $console.withValue(console) {
             do {
-                var command = try Keyctl.parseAsRoot(arguments)
+                var command = try root.parseAsRoot(arguments)
                 if var asyncCommand = command as? AsyncParsableCommand {
                     try await asyncCommand.run()
                 } else {
@@ -78,8 +87,8 @@ public enum KeyctlMain {
                 report(error, to: console, json: arguments.contains("--json"))
                 return error.exitCode.rawValue
             } catch {
-                let code = Keyctl.exitCode(for: error).rawValue
-                let message = Keyctl.fullMessage(for: error)
+                let code = root.exitCode(for: error).rawValue
+                let message = root.fullMessage(for: error)
                 if message.isEmpty {
                     // An ExitCode a command threw after reporting for itself.
                 } else if code == 0 {

@@ -1,5 +1,8 @@
 import Foundation
 import KeyVaultCommands
+import KeyVaultServer
 
-KeyctlMain.prepare(Array(CommandLine.arguments.dropFirst()))
-exit(await KeyctlMain.run(Array(CommandLine.arguments.dropFirst())))
+// `serve` runs its tasks on the server's event loops: set up before any Swift concurrency.
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "serve" { _ = prepareServerProcess() }
+exit(await KeyctlMain.run(arguments, root: KeyctlWithServer.self))

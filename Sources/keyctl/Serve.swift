@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeyVaultServer
+import KeyVaultCommands
 import Logging
 
 struct Serve: AsyncParsableCommand {
