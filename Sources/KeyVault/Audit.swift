@@ -55,7 +55,7 @@ extension Vault {
         }
         if let mine = boxes.first(where: { $0.generation == g && $0.recipient == device.rawValue }), let cached = record.masterKeys[g],
            let sealed = base64Decode(mine.box) {
-            if let opened = try? SymmetricKey(record.keys.agreement.openSealedBox(sealed)), opened == cached {} else {
+            if let opened = try? SymmetricKey(record.keys.boxKey.openSealedBox(sealed)), opened == cached {} else {
                 finding("boxes", "this device's box of master key \(g) does not hold the key this device has")
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import KeyVaultCrypto
 import KeyVaultModel
 
@@ -13,7 +14,7 @@ package struct DeviceRecord: Sendable {
     /// The newest chain head this device has verified, and its sequence.
     package var head: String
     package var sequence: UInt64
-    /// False while a link request or enrolment is under way.
+    /// False while a link request or enrollment is under way.
     package var enrolled: Bool
     package var keys: DeviceKeys
     /// Cached master key generations.
@@ -44,12 +45,26 @@ package struct DeviceRecord: Sendable {
 /// The device record on top of a ``DeviceStorage``: encoded as the device document
 /// (docs/formats/device-home.md), its secrets optionally sealed under a passphrase
 /// (what `keyctl` offers; an app's Keychain protects its own storage).
-package final class DeviceHome: @unchecked Sendable {
+package final class DeviceHome: Sendable {
     package let storage: any DeviceStorage
+    private let sealing = Mutex<Sealing>(Sealing())
+
+    private struct Sealing {
+        var passphrase: SecureBytes?
+        var provider: (@Sendable () throws -> SecureBytes)?
+    }
+
     /// The passphrase the secrets are sealed under, when the home is sealed.
-    package var passphrase: SecureBytes?
+    package var passphrase: SecureBytes? {
+        get { sealing.withLock { $0.passphrase } }
+        set { sealing.withLock { $0.passphrase = newValue } }
+    }
+
     /// Asked for the passphrase of a sealed home.
-    package var passphraseProvider: (@Sendable () throws -> SecureBytes)?
+    package var passphraseProvider: (@Sendable () throws -> SecureBytes)? {
+        get { sealing.withLock { $0.provider } }
+        set { sealing.withLock { $0.provider = newValue } }
+    }
 
     /// `--home`, else `KEYCTL_HOME`, else `~/.keyctl`.
     package static func defaultDirectory(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -111,7 +126,7 @@ package final class DeviceHome: @unchecked Sendable {
             return DeviceRecord(server: stored.server, account: account, name: stored.name, head: stored.head,
                                 sequence: stored.sequence, enrolled: stored.enrolled, linkCode: stored.linkCode,
                                 keys: DeviceKeys(signing: try Ed25519.PrivateKey(seed: secrets.signingSeed.secure()),
-                                                 agreement: try X25519.PrivateKey(rawRepresentation: secrets.boxKey.secure())),
+                                                 boxKey: try X25519.PrivateKey(rawRepresentation: secrets.boxKey.secure())),
                                 masterKeys: try secrets.master.reduce(into: [:]) { out, entry in
                                     guard let g = UInt32(entry.key) else { throw KeyVaultError(.home, "bad generation") }
                                     out[g] = try SymmetricKey(entry.value.secure())
@@ -142,7 +157,7 @@ package final class DeviceHome: @unchecked Sendable {
     /// Writes the record (atomically where the storage is a file: a crash leaves the old one or the new one).
     package func save(_ record: DeviceRecord) throws {
         let secrets = StoredSecrets(
-            signingSeed: HexSecret(record.keys.signing.seed), boxKey: HexSecret(record.keys.agreement.rawRepresentation),
+            signingSeed: HexSecret(record.keys.signing.seed), boxKey: HexSecret(record.keys.boxKey.rawRepresentation),
             master: Dictionary(uniqueKeysWithValues: record.masterKeys.map { (String($0.key), HexSecret($0.value.bytes)) }),
             members: Dictionary(uniqueKeysWithValues: record.memberKeys.map { member, keys in
                 (member.rawValue, Dictionary(uniqueKeysWithValues: keys.map { (String($0.key), HexSecret($0.value.bytes)) }))

@@ -6,17 +6,17 @@ import KeyVaultProtocol
 /// The device keys that sign requests.
 package struct DeviceKeys: Sendable {
     package let signing: Ed25519.PrivateKey
-    package let agreement: X25519.PrivateKey
+    package let boxKey: X25519.PrivateKey
     package var id: DeviceID { deviceID(for: signing.publicKey) }
 
-    package init(signing: Ed25519.PrivateKey = Ed25519.PrivateKey(), agreement: X25519.PrivateKey = X25519.PrivateKey()) {
+    package init(signing: Ed25519.PrivateKey = Ed25519.PrivateKey(), boxKey: X25519.PrivateKey = X25519.PrivateKey()) {
         self.signing = signing
-        self.agreement = agreement
+        self.boxKey = boxKey
     }
 
     /// The fields that introduce this device in a genesis or device.add link.
     package func fields(name: String) -> [String: String] {
-        ChainLink.deviceFields(signingKey: signing.publicKey, boxKey: agreement.publicKey, name: name)
+        ChainLink.deviceFields(signingKey: signing.publicKey, boxKey: boxKey.publicKey, name: name)
     }
 }
 

@@ -62,7 +62,7 @@ public actor Vault {
             throw error
         }
         guard record.enrolled else {
-            throw KeyVaultError(.notInitialized, "this device's enrolment in account \(record.account) did not finish")
+            throw KeyVaultError(.notInitialized, "this device's enrollment in account \(record.account) did not finish")
         }
         let vault = Vault(home: home, record: record, transport: try transport(record.server), progress: progress)
         try await vault.sync()
@@ -91,7 +91,7 @@ public actor Vault {
         guard me.isActive else {
             throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")
         }
-        guard me.boxKey == record.keys.agreement.publicKey else {
+        guard me.boxKey == record.keys.boxKey.publicKey else {
             throw KeyVaultError(.chainInvalid, "the chain names other keys for this device", kind: .verification)
         }
         links = response.links
@@ -142,20 +142,20 @@ public actor Vault {
         guard let box = boxes.first(where: { $0.recipient == record.device.rawValue && $0.generation == g }) else {
             throw KeyVaultError(.missingKey, "the server has no master key box of generation \(g) for this device", kind: .verification)
         }
-        let key = try Self.open(box, in: state, with: record.keys.agreement)
+        let key = try Self.open(box, in: state, with: record.keys.boxKey)
         record.masterKeys[g] = key
         try home.save(record)
         return (key, g)
     }
 
     /// Verifies a key box against the chain and opens it.
-    static func open(_ box: KeyBox, in state: ChainState, with agreement: X25519.PrivateKey) throws -> SymmetricKey {
+    static func open(_ box: KeyBox, in state: ChainState, with boxKey: X25519.PrivateKey) throws -> SymmetricKey {
         do {
             try box.verify(in: state)
         } catch {
             throw KeyVaultError.verification(error, "the master key box for generation \(box.generation) is refused")
         }
-        guard let sealed = base64Decode(box.box), let key = try? SymmetricKey(agreement.openSealedBox(sealed)) else {
+        guard let sealed = base64Decode(box.box), let key = try? SymmetricKey(boxKey.openSealedBox(sealed)) else {
             throw KeyVaultError(.badBox, "the master key box for generation \(box.generation) does not open with this device's key",
                               kind: .verification)
         }

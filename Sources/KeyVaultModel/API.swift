@@ -43,7 +43,7 @@ public struct MemberWrap: Sendable, Codable, Equatable {
     }
 }
 
-/// What a recovery code needs to find its account (public, fetched before enrolment).
+/// What a recovery code needs to find its account (public, fetched before enrollment).
 public struct RecoverySlot: Sendable, Codable, Equatable {
     /// Hex 16-byte Argon2id salt.
     public var salt: String
@@ -187,7 +187,7 @@ public struct ErrorBody: Sendable, Codable, Equatable {
     public init(code: String, message: String) { error = Detail(code: code, message: message) }
 }
 
-// MARK: Recovery enrolment
+// MARK: Recovery enrollment
 
 public struct RecoveryChallenge: Sendable, Codable, Equatable {
     /// Hex 32 random bytes, single use.
@@ -212,7 +212,7 @@ public struct RecoveryProof: Sendable, Codable, Equatable {
 }
 
 /// What a proven recovery code may read: the chain and the master key boxes sealed
-/// to the recovery key, with a token for one enrolment.
+/// to the recovery key, with a token for one enrollment.
 public struct RecoverySession: Sendable, Codable, Equatable {
     /// Hex 32 random bytes: allows one `recovery/enroll` within five minutes.
     public var token: String

@@ -2,7 +2,7 @@ import KeyVaultCrypto
 import KeyVaultModel
 
 /// Signed requests (docs/formats/request-signature.md): every request after
-/// enrolment carries these headers, and the server checks them before anything else.
+/// enrollment carries these headers, and the server checks them before anything else.
 public enum RequestSignature {
     public static let deviceHeader = "KeyVault-Device"
     public static let timestampHeader = "KeyVault-Timestamp"

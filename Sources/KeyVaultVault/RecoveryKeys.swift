@@ -17,7 +17,7 @@ public struct RecoveryKeys: Sendable {
     public let wrapKey: SymmetricKey
     /// RX: the master key is sealed to its public half.
     public let boxKey: X25519.PrivateKey
-    /// RA: signs the recovery proof and links made during recovery enrolment.
+    /// RA: signs the recovery proof and links made during recovery enrollment.
     public let authKey: Ed25519.PrivateKey
 
     static let wrapLabel = Array("keyvault/v1/recovery/wrap".utf8)

@@ -52,7 +52,7 @@ final class BackgroundKeyctl {
 }
 
 /// The whole story of issue 4 with the real binaries: a real `keyctl serve` on a free
-/// port, and device homes driven through init, members, attachments, enrolment by
+/// port, and device homes driven through init, members, attachments, enrollment by
 /// recovery code and by link, revocation, rotations, audit and account deletion.
 @Test(.timeLimit(.minutes(5)))
 func realBinariesTellTheWholeStory() async throws {
@@ -88,7 +88,7 @@ func realBinariesTellTheWholeStory() async throws {
     #expect(try run(["attachment", "put", "--member", "Alice", path("scan.pdf")], "laptop")["existed"] as? Bool == true)
     #expect(try run(["attachment", "address", "--member", "Alice", path("scan.pdf")], "laptop")["address"] as? String == address)
 
-    // Enrolment by recovery code: the phone opens what was put before it joined.
+    // Enrollment by recovery code: the phone opens what was put before it joined.
     _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", "phone"], "phone", input: code1)
     _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("phone.pdf")], "phone")
     #expect(try Data(contentsOf: URL(fileURLWithPath: path("phone.pdf"))) == scan)

@@ -48,7 +48,7 @@ import Testing
         #expect(try RecoveryAnchor.open(honest, with: keys, account: laptop.account).genesis == links.first?.hash)
 
         let stranger = DeviceKeys()
-        let otherGenesis = ChainLink.genesis(signingKey: stranger.signing, boxKey: stranger.agreement.publicKey, name: "laptop",
+        let otherGenesis = ChainLink.genesis(signingKey: stranger.signing, boxKey: stranger.boxKey.publicKey, name: "laptop",
                                              time: links[0].time)
         let forged = try RecoveryAnchor(account: laptop.account, genesis: otherGenesis.hash)
             .seal(under: keys, generation: honest.generation).base64
@@ -98,7 +98,7 @@ import Testing
         record.sequence = 0
         try fixture.home("laptop").save(record)
         let server = DeviceKeys()
-        let genesis = ChainLink.genesis(signingKey: server.signing, boxKey: server.agreement.publicKey, name: "server", time: 0)
+        let genesis = ChainLink.genesis(signingKey: server.signing, boxKey: server.boxKey.publicKey, name: "server", time: 0)
         var add = ChainLink(sequence: 1, previous: genesis.hash, type: .deviceAdd, signer: server.id.rawValue, time: 0,
                             body: record.keys.fields(name: "laptop"))
         add.sign(with: server.signing)

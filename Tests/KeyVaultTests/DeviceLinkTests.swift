@@ -90,7 +90,7 @@ func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws
         let attacker = DeviceKeys()
         let attackerNonce = SystemRandom.bytes(count: 32)
         let forged: LinkRequestCreate = {
-            let signing = attacker.signing.publicKey.rawRepresentation, box = attacker.agreement.publicKey.rawRepresentation
+            let signing = attacker.signing.publicKey.rawRepresentation, box = attacker.boxKey.publicKey.rawRepresentation
             let commitment = LinkCommitment.compute(account: account, device: attacker.id, signingKey: signing, boxKey: box,
                                                     name: "tablet", nonce: attackerNonce)
             return LinkRequestCreate(device: attacker.id, name: "tablet", signingKey: Hex.encode(signing), boxKey: Hex.encode(box),

@@ -103,7 +103,7 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
             fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
                 answer["boxes"] = try answer["boxes"]!.map { box in
                     var forged = KeyBox(generation: box.generation, sequence: box.sequence, recipient: box.recipient,
-                                        box: base64Encode(try me.agreement.publicKey.sealedBox(for: chosen)),
+                                        box: base64Encode(try me.boxKey.publicKey.sealedBox(for: chosen)),
                                         signer: signer.id.rawValue, signature: box.signature)
                     if signer.id != me.id { forged.sign(with: signer.signing, account: account) }  // else: the old signature, over another box
                     return forged
@@ -265,7 +265,7 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
 @Test func aMalformedLinkRequestIsRefusedNotTrustedOrFatal() async throws {
     try await Fixture.run { fixture, laptop in
         let tablet = DeviceKeys()
-        let signing = tablet.signing.publicKey.rawRepresentation, box = tablet.agreement.publicKey.rawRepresentation
+        let signing = tablet.signing.publicKey.rawRepresentation, box = tablet.boxKey.publicKey.rawRepresentation
         let commitment = LinkCommitment.compute(account: laptop.account, device: tablet.id, signingKey: signing, boxKey: box,
                                                 name: "tablet", nonce: SystemRandom.bytes(count: 32))
         let request = LinkRequestCreate(device: tablet.id, name: "tablet", signingKey: Hex.encode(signing), boxKey: Hex.encode(box),
@@ -306,7 +306,7 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     try await Fixture.run { fixture, laptop in
         let alice = try await laptop.addMember(name: "Alice")
         let tablet = DeviceKeys()
-        let signing = tablet.signing.publicKey.rawRepresentation, box = tablet.agreement.publicKey.rawRepresentation
+        let signing = tablet.signing.publicKey.rawRepresentation, box = tablet.boxKey.publicKey.rawRepresentation
         let commitment = LinkCommitment.compute(account: laptop.account, device: tablet.id, signingKey: signing, boxKey: box,
                                                 name: "tablet", nonce: SystemRandom.bytes(count: 32))
         _ = try await ServerAPI(transport: fixture.transport, account: laptop.account).createLinkRequest(

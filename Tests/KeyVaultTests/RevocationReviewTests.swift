@@ -107,7 +107,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         _ = try await laptop.addMember(name: "Alice")
         let phone = try await fixture.enroll("phone", in: laptop.account)
         let phoneKeys = await phone.record.keys
-        let phoneActiveAt = try await phone.chain.sequence  // the phone's enrolment link
+        let phoneActiveAt = try await phone.chain.sequence  // the phone's enrollment link
         phone.home.unlock()
         try await laptop.sync()
 
@@ -122,7 +122,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         // naming the link where it was added, sealing a key the phone chose.
         let chosen = SymmetricKey()
         var forged = KeyBox(generation: g, sequence: phoneActiveAt, recipient: me.id.rawValue,
-                            box: base64Encode(try me.agreement.publicKey.sealedBox(for: chosen)), signer: phoneKeys.id.rawValue, signature: "")
+                            box: base64Encode(try me.boxKey.publicKey.sealedBox(for: chosen)), signer: phoneKeys.id.rawValue, signature: "")
         forged.sign(with: phoneKeys.signing, account: account)
         let served = forged
         fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in answer["boxes"] = [served] })

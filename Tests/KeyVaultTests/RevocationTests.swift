@@ -139,7 +139,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
             fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
                 answer["boxes"] = try answer["boxes"]!.map { box in
                     var forged = KeyBox(generation: box.generation, sequence: claim ?? box.sequence, recipient: box.recipient,
-                                        box: base64Encode(try me.agreement.publicKey.sealedBox(for: chosen)),
+                                        box: base64Encode(try me.boxKey.publicKey.sealedBox(for: chosen)),
                                         signer: phoneKeys.id.rawValue, signature: "")
                     forged.sign(with: phoneKeys.signing, account: account)
                     return forged

@@ -21,11 +21,11 @@ extension Vault {
         guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a device name has 1 to 100 characters") }
         let keys = DeviceKeys()
         let master = SymmetricKey()
-        let genesis = ChainLink.genesis(signingKey: keys.signing, boxKey: keys.agreement.publicKey, name: name,
+        let genesis = ChainLink.genesis(signingKey: keys.signing, boxKey: keys.boxKey.publicKey, name: name,
                                         time: Int64(Date().timeIntervalSince1970),
                                         masterKeyCheck: try MasterKeyCheck.compute(master, generation: 1))
         let state = try ChainState(genesis: genesis)
-        var box = KeyBox(generation: 1, sequence: 0, recipient: keys.id.rawValue, box: base64Encode(try keys.agreement.publicKey.sealedBox(for: master)),
+        var box = KeyBox(generation: 1, sequence: 0, recipient: keys.id.rawValue, box: base64Encode(try keys.boxKey.publicKey.sealedBox(for: master)),
                          signer: keys.id.rawValue, signature: "")
         box.sign(with: keys.signing, account: state.account)
         let api = ServerAPI(transport: transport)
@@ -101,12 +101,12 @@ extension Vault {
         var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
                              time: Int64(Date().timeIntervalSince1970), body: device.fields(name: name))
         link.sign(with: keys.authKey)
-        var box = KeyBox(generation: g, sequence: link.sequence, recipient: device.id.rawValue, box: base64Encode(try device.agreement.publicKey.sealedBox(for: master)),
+        var box = KeyBox(generation: g, sequence: link.sequence, recipient: device.id.rawValue, box: base64Encode(try device.boxKey.publicKey.sealedBox(for: master)),
                          signer: ChainLink.recoverySigner, signature: "")
         box.sign(with: keys.authKey, account: account)
         var after = state
         try after.apply(link)
-        // Keep the keys before the server knows the device: a crash after enrolment must not lose them.
+        // Keep the keys before the server knows the device: a crash after enrollment must not lose them.
         var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
         try home.save(record)
         progress("adding this device to the account")
@@ -175,7 +175,7 @@ extension Vault {
         try home.save(record)
         let api = ServerAPI(transport: transport, account: account, keys: device)
         let nonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
-        let signingKey = device.signing.publicKey.rawRepresentation, boxKey = device.agreement.publicKey.rawRepresentation
+        let signingKey = device.signing.publicKey.rawRepresentation, boxKey = device.boxKey.publicKey.rawRepresentation
         let commitment = LinkCommitment.compute(account: account, device: device.id, signingKey: signingKey, boxKey: boxKey,
                                                 name: name, nonce: nonce)
         let request = LinkRequestCreate(device: device.id, name: name, signingKey: Hex.encode(signingKey), boxKey: Hex.encode(boxKey),
