@@ -14,7 +14,7 @@ public typealias DeviceID = KeyVaultModel.DeviceID
 /// A family member (a person whose records are kept apart from the others').
 public typealias MemberID = KeyVaultModel.MemberID
 /// A BIP39 recovery code (24 words by default) in one of the 10 official wordlists.
-/// ``RecoveryCode/generate(wordCount:language:)`` makes one; `init(phrase:)` reads
+/// `RecoveryCode.generate()` makes one; `init(phrase:)` reads
 /// one back (NFKD, any whitespace, checksum checked).
 public typealias RecoveryCode = KeyVaultMnemonic.Mnemonic
 /// The wordlist of a recovery code.
@@ -45,11 +45,12 @@ extension Vault {
     /// - Parameters:
     ///   - server: the KeyVault service (`https://…`; plain `http://` only to this machine).
     ///   - deviceName: how the other devices see this one (1 to 100 characters).
-    ///   - recoveryCode: a new code (``RecoveryCode/generate(wordCount:language:)``);
+    ///   - recoveryCode: a new code (`RecoveryCode.generate()`);
     ///     show it to the person once and make sure they wrote it down.
     ///   - storage: where the device keeps its keys; it must hold no device yet.
     ///   - transport: how to reach `server` (default: `URLSession`).
     ///   - parameters: what guessing the code costs (default `.recovery`).
+    ///   - progress: a line for each long step (key derivation, the server round trips).
     /// - Throws: ``KeyVaultError`` `already_initialized` when `storage` holds a
     ///   device; `wrong_account` when the server answers for another account.
     public static func create(server: URL, deviceName: String, recoveryCode: RecoveryCode, storage: any DeviceStorage,

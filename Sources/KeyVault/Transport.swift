@@ -59,7 +59,7 @@ extension KeyVaultError {
 /// HTTP(S) through Foundation's URLSession.
 ///
 /// Plain `http://` is refused to anything but this machine (127.0.0.0/8, ::1,
-/// localhost) unless `allowInsecureHTTP`: see ``checkCleartext(_:allowInsecureHTTP:)``.
+/// localhost) unless `allowInsecureHTTP`.
 /// Answers are read as they arrive and refused past the exchange's `maxReplyBytes`;
 /// redirects are not followed (the KeyVault API has none, and one could lead to plain HTTP).
 public struct URLSessionTransport: HTTPTransport {
