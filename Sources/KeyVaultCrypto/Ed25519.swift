@@ -5,7 +5,7 @@ public enum Ed25519 {
     /// A signing key. The 32-byte seed and libsodium's expanded key sit in guarded memory.
     public struct PrivateKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         /// The RFC 8032 private key (the seed).
-        public let seed: SecureBytes
+        package let seed: SecureBytes
         private let expanded: SecureBytes
         public let publicKey: PublicKey
 
@@ -15,7 +15,7 @@ public enum Ed25519 {
         /// The key for an RFC 8032 32-byte private key (seed).
         ///
         /// - Throws: `invalid_key` when `seed` is not 32 bytes.
-        public init(seed: SecureBytes) throws {
+        package init(seed: SecureBytes) throws {
             guard seed.count == Sodium.ed25519SeedBytes else {
                 throw CryptoError(.invalidKey, "an Ed25519 seed has 32 bytes, not \(seed.count)")
             }
@@ -81,14 +81,14 @@ public enum X25519 {
     public static let sealedBoxOverhead = 48
 
     public struct PrivateKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-        public let rawRepresentation: SecureBytes
+        package let rawRepresentation: SecureBytes
         public let publicKey: PublicKey
 
         /// A fresh random key.
         public init() { try! self.init(rawRepresentation: SecureBytes(randomCount: 32)) }
 
         /// - Throws: `invalid_key` when `rawRepresentation` is not 32 bytes.
-        public init(rawRepresentation: SecureBytes) throws {
+        package init(rawRepresentation: SecureBytes) throws {
             guard rawRepresentation.count == Sodium.x25519Bytes else {
                 throw CryptoError(.invalidKey, "an X25519 private key has 32 bytes, not \(rawRepresentation.count)")
             }
@@ -104,7 +104,7 @@ public enum X25519 {
         ///
         /// - Important: hash it (HKDF) before using it as a key.
         /// - Throws: `invalid_key` for a low-order peer key.
-        public func sharedSecret(with peer: PublicKey) throws -> SecureBytes {
+        package func sharedSecret(with peer: PublicKey) throws -> SecureBytes {
             try SecureBytes(count: Sodium.x25519Bytes) { out in
                 try rawRepresentation.withUnsafeBytes { secret in
                     try peer.rawRepresentation.withUnsafeBytes { try Sodium.x25519(output: out, secret: secret, publicKey: $0) }

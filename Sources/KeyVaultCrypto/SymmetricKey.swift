@@ -5,7 +5,7 @@ public struct SymmetricKey: RawBytes, Sendable, Equatable, CustomStringConvertib
     CustomDebugStringConvertible, CustomReflectable
 {
     /// The key bytes. Read them only to hand them to a primitive.
-    public let bytes: SecureBytes
+    package let bytes: SecureBytes
 
     /// A fresh random 256-bit key.
     public init() { bytes = SecureBytes(randomCount: 32) }
@@ -13,7 +13,7 @@ public struct SymmetricKey: RawBytes, Sendable, Equatable, CustomStringConvertib
     /// Wraps existing key material.
     ///
     /// - Throws: `invalid_key` when `bytes` is empty.
-    public init(_ bytes: SecureBytes) throws {
+    package init(_ bytes: SecureBytes) throws {
         guard bytes.count > 0 else { throw CryptoError(.invalidKey, "a key cannot be empty") }
         self.bytes = bytes
     }

@@ -35,7 +35,8 @@ import Testing
 
     /// Built in this package, the example could use `package` declarations; type-checked
     /// on its own against the built modules, it reaches only what is public. A probe
-    /// that touches a `package` member shows the check can fail.
+    /// that reaches for keys shows the check can fail, and that no key is public: the
+    /// device record, the master and member keys are `package`.
     @Test func theExampleUsesOnlyThePublicAPI() throws {
         let modules = keyctlBinary.deletingLastPathComponent().appendingPathComponent("Modules")
         let source = try String(contentsOf: Self.source, encoding: .utf8)
@@ -46,7 +47,14 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let probe = directory.appendingPathComponent("probe.swift")
-        try Data("import KeyVault\nfunc probe(_ vault: Vault) async { _ = await vault.record }\n".utf8).write(to: probe)
+        try Data("""
+            import KeyVault
+            func probe(_ vault: Vault, _ member: MemberID) async throws {
+                _ = await vault.record
+                _ = try await vault.masterKey()
+                _ = try await vault.memberKey(member, generation: 1)
+            }
+            """.utf8).write(to: probe)
 
         let swiftc = URL(fileURLWithPath: "/usr/bin/env")
         let flags = ["swiftc", "-typecheck", "-parse-as-library", "-I", modules.path,
@@ -55,6 +63,9 @@ import Testing
         let clean = try Self.run(swiftc, flags + [Self.source.path])
         #expect(clean.code == 0, "\(clean.err)")
         let probed = try Self.run(swiftc, flags + [Self.source.path, probe.path])
-        #expect(probed.code != 0 && probed.err.contains("'record' is inaccessible due to 'package' protection level"), "\(probed.err)")
+        #expect(probed.code != 0, "\(probed.err)")
+        for name in ["record", "masterKey", "memberKey"] {
+            #expect(probed.err.contains("'\(name)' is inaccessible due to 'package' protection level"), "\(probed.err)")
+        }
     }
 }
