@@ -243,6 +243,10 @@ extension Vault {
         package let request: LinkRequestCreate
         /// The SAS this device computed, once `exchange` saw the new device's reveal.
         public internal(set) var sas: String?
+        /// The name the new device gives itself (show it with the question "add this device?").
+        public var deviceName: String { request.name }
+        /// The id the new device will have.
+        public var device: DeviceID { request.device }
     }
 
     /// Fetches the pending link request the new device shows `code` for.
