@@ -79,7 +79,7 @@ extension Vault {
         do {
             anchor = try RecoveryAnchor.open(anchorEnvelope, with: keys, account: account)
         } catch let error as VaultError {
-            throw ClientError(ClientError.Code(rawValue: error.code.rawValue), error.message,
+            throw ClientError(error.code, error.message,
                               hint: "check the words (`keyctl recovery verify`) and the account id; a code replaced by `keyctl recovery rotate` no longer works",
                               kind: .rejected)
         }

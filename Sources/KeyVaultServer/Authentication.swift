@@ -236,8 +236,8 @@ struct Authenticator: Sendable {
               claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                             bodyHash: SHA256.hash(body), key: key)
         else {
-            await refused("bad_signature", device, account)
-            throw ProtocolError("bad_signature", "the request signature does not verify")
+            await refused(.badSignature, device, account)
+            throw ProtocolError(.badSignature, "the request signature does not verify")
         }
         return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true)
     }
@@ -246,20 +246,20 @@ struct Authenticator: Sendable {
     private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
         let now = Int64(Date().timeIntervalSince1970)
         guard let session = sessions.get(id, now: now) else {
-            throw ProtocolError("unknown_session", "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
+            throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
         }
         guard let timestampText = request.headers[Headers.timestamp],
               let timestamp = Int64(timestampText),
               let nonce = request.headers[Headers.nonce],
               RequestSignature.isWellFormedNonce(nonce),
               let mac = request.headers[Headers.mac].flatMap(base64Decode), mac.count == 32
-        else { throw ProtocolError("malformed_signature", "a session request needs KeyVault-Timestamp, KeyVault-Nonce and a base64 32-byte KeyVault-MAC") }
+        else { throw ProtocolError(.malformedSignature, "a session request needs KeyVault-Timestamp, KeyVault-Nonce and a base64 32-byte KeyVault-MAC") }
         var device = try await enrolled(session.device, in: account)
         let bytes = RequestMAC.macBytes(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                                         bodyHash: SHA256.hash(body), timestamp: timestamp, nonce: nonce, session: id)
         guard try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: session.key) else {
-            await refused("bad_signature", device, account, detail: "session")
-            throw ProtocolError("bad_signature", "the request MAC does not verify")
+            await refused(.badSignature, device, account, detail: "session")
+            throw ProtocolError(.badSignature, "the request MAC does not verify")
         }
         // Sessions end with the process, so their nonces need not outlive it either.
         return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: false)
@@ -268,9 +268,9 @@ struct Authenticator: Sendable {
     /// The device, if it is enrolled in `account`.
     private func enrolled(_ id: DeviceID, in account: AccountID) async throws -> StoredDevice {
         guard let device = try await device(id) else {
-            throw ProtocolError("unknown_device", "this device is not enrolled in any account")
+            throw ProtocolError(.unknownDevice, "this device is not enrolled in any account")
         }
-        guard device.account == account else { throw ProtocolError("wrong_account", "this device belongs to another account") }
+        guard device.account == account else { throw ProtocolError(.wrongAccount, "this device belongs to another account") }
         return device
     }
 
@@ -286,14 +286,14 @@ struct Authenticator: Sendable {
         // Compared without subtracting the client's value: any Int64 is accepted
         // from the header, and now - Int64.min would overflow.
         guard timestamp >= now - window, timestamp <= now + window else {
-            throw ProtocolError("stale_timestamp", "the request timestamp is more than \(window) seconds from the server's clock")
+            throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
         }
         let fresh = persistNonce
             ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
             : nonces.use(nonce, device: device.id, at: now)
         guard fresh else {
-            await refused("replayed_nonce", device, account)
-            throw ProtocolError("replayed_nonce", "this request was already received (nonce reused)")
+            await refused(.replayedNonce, device, account)
+            throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")
         }
         if device.lastSeen.map({ now - $0 >= 60 }) ?? true {
             // Only the time, in place: writing this copy back could undo a revocation
@@ -310,14 +310,14 @@ struct Authenticator: Sendable {
 
     private func refuseIfRevoked(_ device: StoredDevice, _ account: AccountID) async throws {
         guard device.revoked == nil else {
-            await refused("device_revoked", device, account)
-            throw ProtocolError("device_revoked", "this device was revoked; enrol it again with the recovery code or a link")
+            await refused(.deviceRevoked, device, account)
+            throw ProtocolError(.deviceRevoked, "this device was revoked; enrol it again with the recovery code or a link")
         }
     }
 
     /// Logs a refusal of a known device, at most one row a minute per device and event.
-    private func refused(_ code: String, _ device: StoredDevice, _ account: AccountID, detail: String? = nil) async {
-        let event = "refused." + code
+    private func refused(_ code: ErrorCode, _ device: StoredDevice, _ account: AccountID, detail: String? = nil) async {
+        let event = "refused." + code.rawValue
         guard let skipped = refusals.admit(device: device.id, event: event, at: Int64(Date().timeIntervalSince1970)) else { return }
         let note = skipped > 0 ? "\(skipped) more not logged in the minute before" : nil
         let text = [detail, note].compactMap { $0 }.joined(separator: "; ")

@@ -208,7 +208,7 @@ extension KeyService {
             try await refuseIfThrottled(account, context)
             await recoveryGate.recordFailure(account: account, client: Self.addressBucket(context.clientAddress))
             try? await database.recordAudit(account, event: "refused.recovery_proof", device: nil, detail: nil)
-            throw APIError(.unauthorized, "bad_recovery_proof", "the recovery proof does not verify (wrong code, or a stale or reused challenge)")
+            throw APIError(.badRecoveryProof, "the recovery proof does not verify (wrong code, or a stale or reused challenge)")
         }
         guard let stored = try await database.links(account) else { throw APIError.notFound("account") }
         let links = try stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) }
@@ -224,7 +224,7 @@ extension KeyService {
         let account = try accountParameter(context)
         let enroll = try decode(RecoveryEnrollRequest.self, from: try await body(request, limit: configuration.maxJSONBytes))
         guard await recoveryGate.take(token: enroll.token, for: account) else {
-            throw APIError(.unauthorized, "bad_recovery_token", "the enrolment token is unknown, used or expired; prove the recovery code again")
+            throw APIError(.badRecoveryToken, "the enrolment token is unknown, used or expired; prove the recovery code again")
         }
         guard enroll.link.type == .deviceAdd, enroll.link.signer == ChainLink.recoverySigner else {
             throw APIError.badRequest("recovery enrolment appends one device.add link signed with the recovery key")
@@ -235,14 +235,14 @@ extension KeyService {
     /// A code whose origin device was revoked opens nothing more (docs/formats/account-chain.md, "History").
     static func refuseIfCompromised(_ recovery: ChainState.Recovery) throws {
         guard let link = recovery.compromised else { return }
-        throw APIError(.forbidden, "recovery_compromised",
+        throw APIError(.recoveryCompromised,
                        "this account's recovery code was compromised at link \(link) (the device that set it was revoked); a device of the account must set a new one (`keyctl recovery rotate`)")
     }
 
     /// Refuses a failed proof without counting it, once its account or client failed too often.
     private func refuseIfThrottled(_ account: AccountID, _ context: Context) async throws {
         if let wait = await recoveryGate.retryAfter(account: account, client: Self.addressBucket(context.clientAddress)) {
-            var error = APIError(.tooManyRequests, "rate_limited", "too many failed recovery proofs; try again in \(wait) seconds")
+            var error = APIError(.rateLimited, "too many failed recovery proofs; try again in \(wait) seconds")
             error.headers[.retryAfter] = String(wait)
             throw error
         }
@@ -257,7 +257,7 @@ extension KeyService {
             throw APIError.badRequest("a link request has hex public keys, the device id derived from the signing key, a 1-100 character name and a 32-byte hex commitment")
         }
         guard try await state(account).devices[create.device] == nil else {
-            throw APIError(.conflict, "device_exists", "that device is already part of this account")
+            throw APIError(.deviceExists, "that device is already part of this account")
         }
         let code = LinkCode.random()
         let expires = RecoveryGate.now() + Self.linkRequestLifetime
@@ -306,7 +306,7 @@ extension KeyService {
         let nonce = try linkNonce(try await body(request, limit: 4096))
         guard let info = try await database.linkRequest(account, code: code) else { throw APIError.notFound("link request") }
         guard LinkCommitment.opens(account: account, request: info.request, nonce: try Hex.decode(nonce)) else {
-            throw APIError(.badRequest, "bad_reveal", "the value does not open the request's commitment")
+            throw APIError(.badReveal, "the value does not open the request's commitment")
         }
         try await database.revealLinkRequest(account, code: code, nonce: nonce)
         return Response(status: .noContent)
@@ -325,10 +325,10 @@ extension KeyService {
         let code = try codeParameter(context)
         guard let info = try await database.linkRequest(account, code: code) else { throw APIError.notFound("link request") }
         guard info.status == .pending else {
-            throw APIError(.conflict, "link_request_closed", "this link request is \(info.status.rawValue)")
+            throw APIError(.linkRequestClosed, "this link request is \(info.status.rawValue)")
         }
         guard info.deviceNonce != nil, info.approver == device.id else {
-            throw APIError(.conflict, "link_request_out_of_turn", "approve a link request after answering it and seeing the new device's reveal")
+            throw APIError(.linkRequestOutOfTurn, "approve a link request after answering it and seeing the new device's reveal")
         }
         let append = try decode(AppendRequest.self, from: bytes)
         guard append.link.type == .deviceAdd, append.link.body["device"] == info.request.device.rawValue,
@@ -342,7 +342,7 @@ extension KeyService {
         do {
             try await database.refuseLinkRequest(account, code: try codeParameter(context), by: device.id)
         } catch StoreError.linkRequestClosed {
-            throw APIError(.conflict, "link_request_closed", "this link request is no longer pending")
+            throw APIError(.linkRequestClosed, "this link request is no longer pending")
         }
         return Response(status: .noContent)
     }

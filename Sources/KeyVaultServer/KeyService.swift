@@ -45,7 +45,7 @@ struct KeyService: Sendable {
     /// Reads the body as it streams in, refusing (413) as soon as it passes `limit`:
     /// at once when Content-Length already says so, else when the bytes do.
     func body(_ request: Request, limit: Int) async throws -> [UInt8] {
-        let tooLarge = APIError(.contentTooLarge, "payload_too_large", "the request body is larger than the \(limit) bytes this endpoint accepts")
+        let tooLarge = APIError(.payloadTooLarge, "the request body is larger than the \(limit) bytes this endpoint accepts")
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { throw tooLarge }
         var bytes = [UInt8]()
         for try await var chunk in request.body {
@@ -145,7 +145,7 @@ struct KeyService: Sendable {
         if let token = configuration.inviteToken {
             let offered = request.headers[Headers.invite] ?? ""
             guard constantTimeEquals(Array(offered.utf8), Array(token.utf8)) else {
-                throw APIError(.forbidden, "invite_required", "account creation on this server needs a valid invite token (KeyVault-Invite header)")
+                throw APIError(.inviteRequired, "account creation on this server needs a valid invite token (KeyVault-Invite header)")
             }
         }
         let create = try decode(CreateAccountRequest.self, from: try await body(request, limit: configuration.maxJSONBytes))
@@ -208,7 +208,7 @@ struct KeyService: Sendable {
             try after.apply(append.link)
         }
         if let device, append.link.signer != device.id.rawValue {
-            throw APIError(.forbidden, "wrong_signer", "a device may only append links it signed itself")
+            throw APIError(.wrongSigner, "a device may only append links it signed itself")
         }
         for box in append.boxes { try checkAppended(box, in: after) }
         // The recovery slot travels only with the recovery.set link that authorises its keys.
@@ -241,9 +241,9 @@ struct KeyService: Sendable {
             try await database.append(account, write)
         } catch StoreError.staleChain {
             await chains.forget(account)
-            throw ProtocolError("stale_chain", "another device changed the account first; fetch the chain and try again")
+            throw ProtocolError(.staleChain, "another device changed the account first; fetch the chain and try again")
         } catch StoreError.linkRequestClosed {
-            throw APIError(.conflict, "link_request_closed", "this link request is no longer pending")
+            throw APIError(.linkRequestClosed, "this link request is no longer pending")
         }
         // The device cache first, before anything that suspends: a request of a revoked
         // device that starts once the write committed must meet the revocation.
@@ -257,7 +257,7 @@ struct KeyService: Sendable {
     /// chain as it stands there, where nothing later has happened yet) and verify.
     func checkAppended(_ box: KeyBox, in state: ChainState) throws {
         guard box.sequence == state.sequence else {
-            throw ProtocolError("box_position", "a key box names the link it is stored with (\(state.sequence)), not \(box.sequence)")
+            throw ProtocolError(.boxPosition, "a key box names the link it is stored with (\(state.sequence)), not \(box.sequence)")
         }
         try box.verify(in: state)
     }
@@ -266,7 +266,7 @@ struct KeyService: Sendable {
     /// may open one (not a session request), and the key is sealed to the device.
     func openSession(_ request: Request, _ context: Context) async throws -> Response {
         guard request.headers[Headers.session] == nil else {
-            throw APIError(.forbidden, "signature_required", "open a session with an Ed25519-signed request, not from another session")
+            throw APIError(.signatureRequired, "open a session with an Ed25519-signed request, not from another session")
         }
         let (_, device, _) = try await authenticated(request, context)
         let (id, key, expires) = authenticator.sessions.open(for: device.id, now: Int64(Date().timeIntervalSince1970))
@@ -402,7 +402,7 @@ struct KeyService: Sendable {
             _ = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
         } catch let error as CryptoError {
             // Above the ceiling no client would use the slot: refused as such, not as weak.
-            throw APIError(.badRequest, error.code == .parametersAboveCeiling ? "kdf_above_ceiling" : "weak_kdf", error.message)
+            throw APIError(error.code == .parametersAboveCeiling ? .kdfAboveCeiling : .weakKDF, error.message)
         }
         return slot
     }
