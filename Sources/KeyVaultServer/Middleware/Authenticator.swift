@@ -6,190 +6,6 @@ import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultStore
 
-/// Nonces of session (MAC) requests seen within the signature window, per device:
-/// sessions die with the process, so these need not outlive it (Ed25519-signed
-/// requests record theirs in the database). A nonce is accepted once;
-/// entries older than twice the window are dropped, since their timestamps would
-/// be refused anyway. A lock, not an actor: the check never suspends, so it costs
-/// no thread hop on the request path.
-final class NonceLedger: @unchecked Sendable {
-    private let lock = NSLock()
-    private var seen: [DeviceID: [String: Int64]] = [:]
-    private var lastSweep: Int64 = 0
-    private let window: Int64
-
-    init(window: Int64) { self.window = window }
-
-    /// Records the nonce; false when it was already used.
-    func use(_ nonce: String, device: DeviceID, at now: Int64) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if now - lastSweep > window {
-            for (id, nonces) in seen {
-                let kept = nonces.filter { now - $0.value <= 2 * window }
-                seen[id] = kept.isEmpty ? nil : kept
-            }
-            lastSweep = now
-        }
-        if seen[device]?[nonce] != nil { return false }
-        seen[device, default: [:]][nonce] = now
-        return true
-    }
-}
-
-/// Devices by id, in memory. This process is the only writer of the devices table,
-/// and it updates the cache after every commit that adds, revokes or deletes a
-/// device, so a revocation takes effect on the very next request.
-///
-/// Revocation is monotonic here: a request reads its copy of a device, then may
-/// suspend (a database write) before it would write anything back, and a
-/// revocation can commit meanwhile. So nothing writes a whole copy back over a
-/// cached entry's revocation: `put` keeps any revocation already known (also one
-/// of a device that was not cached when it was revoked), and last-seen is updated
-/// in place by `touch`.
-final class DeviceCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var devices: [DeviceID: StoredDevice] = [:]
-    /// Every revocation this process committed, cached device or not: a copy read
-    /// from the database just before the commit may be put just after it.
-    private var revocations: [DeviceID: (account: AccountID, sequence: UInt64)] = [:]
-
-    func get(_ id: DeviceID) -> StoredDevice? {
-        lock.lock()
-        defer { lock.unlock() }
-        return devices[id]
-    }
-
-    /// Caches `device`, never clearing a revocation already known.
-    func put(_ device: StoredDevice) {
-        var device = device
-        lock.lock()
-        defer { lock.unlock() }
-        let known = [devices[device.id]?.revoked, revocations[device.id]?.sequence, device.revoked].compactMap { $0 }
-        device.revoked = known.min()
-        if let cached = devices[device.id]?.lastSeen { device.lastSeen = max(cached, device.lastSeen ?? cached) }
-        devices[device.id] = device
-    }
-
-    /// Records that `id` was revoked by link `sequence` (the first revocation stands).
-    func revoke(_ id: DeviceID, of account: AccountID, at sequence: UInt64) {
-        lock.lock()
-        defer { lock.unlock() }
-        if revocations[id] == nil { revocations[id] = (account, sequence) }
-        if devices[id] != nil, devices[id]?.revoked == nil { devices[id]?.revoked = sequence }
-    }
-
-    /// Updates only the last-seen time of the cached entry.
-    func touch(_ id: DeviceID, at time: Int64) {
-        lock.lock()
-        defer { lock.unlock() }
-        if let entry = devices[id] { devices[id]?.lastSeen = max(entry.lastSeen ?? time, time) }
-    }
-
-    /// Forgets a deleted account's devices: the same genesis may found it again.
-    func removeAccount(_ account: AccountID) {
-        lock.lock()
-        defer { lock.unlock() }
-        devices = devices.filter { $0.value.account != account }
-        revocations = revocations.filter { $0.value.account != account }
-    }
-}
-
-/// Refusals of a known device go to its account's audit log, but a device (or
-/// whoever replays its requests) must not be able to grow that log without bound:
-/// at most one row per device and event a minute; the row after a quiet minute
-/// carries how many were left out before it.
-final class RefusalLog: @unchecked Sendable {
-    static let interval: Int64 = 60
-    private let lock = NSLock()
-    private var last: [String: (time: Int64, skipped: Int)] = [:]
-    private var lastSweep: Int64 = 0
-
-    /// nil when this refusal is not logged; otherwise how many were left out since the last row.
-    func admit(device: DeviceID, event: String, at now: Int64) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        // Amortised: one pass a minute drops entries with nothing left to report.
-        if now - lastSweep >= Self.interval {
-            last = last.filter { now - $0.value.time < Self.interval || $0.value.skipped > 0 }
-            lastSweep = now
-        }
-        let key = device.rawValue + " " + event
-        if let entry = last[key], now - entry.time < Self.interval {
-            last[key] = (entry.time, entry.skipped + 1)
-            return nil
-        }
-        let skipped = last[key]?.skipped ?? 0
-        last[key] = (now, 0)
-        return skipped
-    }
-}
-
-/// Session keys in memory only (never in the database): a restart ends every
-/// session and devices simply open new ones.
-final class SessionTable: @unchecked Sendable {
-    struct Session {
-        let device: DeviceID
-        let key: SymmetricKey
-        let expires: Int64
-    }
-
-    static let lifetime: Int64 = 3600
-    static let perDevice = 8
-    private let lock = NSLock()
-    private var sessions: [String: Session] = [:]
-    private var byDevice: [DeviceID: [String]] = [:]
-
-    func open(for device: DeviceID, now: Int64) -> (id: String, key: SymmetricKey, expires: Int64) {
-        let id = Hex.encode(SystemRandom.bytes(count: 16))
-        let session = Session(device: device, key: SymmetricKey(), expires: now + Self.lifetime)
-        lock.lock()
-        defer { lock.unlock() }
-        var ids = byDevice[device, default: []].filter { sessions[$0].map { $0.expires >= now } ?? false }
-        if ids.count >= Self.perDevice { sessions[ids.removeFirst()] = nil }  // oldest goes
-        ids.append(id)
-        byDevice[device] = ids
-        sessions[id] = session
-        return (id, session.key, session.expires)
-    }
-
-    func get(_ id: String, now: Int64) -> Session? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let session = sessions[id], session.expires >= now else { return nil }
-        return session
-    }
-}
-
-/// Replayed chain states, so that checking an append does not replay the chain
-/// from disk each time. Updated only after a write commits.
-///
-/// A cached state must never fall behind the database for good: a state behind it
-/// refuses every append built on the real head. So a store never replaces a newer
-/// state with an older one (requests that committed one after the other may store
-/// in the other order, and a load may finish after a store), and an append that
-/// does not follow the cached state checks the database's head before it is
-/// refused (``KeyService/appendVerified``).
-actor ChainCache {
-    private var states: [AccountID: ChainState] = [:]
-
-    func state(_ account: AccountID, load: () async throws -> ChainState?) async throws -> ChainState? {
-        if let cached = states[account] { return cached }
-        guard let state = try await load() else { return nil }
-        store(state)
-        return states[account]
-    }
-
-    /// Caches `state` unless a newer one of the account is cached; `replacing`: in any
-    /// case (a new account, whose sequence restarts at 0).
-    func store(_ state: ChainState, replacing: Bool = false) {
-        if !replacing, let cached = states[state.account], cached.sequence > state.sequence { return }
-        states[state.account] = state
-    }
-
-    func forget(_ account: AccountID) { states[account] = nil }
-}
-
 /// Header names, parsed once.
 enum Headers {
     static let device = HTTPField.Name(RequestSignature.deviceHeader)!
@@ -322,5 +138,35 @@ struct Authenticator: Sendable {
         let note = skipped > 0 ? "\(skipped) more not logged in the minute before" : nil
         let text = [detail, note].compactMap { $0 }.joined(separator: "; ")
         try? await database.recordAudit(account, event: event, device: device.id.rawValue, detail: text.isEmpty ? nil : text)
+    }
+}
+
+/// Refusals of a known device go to its account's audit log, but a device (or
+/// whoever replays its requests) must not be able to grow that log without bound:
+/// at most one row per device and event a minute; the row after a quiet minute
+/// carries how many were left out before it.
+final class RefusalLog: @unchecked Sendable {
+    static let interval: Int64 = 60
+    private let lock = NSLock()
+    private var last: [String: (time: Int64, skipped: Int)] = [:]
+    private var lastSweep: Int64 = 0
+
+    /// nil when this refusal is not logged; otherwise how many were left out since the last row.
+    func admit(device: DeviceID, event: String, at now: Int64) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        // Amortised: one pass a minute drops entries with nothing left to report.
+        if now - lastSweep >= Self.interval {
+            last = last.filter { now - $0.value.time < Self.interval || $0.value.skipped > 0 }
+            lastSweep = now
+        }
+        let key = device.rawValue + " " + event
+        if let entry = last[key], now - entry.time < Self.interval {
+            last[key] = (entry.time, entry.skipped + 1)
+            return nil
+        }
+        let skipped = last[key]?.skipped ?? 0
+        last[key] = (now, 0)
+        return skipped
     }
 }
