@@ -16,7 +16,7 @@ struct DeviceController: Sendable {
 
     @Sendable func devices(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let devices = try await service.database.devices(context.account).map {
-            DeviceInfo(id: $0.id, name: $0.name, status: $0.revoked == nil ? .active : .revoked, added: $0.added,
+            DeviceInfo(id: $0.id, name: $0.name, status: $0.status, added: $0.added,
                        revoked: $0.revoked, lastSeen: $0.lastSeen)
         }
         return try .json(["devices": devices])

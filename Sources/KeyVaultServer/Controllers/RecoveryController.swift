@@ -47,13 +47,13 @@ struct RecoveryController: Sendable {
         guard valid, await gate.close(challenge: proof.challenge) else {
             try await refuseIfThrottled(account, context)
             await gate.recordFailure(account: account, client: context.clientBucket)
-            try? await database.recordAudit(account, event: "refused.recovery_proof", device: nil, detail: nil)
+            try? await database.recordAudit(account, event: .refusedRecoveryProof, device: nil, detail: nil)
             throw APIError(.badRecoveryProof, "the recovery proof does not verify (wrong code, or a stale or reused challenge)")
         }
         guard let stored = try await database.links(account) else { throw APIError.notFound("account") }
         let links = try stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) }
         let (token, expires) = await gate.issueToken(for: account)
-        try? await database.recordAudit(account, event: "recovery.proven", device: nil, detail: nil)
+        try? await database.recordAudit(account, event: .recoveryProven, device: nil, detail: nil)
         return try .json(RecoverySession(
             token: token, expires: expires, chain: ChainResponse(account: account, links: links, head: stored.head),
             boxes: try database.boxes(account, recipient: ChainLink.recoverySigner, generation: nil),

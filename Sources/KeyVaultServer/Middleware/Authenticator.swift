@@ -133,7 +133,7 @@ struct Authenticator: Sendable {
 
     /// Logs a refusal of a known device, at most one row a minute per device and event.
     private func refused(_ code: ErrorCode, _ device: StoredDevice, _ account: AccountID, detail: String? = nil) async {
-        let event = "refused." + code.rawValue
+        let event = AuditEvent.refused(code)
         guard let skipped = refusals.admit(device: device.id, event: event, at: Int64(Date().timeIntervalSince1970)) else { return }
         let note = skipped > 0 ? "\(skipped) more not logged in the minute before" : nil
         let text = [detail, note].compactMap { $0 }.joined(separator: "; ")
@@ -152,7 +152,7 @@ final class RefusalLog: @unchecked Sendable {
     private var lastSweep: Int64 = 0
 
     /// nil when this refusal is not logged; otherwise how many were left out since the last row.
-    func admit(device: DeviceID, event: String, at now: Int64) -> Int? {
+    func admit(device: DeviceID, event: AuditEvent, at now: Int64) -> Int? {
         lock.lock()
         defer { lock.unlock() }
         // Amortised: one pass a minute drops entries with nothing left to report.
@@ -160,7 +160,7 @@ final class RefusalLog: @unchecked Sendable {
             last = last.filter { now - $0.value.time < Self.interval || $0.value.skipped > 0 }
             lastSweep = now
         }
-        let key = device.rawValue + " " + event
+        let key = device.rawValue + " " + event.rawValue
         if let entry = last[key], now - entry.time < Self.interval {
             last[key] = (entry.time, entry.skipped + 1)
             return nil

@@ -67,7 +67,7 @@ struct ServiceState: Sendable {
         }
         let actor = device?.id.rawValue ?? ChainLink.recoverySigner
         var write = ChainWrite(link: try stored(append.link), expectedHead: before.head,
-                               audit: ("link.\(append.link.type.rawValue)", actor, "sequence \(append.link.sequence)"))
+                               audit: (.link(append.link.type), actor, "sequence \(append.link.sequence)"))
         write.boxes = append.boxes
         write.wraps = append.wraps
         write.recovery = try append.recovery.map(checked)
