@@ -1,15 +1,79 @@
 import Foundation
 import KeyVaultModel
 
-/// Decodes a request body, refusing (400) fields the type does not have: see ``KnownFields``.
-func decodeBody<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-    guard !bytes.isEmpty else { throw APIError.badRequest("this request needs a JSON body") }
-    if let schema = KnownFields.schema(for: T.self) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) else {
-            throw APIError.badRequest("the body is not valid JSON")
+/// A request body the service decodes strictly: its ``schema`` names every field it
+/// may have, and a body with any other field is refused (400 `bad_request`).
+///
+/// Unknown fields are refused where they matter: in the signed and keyed objects, a
+/// field the server would silently drop (a misspelt "boxes", a newer format) would
+/// leave the client believing it was stored. ``decodeBody(_:from:)`` takes only
+/// these types, so no request type can be decoded without its schema.
+protocol StrictRequest: Decodable {
+    static var schema: FieldSchema { get }
+}
+
+/// The fields a JSON value may have, at every level where it matters.
+indirect enum FieldSchema: Sendable {
+    case object([String: FieldSchema?])  // nil: any value (checked by the decoder)
+    case array(FieldSchema)
+
+    static let link: FieldSchema = .object(["version": nil, "sequence": nil, "previous": nil, "type": nil, "signer": nil,
+                                            "time": nil, "body": nil, "signature": nil])
+    static let box: FieldSchema = .object(["generation": nil, "sequence": nil, "recipient": nil, "box": nil, "signer": nil,
+                                           "signature": nil])
+    static let wrap: FieldSchema = .object(["member": nil, "memberGeneration": nil, "masterGeneration": nil, "envelope": nil])
+    static let slot: FieldSchema = .object(["salt": nil, "iterations": nil, "memoryKiB": nil, "authKey": nil, "boxKey": nil,
+                                            "anchor": nil])
+
+    /// Refuses the first field of `value` that the schema does not name.
+    func check(_ value: Any, path: String = "") throws {
+        switch self {
+        case .object(let fields):
+            guard let object = value as? [String: Any] else { return }  // the decoder reports the type
+            for (key, child) in object {
+                let keyPath = path.isEmpty ? key : path + "." + key
+                guard let entry = fields[key] else { throw APIError.badRequest("unknown field \(keyPath)") }
+                try entry?.check(child, path: keyPath)
+            }
+        case .array(let element):
+            guard let array = value as? [Any] else { return }
+            for (i, item) in array.enumerated() { try element.check(item, path: "\(path)[\(i)]") }
         }
-        try KnownFields.check(object, against: schema, path: "")
     }
+}
+
+extension CreateAccountRequest: StrictRequest {
+    static let schema: FieldSchema = .object(["genesis": .link, "boxes": .array(.box), "recovery": .slot])
+}
+
+extension AppendRequest: StrictRequest {
+    static let schema: FieldSchema = .object(["link": .link, "boxes": .array(.box), "wraps": .array(.wrap), "recovery": .slot])
+}
+
+extension RecoveryEnrollRequest: StrictRequest {
+    static let schema: FieldSchema = .object(["token": nil, "link": .link, "boxes": .array(.box)])
+}
+
+extension RecoveryProof: StrictRequest {
+    static let schema: FieldSchema = .object(["challenge": nil, "signature": nil])
+}
+
+extension LinkRequestCreate: StrictRequest {
+    static let schema: FieldSchema = .object(["device": nil, "name": nil, "signingKey": nil, "boxKey": nil, "commitment": nil])
+}
+
+extension LinkNonce: StrictRequest {
+    static let schema: FieldSchema = .object(["nonce": nil])
+}
+
+/// Decodes a request body: unknown fields refused by the type's schema, then the
+/// decoder's checks; every refusal a 400 that says what is wrong.
+func decodeBody<T: StrictRequest>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+    guard !bytes.isEmpty else { throw APIError.badRequest("this request needs a JSON body") }
+    guard let object = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) else {
+        throw APIError.badRequest("the body is not valid JSON")
+    }
+    try T.schema.check(object)
     do {
         return try JSONDecoder().decode(T.self, from: Data(bytes))
     } catch let error as DecodingError {
@@ -29,48 +93,3 @@ private func describe(_ error: DecodingError) -> String {
     @unknown default: return "unreadable"
     }
 }
-
-/// The fields each request body may have. Unknown fields are refused where they
-/// matter: in the signed and keyed objects, a field the server would silently drop
-/// (a misspelt "boxes", a newer format) would leave the client believing it was stored.
-enum KnownFields {
-    indirect enum Schema: Sendable {
-        case object([String: Schema?])  // nil: any value (checked by the decoder)
-        case array(Schema)
-    }
-
-    static let link: Schema = .object(["version": nil, "sequence": nil, "previous": nil, "type": nil, "signer": nil,
-                                       "time": nil, "body": nil, "signature": nil])
-    static let box: Schema = .object(["generation": nil, "sequence": nil, "recipient": nil, "box": nil, "signer": nil, "signature": nil])
-    static let wrap: Schema = .object(["member": nil, "memberGeneration": nil, "masterGeneration": nil, "envelope": nil])
-    static let slot: Schema = .object(["salt": nil, "iterations": nil, "memoryKiB": nil, "authKey": nil, "boxKey": nil, "anchor": nil])
-
-    static func schema<T>(for type: T.Type) -> Schema? {
-        switch type {
-        case is CreateAccountRequest.Type: .object(["genesis": link, "boxes": .array(box), "recovery": slot])
-        case is AppendRequest.Type: .object(["link": link, "boxes": .array(box), "wraps": .array(wrap), "recovery": slot])
-        case is RecoveryEnrollRequest.Type: .object(["token": nil, "link": link, "boxes": .array(box)])
-        case is RecoveryProof.Type: .object(["challenge": nil, "signature": nil])
-        case is LinkRequestCreate.Type: .object(["device": nil, "name": nil, "signingKey": nil, "boxKey": nil, "commitment": nil])
-        case is LinkNonce.Type: .object(["nonce": nil])
-        default: nil
-        }
-    }
-
-    static func check(_ value: Any, against schema: Schema, path: String) throws {
-        switch schema {
-        case .object(let fields):
-            guard let object = value as? [String: Any] else { return }  // the decoder reports the type
-            for (key, child) in object {
-                guard let entry = fields[key] else {
-                    throw APIError.badRequest("unknown field \(path.isEmpty ? key : path + "." + key)")
-                }
-                if let entry { try check(child, against: entry, path: path.isEmpty ? key : path + "." + key) }
-            }
-        case .array(let element):
-            guard let array = value as? [Any] else { return }
-            for (i, item) in array.enumerated() { try check(item, against: element, path: "\(path)[\(i)]") }
-        }
-    }
-}
-
