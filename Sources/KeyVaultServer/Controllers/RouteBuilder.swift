@@ -1,12 +1,12 @@
 import Hummingbird
 
 /// One route of the API, as docs/api.md and openapi.json describe it.
-public struct APIRoute: Sendable {
-    public let method: HTTPRequest.Method
+struct APIRoute: Sendable {
+    let method: HTTPRequest.Method
     /// OpenAPI form: `/v1/accounts/{account}`.
-    public let path: String
+    let path: String
     /// Whether the request must carry a device signature.
-    public let signed: Bool
+    let signed: Bool
 }
 
 /// Where the controllers add their routes. An open route gets the request as it
