@@ -79,6 +79,11 @@ let package = Package(
             "KeyVaultMnemonic",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ], resources: [.copy("Vectors")]),
+        .testTarget(name: "KeyVaultModelTests", dependencies: ["KeyVaultModel"]),
+        .testTarget(name: "KeyVaultStoreTests", dependencies: [
+            "KeyVaultStore", "KeyVaultModel",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "KeyVaultVaultTests", dependencies: ["KeyVaultVault", "KeyVaultMnemonic", "KeyVaultCrypto"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultProtocolTests", dependencies: ["KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultModel"],

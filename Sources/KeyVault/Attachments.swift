@@ -61,7 +61,7 @@ extension Vault {
         }
         let keyGeneration = try AttachmentCrypto.keyGeneration(of: object.key)
         guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
-            throw KeyVaultError(KeyVaultError.Code(rawValue: VaultError.Code.addressMismatch.rawValue),
+            throw KeyVaultError(.addressMismatch,
                               "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
         }
         do {
@@ -103,7 +103,7 @@ extension Vault {
             }
             guard generation != member.generation else { result.current += 1; continue }
             guard (1..<member.generation).contains(generation) else {
-                throw KeyVaultError(KeyVaultError.Code(rawValue: VaultError.Code.addressMismatch.rawValue),
+                throw KeyVaultError(.addressMismatch,
                                   "the key of attachment \(address) names generation \(generation), which member \(member.name) does not have",
                                   kind: .verification)
             }

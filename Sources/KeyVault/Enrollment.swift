@@ -76,7 +76,7 @@ extension Vault {
         do {
             anchor = try RecoveryAnchor.open(anchorEnvelope, with: keys, account: account)
         } catch let error as VaultError {
-            throw KeyVaultError(KeyVaultError.Code(rawValue: error.code.rawValue), error.message,
+            throw KeyVaultError(error.code, error.message,
                               kind: .rejected)
         }
         progress("proving the recovery code to the server")

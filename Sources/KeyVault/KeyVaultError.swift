@@ -1,4 +1,5 @@
 import KeyVaultCrypto
+import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultVault
 
@@ -26,36 +27,8 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
         case input
     }
 
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public static let network = Code(rawValue: "network")
-        public static let home = Code(rawValue: "home")
-        public static let notInitialized = Code(rawValue: "not_initialized")
-        public static let alreadyInitialized = Code(rawValue: "already_initialized")
-        public static let deviceRevoked = Code(rawValue: "device_revoked")
-        public static let chainRollback = Code(rawValue: "chain_rollback")
-        public static let chainFork = Code(rawValue: "chain_fork")
-        public static let chainInvalid = Code(rawValue: "chain_invalid")
-        public static let wrongAccount = Code(rawValue: "wrong_account")
-        public static let badBox = Code(rawValue: "bad_box")
-        public static let missingKey = Code(rawValue: "missing_key")
-        public static let weakKDF = Code(rawValue: "weak_kdf")
-        public static let noSuchMember = Code(rawValue: "no_such_member")
-        public static let noSuchDevice = Code(rawValue: "no_such_device")
-        public static let sasMismatch = Code(rawValue: "sas_mismatch")
-        public static let linkClosed = Code(rawValue: "link_request_closed")
-        public static let badReveal = Code(rawValue: "bad_reveal")
-        public static let io = Code(rawValue: "io")
-        public static let invalidInput = Code(rawValue: "invalid_input")
-        public static let badResponse = Code(rawValue: "bad_response")
-        public static let tooManyConflicts = Code(rawValue: "too_many_conflicts")
-        public static let kdfAboveCeiling = Code(rawValue: "kdf_above_ceiling")
-        public static let responseTooLarge = Code(rawValue: "response_too_large")
-        public static let insecureHTTP = Code(rawValue: "insecure_http")
-        public static let passphraseRequired = Code(rawValue: "passphrase_required")
-        public static let deviceBusy = Code(rawValue: "device_busy")
-    }
+    /// The wire codes, with the client's own below (``ErrorCode``).
+    public typealias Code = ErrorCode
 
     public let kind: Kind
     public let code: Code
@@ -93,7 +66,7 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
             KeyVaultError(.chainInvalid, "\(what): \(error.message) (\(error.code))",
                         hint: "the server's data does not verify; do not trust it. Nothing was changed here", kind: .verification)
         case let error as VaultError:
-            KeyVaultError(Code(rawValue: error.code.rawValue), "\(what): \(error.message)",
+            KeyVaultError(error.code, "\(what): \(error.message)",
                         hint: "the server's data does not verify; do not trust it. Nothing was changed here", kind: .verification)
         case let error as KeyVaultError:
             error
@@ -101,4 +74,30 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
             KeyVaultError(.chainInvalid, "\(what): \(error)", kind: .verification)
         }
     }
+}
+
+/// The client's own codes: what it refuses locally. The wire codes it shares with
+/// the service are in KeyVaultModel (``ErrorCode``).
+extension ErrorCode {
+    public static let network = ErrorCode(rawValue: "network")
+    public static let home = ErrorCode(rawValue: "home")
+    public static let notInitialized = ErrorCode(rawValue: "not_initialized")
+    public static let alreadyInitialized = ErrorCode(rawValue: "already_initialized")
+    public static let chainRollback = ErrorCode(rawValue: "chain_rollback")
+    public static let chainFork = ErrorCode(rawValue: "chain_fork")
+    public static let chainInvalid = ErrorCode(rawValue: "chain_invalid")
+    public static let badBox = ErrorCode(rawValue: "bad_box")
+    public static let missingKey = ErrorCode(rawValue: "missing_key")
+    public static let noSuchMember = ErrorCode(rawValue: "no_such_member")
+    public static let sasMismatch = ErrorCode(rawValue: "sas_mismatch")
+    /// The client's name for ``ErrorCode/linkRequestClosed``.
+    public static let linkClosed = ErrorCode.linkRequestClosed
+    public static let io = ErrorCode(rawValue: "io")
+    public static let invalidInput = ErrorCode(rawValue: "invalid_input")
+    public static let badResponse = ErrorCode(rawValue: "bad_response")
+    public static let tooManyConflicts = ErrorCode(rawValue: "too_many_conflicts")
+    public static let responseTooLarge = ErrorCode(rawValue: "response_too_large")
+    public static let insecureHTTP = ErrorCode(rawValue: "insecure_http")
+    public static let passphraseRequired = ErrorCode(rawValue: "passphrase_required")
+    public static let deviceBusy = ErrorCode(rawValue: "device_busy")
 }

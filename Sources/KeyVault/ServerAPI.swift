@@ -71,22 +71,23 @@ package struct ServerAPI: Sendable {
         guard let error = try? JSONDecoder().decode(ErrorBody.self, from: Data(reply.body)) else {
             return KeyVaultError(.badResponse, "the server answered HTTP \(reply.status) without a KeyVault error body")
         }
-        let code = error.error.code.printable, message = error.error.message.printable
+        let text = error.error.code.printable, message = error.error.message.printable
+        let code = ErrorCode(rawValue: text)
         switch code {
-        case "device_revoked":
+        case .deviceRevoked:
             return KeyVaultError(.deviceRevoked, "this device was revoked from the account; the server refuses it",
-                               status: reply.status)
-        case "stale_timestamp":
-            return KeyVaultError(KeyVaultError.Code(rawValue: code), "the server refused the request time: \(message)",
-                               hint: "check this computer's clock", status: reply.status)
-        case "unknown_device":
-            return KeyVaultError(KeyVaultError.Code(rawValue: code), "the server does not know this device: \(message)", status: reply.status)
-        case "rate_limited", "too_many_link_requests":
+                                 status: reply.status)
+        case .staleTimestamp:
+            return KeyVaultError(code, "the server refused the request time: \(message)",
+                                 hint: "check this computer's clock", status: reply.status)
+        case .unknownDevice:
+            return KeyVaultError(code, "the server does not know this device: \(message)", status: reply.status)
+        case .rateLimited, .tooManyLinkRequests:
             let wait = reply.headers["retry-after"].map { " (try again in \($0) seconds)" } ?? ""
-            return KeyVaultError(KeyVaultError.Code(rawValue: code), "the server refused: \(message)\(wait)", status: reply.status)
+            return KeyVaultError(code, "the server refused: \(message)\(wait)", status: reply.status)
         default:
-            return KeyVaultError(KeyVaultError.Code(rawValue: code), "the server refused: \(message) (\(code), HTTP \(reply.status))",
-                               status: reply.status)
+            return KeyVaultError(code, "the server refused: \(message) (\(text), HTTP \(reply.status))",
+                                 status: reply.status)
         }
     }
 

@@ -272,7 +272,7 @@ public actor Vault {
             let (request, commit) = try await build(state)
             do {
                 if let send { try await send(request) } else { try await api.append(request) }
-            } catch let error as KeyVaultError where error.code.rawValue == "stale_chain" {
+            } catch let error as KeyVaultError where error.code == .staleChain {
                 guard attempt < Self.maxAttempts else { break }
                 progress("another device changed the account first; fetching the chain and trying again (\(what))")
                 try await sync()
@@ -301,7 +301,7 @@ public actor Vault {
         guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a member name has 1 to 100 characters") }
         try await finishRevocationFirst()
         if try await members().contains(where: { $0.name == name }) {
-            throw KeyVaultError(KeyVaultError.Code(rawValue: "member_exists"), "there is already a member called \(name.debugDescription)",
+            throw KeyVaultError(.memberExists, "there is already a member called \(name.debugDescription)",
                               hint: "choose another name", kind: .input)
         }
         let id = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
@@ -511,7 +511,7 @@ public actor Vault {
                     try await write("device revoke") { state in
                         (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
                     }
-                } catch let error as KeyVaultError where error.code.rawValue == "already_revoked" {
+                } catch let error as KeyVaultError where error.code == .alreadyRevoked {
                     // Another device (perhaps the thief's, to make this stop) revoked it first: done.
                     try await sync()
                 }

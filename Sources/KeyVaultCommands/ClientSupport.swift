@@ -29,7 +29,7 @@ struct HomeOptions: ParsableArguments {
             do {
                 try URLSessionTransport.checkCleartext(url, allowInsecureHTTP: insecureHTTP)
             } catch let error as KeyVaultError {
-                throw KeyctlError(KeyctlError.Code(rawValue: error.code.rawValue), error.message,
+                throw KeyctlError(error.code, error.message,
                                   hint: "over plain HTTP the server's host and anyone on the network path see every request's metadata (account, device, times, sizes) and can rewrite answers, and a device-link exchange must not cross a network in the clear; use https://, or add --insecure-http if you accept that",
                                   exitCode: .usage)
             }
@@ -112,7 +112,7 @@ extension KeyctlError {
         case .revoked: .revoked
         case .verification: .untrusted
         }
-        self.init(Code(rawValue: error.code.rawValue), error.message, hint: Hints.hint(for: error) ?? error.hint, exitCode: exit)
+        self.init(error.code, error.message, hint: Hints.hint(for: error) ?? error.hint, exitCode: exit)
     }
 }
 

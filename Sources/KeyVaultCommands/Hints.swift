@@ -1,4 +1,6 @@
 import KeyVault
+import KeyVaultModel
+import KeyVaultVault
 
 /// What to do next, in `keyctl`'s words, for a library error: the library says
 /// what happened in terms any app can show; the commands that fix it are keyctl's.
@@ -37,11 +39,11 @@ enum Hints {
             "run the command again in a moment; if this repeats, do not trust this server"
         case .responseTooLarge:
             "a KeyVault server never sends that much here; check --server, or report it if the server is yours"
-        case KeyVaultError.Code(rawValue: "unknown_device"):
+        case .unknownDevice:
             "was the account deleted? check `keyctl status` and --server"
-        case KeyVaultError.Code(rawValue: "wrong_recovery_code"), KeyVaultError.Code(rawValue: "malformed_anchor"):
+        case .wrongRecoveryCode, .malformedAnchor:
             "check the words (`keyctl recovery verify`) and the account id; a code replaced by `keyctl recovery rotate` no longer works"
-        case KeyVaultError.Code(rawValue: "recovery_compromised"):
+        case .recoveryCompromised:
             "set a new recovery code from a device you trust: `keyctl recovery rotate`"
         default:
             nil

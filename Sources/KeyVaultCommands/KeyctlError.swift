@@ -1,3 +1,5 @@
+import KeyVaultModel
+
 /// An error a command reports to its user: what happened, what to do next, and
 /// the exit code. Messages never contain secrets.
 public struct KeyctlError: Error, Sendable, CustomStringConvertible {
@@ -18,13 +20,8 @@ public struct KeyctlError: Error, Sendable, CustomStringConvertible {
         case usage = 64
     }
 
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public static let io = Code(rawValue: "io")
-        public static let invalidInput = Code(rawValue: "invalid_input")
-        public static let invalidCode = Code(rawValue: "invalid_recovery_code")
-    }
+    /// The codes are the library's and the service's (``ErrorCode``), and keyctl's own below.
+    public typealias Code = ErrorCode
 
     public let code: Code
     public let message: String
@@ -39,4 +36,9 @@ public struct KeyctlError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+}
+
+extension ErrorCode {
+    /// A recovery code that does not parse (keyctl's own).
+    public static let invalidCode = ErrorCode(rawValue: "invalid_recovery_code")
 }

@@ -180,11 +180,13 @@ public struct AuditEntry: Sendable, Codable, Equatable {
 /// The error body of every 4xx and 5xx: `{"error": {"code", "message"}}`.
 public struct ErrorBody: Sendable, Codable, Equatable {
     public struct Detail: Sendable, Codable, Equatable {
+        /// A String, not an ``ErrorCode``: a client reads whatever a server sends and
+        /// prints it only after making it terminal safe.
         public var code: String
         public var message: String
     }
     public var error: Detail
-    public init(code: String, message: String) { error = Detail(code: code, message: message) }
+    public init(code: ErrorCode, message: String) { error = Detail(code: code.rawValue, message: message) }
 }
 
 // MARK: Recovery enrollment

@@ -172,32 +172,32 @@ public struct ChainState: Sendable, Equatable {
     public mutating func apply(_ link: ChainLink) throws {
         try Self.checkShape(link)
         guard link.previous == head, link.sequence == sequence + 1 else {
-            throw ProtocolError("stale_chain", "the link follows \(link.previous.prefix(12))… at \(link.sequence), but the head is \(head.prefix(12))… at \(sequence)")
+            throw ProtocolError(.staleChain, "the link follows \(link.previous.prefix(12))… at \(link.sequence), but the head is \(head.prefix(12))… at \(sequence)")
         }
         guard link.type != .genesis else { throw ProtocolError.malformed("only the first link is a genesis link") }
         // The signer: an active device, or the recovery key for device.add and recovery.set.
         let signingKey: Ed25519.PublicKey
         if link.signer == ChainLink.recoverySigner {
-            guard let recovery else { throw ProtocolError("unknown_signer", "no recovery code is set for this account") }
+            guard let recovery else { throw ProtocolError(.unknownSigner, "no recovery code is set for this account") }
             guard link.type == .deviceAdd || link.type == .recoverySet else {
-                throw ProtocolError("unknown_signer", "the recovery key may only add a device or set a new recovery code")
+                throw ProtocolError(.unknownSigner, "the recovery key may only add a device or set a new recovery code")
             }
             guard !recovery.isCompromised else {
-                throw ProtocolError("recovery_compromised", "the recovery code was compromised at link \(recovery.compromised ?? 0) (the device it comes from was revoked); it signs nothing")
+                throw ProtocolError(.recoveryCompromised, "the recovery code was compromised at link \(recovery.compromised ?? 0) (the device it comes from was revoked); it signs nothing")
             }
             signingKey = recovery.authKey
         } else {
             guard let id = DeviceID(rawValue: link.signer), let device = devices[id] else {
-                throw ProtocolError("unknown_signer", "the link is signed by a device this account does not have")
+                throw ProtocolError(.unknownSigner, "the link is signed by a device this account does not have")
             }
-            guard device.isActive else { throw ProtocolError("signer_revoked", "the link is signed by a revoked device") }
+            guard device.isActive else { throw ProtocolError(.signerRevoked, "the link is signed by a revoked device") }
             signingKey = device.signingKey
         }
         try Self.verify(link, by: signingKey)
         // The device the link comes from: its signer, or for the recovery key the device
         // that set the code (checked above: a recovery-signed link has a code to sign with).
         guard let origin = link.signer == ChainLink.recoverySigner ? recovery?.setBy : DeviceID(rawValue: link.signer) else {
-            throw ProtocolError("unknown_signer", "the link is signed by a device this account does not have")
+            throw ProtocolError(.unknownSigner, "the link is signed by a device this account does not have")
         }
 
         var next = self
@@ -207,14 +207,14 @@ public struct ChainState: Sendable, Equatable {
         case .deviceAdd:
             var device = try Self.newDevice(from: link, sequence: link.sequence)
             device.addedBy = origin
-            guard devices[device.id] == nil else { throw ProtocolError("device_exists", "that device is already part of this account") }
+            guard devices[device.id] == nil else { throw ProtocolError(.deviceExists, "that device is already part of this account") }
             next.devices[device.id] = device
         case .deviceRevoke:
             let id = try Self.deviceField(link)
-            guard var device = devices[id] else { throw ProtocolError("no_such_device", "no such device in this account") }
-            guard device.isActive else { throw ProtocolError("already_revoked", "that device is already revoked") }
+            guard var device = devices[id] else { throw ProtocolError(.noSuchDevice, "no such device in this account") }
+            guard device.isActive else { throw ProtocolError(.alreadyRevoked, "that device is already revoked") }
             guard activeDevices.count > 1 else {
-                throw ProtocolError("last_device", "the last active device cannot be revoked")
+                throw ProtocolError(.lastDevice, "the last active device cannot be revoked")
             }
             device.revoked = link.sequence
             next.devices[id] = device
@@ -226,13 +226,13 @@ public struct ChainState: Sendable, Equatable {
             let boxKey = try X25519.PublicKey(rawRepresentation: Self.hexField(link, "boxKey", count: 32))
             let generation = try Self.generationField(link, "recoveryGeneration")
             guard generation == (recovery?.generation ?? 0) + 1 else {
-                throw ProtocolError("stale_generation", "recovery generation \(generation) does not follow \(recovery?.generation ?? 0)")
+                throw ProtocolError(.staleGeneration, "recovery generation \(generation) does not follow \(recovery?.generation ?? 0)")
             }
             next.recoveries.append(Recovery(authKey: authKey, boxKey: boxKey, generation: generation, set: link.sequence, setBy: origin))
         case .masterRotate:
             let generation = try Self.generationField(link, "masterGeneration")
             guard generation == masterGeneration + 1 else {
-                throw ProtocolError("stale_generation", "master key generation \(generation) does not follow \(masterGeneration)")
+                throw ProtocolError(.staleGeneration, "master key generation \(generation) does not follow \(masterGeneration)")
             }
             next.masterGeneration = generation
             next.masterGenerationStarts.append(link.sequence)
@@ -241,18 +241,18 @@ public struct ChainState: Sendable, Equatable {
             guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)) else {
                 throw ProtocolError.malformed("member.add needs a member id (32 hex digits)")
             }
-            guard members[id] == nil else { throw ProtocolError("member_exists", "that member already exists") }
+            guard members[id] == nil else { throw ProtocolError(.memberExists, "that member already exists") }
             guard try Self.generationField(link, "memberGeneration") == 1 else {
-                throw ProtocolError("stale_generation", "a new member starts at generation 1")
+                throw ProtocolError(.staleGeneration, "a new member starts at generation 1")
             }
             next.members[id] = Member(id: id, generation: 1, name: link.body["name"] ?? "")
         case .memberRotate:
             guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)), var member = members[id] else {
-                throw ProtocolError("unknown_member", "no such member in this account")
+                throw ProtocolError(.unknownMember, "no such member in this account")
             }
             let generation = try Self.generationField(link, "memberGeneration")
             guard generation == member.generation + 1 else {
-                throw ProtocolError("stale_generation", "member key generation \(generation) does not follow \(member.generation)")
+                throw ProtocolError(.staleGeneration, "member key generation \(generation) does not follow \(member.generation)")
             }
             member.generation = generation
             next.members[id] = member
@@ -307,7 +307,7 @@ public struct ChainState: Sendable, Equatable {
     // MARK: Checks
 
     static func checkShape(_ link: ChainLink) throws {
-        guard link.version == 1 else { throw ProtocolError("unsupported_version", "chain link version \(link.version) is not supported") }
+        guard link.version == 1 else { throw ProtocolError(.unsupportedVersion, "chain link version \(link.version) is not supported") }
         guard link.previous.utf8.count == 64, (try? Hex.decode(link.previous)) != nil else {
             throw ProtocolError.malformed("previous must be 64 hex digits")
         }
@@ -326,7 +326,7 @@ public struct ChainState: Sendable, Equatable {
 
     static func verify(_ link: ChainLink, by key: Ed25519.PublicKey) throws {
         guard let signature = base64Decode(link.signature), key.isValidSignature(signature, for: link.signedBytes) else {
-            throw ProtocolError("bad_signature", "the \(link.type.rawValue) link at \(link.sequence) has an invalid signature")
+            throw ProtocolError(.badSignature, "the \(link.type.rawValue) link at \(link.sequence) has an invalid signature")
         }
     }
 
@@ -402,47 +402,47 @@ extension KeyBox {
     ///   `recovery_compromised`, `bad_signature` (docs/formats/account-chain.md).
     public func verify(in state: ChainState) throws {
         guard let bytes = base64Decode(box), bytes.count >= X25519.sealedBoxOverhead, bytes.count <= 4096 else {
-            throw ProtocolError("malformed_box", "a key box is a base64 sealed box")
+            throw ProtocolError(.malformedBox, "a key box is a base64 sealed box")
         }
         let s = sequence
         guard let current = state.masterGeneration(at: s) else {
-            throw ProtocolError("box_position", "the key box names link \(s), beyond the head of the chain (\(state.sequence))")
+            throw ProtocolError(.boxPosition, "the key box names link \(s), beyond the head of the chain (\(state.sequence))")
         }
         // Exact, not "at most": a device revoked at r can still name a link before r,
         // and there only the generation it was already given is current.
         guard generation == current else {
-            throw ProtocolError("wrong_generation", "the key box is of master key generation \(generation), but \(current) was current at link \(s)")
+            throw ProtocolError(.wrongGeneration, "the key box is of master key generation \(generation), but \(current) was current at link \(s)")
         }
         if recipient == ChainLink.recoverySigner {
             guard let recovery = state.recovery(at: s) else {
-                throw ProtocolError("unknown_recipient", "no recovery code was set at link \(s)")
+                throw ProtocolError(.unknownRecipient, "no recovery code was set at link \(s)")
             }
             guard recovery.wasTrusted(at: s) else {
-                throw ProtocolError("recovery_compromised", "the recovery code of link \(s) was compromised at link \(recovery.compromised ?? 0); it receives no key")
+                throw ProtocolError(.recoveryCompromised, "the recovery code of link \(s) was compromised at link \(recovery.compromised ?? 0); it receives no key")
             }
         } else {
             guard let id = DeviceID(rawValue: recipient), state.devices[id]?.wasActive(at: s) == true else {
-                throw ProtocolError("unknown_recipient", "a key box is addressed to a device active at its link, or the recovery key")
+                throw ProtocolError(.unknownRecipient, "a key box is addressed to a device active at its link, or the recovery key")
             }
         }
         let key: Ed25519.PublicKey
         if signer == ChainLink.recoverySigner {
-            guard let recovery = state.recovery(at: s) else { throw ProtocolError("unknown_signer", "no recovery code was set at link \(s)") }
+            guard let recovery = state.recovery(at: s) else { throw ProtocolError(.unknownSigner, "no recovery code was set at link \(s)") }
             guard recovery.wasTrusted(at: s) else {
-                throw ProtocolError("recovery_compromised", "the key box is signed by the recovery code compromised at link \(recovery.compromised ?? 0)")
+                throw ProtocolError(.recoveryCompromised, "the key box is signed by the recovery code compromised at link \(recovery.compromised ?? 0)")
             }
             key = recovery.authKey
         } else {
             guard let id = DeviceID(rawValue: signer), let device = state.devices[id], device.added <= s else {
-                throw ProtocolError("unknown_signer", "a key box is signed by a device of the account at its link")
+                throw ProtocolError(.unknownSigner, "a key box is signed by a device of the account at its link")
             }
             guard device.wasActive(at: s) else {
-                throw ProtocolError("signer_revoked", "the key box names link \(s), at or after which its signer was revoked (link \(device.revoked ?? 0))")
+                throw ProtocolError(.signerRevoked, "the key box names link \(s), at or after which its signer was revoked (link \(device.revoked ?? 0))")
             }
             key = device.signingKey
         }
         guard let signature = base64Decode(signature), key.isValidSignature(signature, for: signedBytes(account: state.account)) else {
-            throw ProtocolError("bad_signature", "the key box for \(recipient) at generation \(generation) has an invalid signature")
+            throw ProtocolError(.badSignature, "the key box for \(recipient) at generation \(generation) has an invalid signature")
         }
     }
 }

@@ -1,4 +1,5 @@
 import KeyVaultCrypto
+import KeyVaultModel
 
 /// What the server stores for one attachment (docs/formats/attachment.md): the
 /// attachment's data key wrapped under the member key, and the content sealed under
@@ -29,12 +30,12 @@ public struct AttachmentObject: Sendable, Equatable {
     public init(bytes: some Collection<UInt8>) throws {
         let bytes = Array(bytes)
         guard bytes.count >= 5, bytes[0] == Self.version else {
-            throw ProtocolError("malformed_attachment", "an attachment object starts with version 1 and the key length")
+            throw ProtocolError(.malformedAttachment, "an attachment object starts with version 1 and the key length")
         }
         let length = bytes[1..<5].reduce(0) { $0 << 8 | Int($1) }
         guard (Self.minimumEnvelopeBytes...Self.maximumKeyBytes).contains(length),
               bytes.count >= 5 + length + Self.minimumEnvelopeBytes else {
-            throw ProtocolError("malformed_attachment", "the attachment object is truncated or its key part has the wrong length")
+            throw ProtocolError(.malformedAttachment, "the attachment object is truncated or its key part has the wrong length")
         }
         let key = Array(bytes[5..<(5 + length)])
         let content = Array(bytes[(5 + length)...])
@@ -47,14 +48,14 @@ public struct AttachmentObject: Sendable, Equatable {
         do {
             _ = try Envelope(bytes: bytes)
         } catch let error as CryptoError {
-            throw ProtocolError("malformed_attachment", "the attachment's \(part) part is not an envelope: \(error.message)")
+            throw ProtocolError(.malformedAttachment, "the attachment's \(part) part is not an envelope: \(error.message)")
         }
     }
 
     /// Whether `bytes` is a key part on its own (for re-wrapping).
     public static func checkKey(_ bytes: [UInt8]) throws {
         guard (minimumEnvelopeBytes...maximumKeyBytes).contains(bytes.count) else {
-            throw ProtocolError("malformed_attachment", "an attachment key is an envelope of 62 to 4096 bytes")
+            throw ProtocolError(.malformedAttachment, "an attachment key is an envelope of 62 to 4096 bytes")
         }
         try checkEnvelope(bytes, "key")
     }

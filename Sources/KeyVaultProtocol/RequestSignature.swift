@@ -62,19 +62,19 @@ public enum RequestSignature {
         /// - Throws: `unsigned_request` when a header is missing, `malformed_signature` when one is ill-formed.
         public init(device: String?, timestamp: String?, nonce: String?, signature: String?) throws {
             guard let device, let timestamp, let nonce, let signature else {
-                throw ProtocolError("unsigned_request", "this request needs the KeyVault-Device, -Timestamp, -Nonce and -Signature headers")
+                throw ProtocolError(.unsignedRequest, "this request needs the KeyVault-Device, -Timestamp, -Nonce and -Signature headers")
             }
             guard let id = DeviceID(rawValue: device) else {
-                throw ProtocolError("malformed_signature", "KeyVault-Device is 32 lowercase hex digits")
+                throw ProtocolError(.malformedSignature, "KeyVault-Device is 32 lowercase hex digits")
             }
             guard let time = Int64(timestamp) else {
-                throw ProtocolError("malformed_signature", "KeyVault-Timestamp is Unix seconds")
+                throw ProtocolError(.malformedSignature, "KeyVault-Timestamp is Unix seconds")
             }
             guard RequestSignature.isWellFormedNonce(nonce) else {
-                throw ProtocolError("malformed_signature", "KeyVault-Nonce is 16 to 64 lowercase hex digits")
+                throw ProtocolError(.malformedSignature, "KeyVault-Nonce is 16 to 64 lowercase hex digits")
             }
             guard let bytes = base64Decode(signature), bytes.count == 64 else {
-                throw ProtocolError("malformed_signature", "KeyVault-Signature is a base64 64-byte Ed25519 signature")
+                throw ProtocolError(.malformedSignature, "KeyVault-Signature is a base64 64-byte Ed25519 signature")
             }
             self.device = id
             self.timestamp = time
@@ -130,7 +130,7 @@ public enum RequestMAC {
 extension KeyVaultModel.SessionGrant {
     /// Opens the session key sealed to this device.
     public func key(using boxKey: X25519.PrivateKey) throws -> SymmetricKey {
-        guard let sealed = base64Decode(key) else { throw ProtocolError("malformed_session", "the session key is not base64") }
+        guard let sealed = base64Decode(key) else { throw ProtocolError(.malformedSession, "the session key is not base64") }
         return try SymmetricKey(boxKey.openSealedBox(sealed))
     }
 }

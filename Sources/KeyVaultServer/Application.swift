@@ -5,52 +5,6 @@ import NIOPosix
 import Logging
 import KeyVaultStore
 
-/// Every route, in one table: the router is built from it and a test matches it
-/// against openapi.json, so the two cannot drift apart.
-public enum APIRoutes {
-    public struct Route: Sendable {
-        public let method: HTTPRequest.Method
-        /// OpenAPI form: `/v1/accounts/{account}`.
-        public let path: String
-        /// Whether the request must carry a device signature.
-        public let signed: Bool
-        let handler: @Sendable (KeyService) -> @Sendable (Request, KeyVaultRequestContext) async throws -> Response
-    }
-
-    static let all: [Route] = [
-        Route(method: .get, path: "/health", signed: false) { $0.health },
-        Route(method: .get, path: "/openapi.json", signed: false) { $0.openAPI },
-        Route(method: .post, path: "/v1/accounts", signed: false) { $0.createAccount },
-        Route(method: .delete, path: "/v1/accounts/{account}", signed: true) { $0.deleteAccount },
-        Route(method: .get, path: "/v1/accounts/{account}/chain", signed: true) { $0.chain },
-        Route(method: .post, path: "/v1/accounts/{account}/chain", signed: true) { $0.append },
-        Route(method: .get, path: "/v1/accounts/{account}/devices", signed: true) { $0.devices },
-        Route(method: .post, path: "/v1/accounts/{account}/sessions", signed: true) { $0.openSession },
-        Route(method: .get, path: "/v1/accounts/{account}/boxes", signed: true) { $0.boxes },
-        Route(method: .get, path: "/v1/accounts/{account}/wraps", signed: true) { $0.wraps },
-        Route(method: .get, path: "/v1/accounts/{account}/recovery", signed: false) { $0.recovery },
-        Route(method: .get, path: "/v1/accounts/{account}/audit", signed: true) { $0.audit },
-        Route(method: .post, path: "/v1/accounts/{account}/recovery/challenge", signed: false) { $0.recoveryChallenge },
-        Route(method: .post, path: "/v1/accounts/{account}/recovery/proof", signed: false) { $0.recoveryProof },
-        Route(method: .post, path: "/v1/accounts/{account}/recovery/enroll", signed: false) { $0.recoveryEnroll },
-        Route(method: .post, path: "/v1/accounts/{account}/link-requests", signed: false) { $0.createLinkRequest },
-        Route(method: .get, path: "/v1/accounts/{account}/link-requests", signed: true) { $0.pendingLinkRequests },
-        Route(method: .get, path: "/v1/accounts/{account}/link-requests/{code}", signed: false) { $0.linkRequestStatus },
-        Route(method: .post, path: "/v1/accounts/{account}/link-requests/{code}/respond", signed: true) { $0.respondToLinkRequest },
-        Route(method: .post, path: "/v1/accounts/{account}/link-requests/{code}/reveal", signed: false) { $0.revealLinkRequest },
-        Route(method: .post, path: "/v1/accounts/{account}/link-requests/{code}/approve", signed: true) { $0.approveLinkRequest },
-        Route(method: .post, path: "/v1/accounts/{account}/link-requests/{code}/refuse", signed: true) { $0.refuseLinkRequest },
-        Route(method: .get, path: "/v1/accounts/{account}/members/{member}/attachments", signed: true) { $0.listAttachments },
-        Route(method: .put, path: "/v1/accounts/{account}/members/{member}/attachments/{address}", signed: true) { $0.putAttachment },
-        Route(method: .get, path: "/v1/accounts/{account}/members/{member}/attachments/{address}", signed: true) { $0.getAttachment },
-        Route(method: .get, path: "/v1/accounts/{account}/members/{member}/attachments/{address}/key", signed: true) { $0.getAttachmentKey },
-        Route(method: .put, path: "/v1/accounts/{account}/members/{member}/attachments/{address}/key", signed: true) { $0.putAttachmentKey },
-    ]
-
-    /// The (method, path) pairs, for documentation and tests.
-    public static var table: [(method: String, path: String)] { all.map { ($0.method.rawValue, $0.path) } }
-}
-
 /// The event loops. After ``prepareServerProcess()`` they also run Swift's tasks,
 /// so a request never hops between an event loop thread and the task pool (that
 /// hop was the largest cost left per request: Benchmarks/server.sh, BENCHMARKS.md).
@@ -64,20 +18,28 @@ public func prepareServerProcess() -> Bool {
     NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 }
 
-/// The router with every route and the error middleware.
-func buildRouter(_ service: KeyService) -> Router<KeyVaultRequestContext> {
+/// The router with every controller's routes and the error middleware.
+func buildRouter(_ service: ServiceState) -> Router<KeyVaultRequestContext> { buildRoutes(service).router }
+
+/// The router, and the table of its routes (which a test matches against openapi.json).
+func buildRoutes(_ service: ServiceState) -> (router: Router<KeyVaultRequestContext>, routes: [APIRoute]) {
     let router = Router(context: KeyVaultRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))  // method and path only: no header values, no bodies
     if !service.configuration.trustedProxies.isEmpty {
         router.add(middleware: ClientAddressMiddleware(trusted: service.configuration.trustedProxies))
     }
-    for route in APIRoutes.all {
-        let path = RouterPath(route.path.replacingOccurrences(of: "{", with: ":").replacingOccurrences(of: "}", with: ""))
-        let handler = route.handler(service)
-        router.on(path, method: route.method) { request, context in try await handler(request, context) }
-    }
-    return router
+    let routes = RouteBuilder(router: router, authenticator: service.authenticator, defaultBodyLimit: service.configuration.maxJSONBytes)
+    HealthController().addRoutes(to: routes)
+    AccountController(service: service).addRoutes(to: routes)
+    ChainController(service: service).addRoutes(to: routes)
+    DeviceController(service: service).addRoutes(to: routes)
+    KeyController(service: service).addRoutes(to: routes)
+    RecoveryController(service: service).addRoutes(to: routes)
+    AuditController(service: service).addRoutes(to: routes)
+    LinkRequestController(service: service).addRoutes(to: routes)
+    AttachmentController(service: service).addRoutes(to: routes)
+    return (router, routes.routes)
 }
 
 /// The whole service on `configuration`: the database opened and migrated, the
@@ -99,7 +61,7 @@ public func buildApplication(
     _ configuration: ServerConfiguration, database: KeyVaultDatabase, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-    let router = buildRouter(KeyService(configuration: configuration, database: database))
+    let router = buildRouter(ServiceState(configuration: configuration, database: database))
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "KeyVault"),

@@ -98,17 +98,8 @@ public struct RecoveryAnchor: Sendable, Codable, Equatable {
 
 /// The one error type of KeyVaultVault: what the client refuses, and why.
 public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public static let wrongRecoveryCode = Code(rawValue: "wrong_recovery_code")
-        public static let malformedAnchor = Code(rawValue: "malformed_anchor")
-        /// A member key wrap that does not open for its member and generation.
-        public static let wrapMismatch = Code(rawValue: "wrap_mismatch")
-        /// An attachment whose content does not match its address, or does not open.
-        public static let addressMismatch = Code(rawValue: "address_mismatch")
-        public static let malformedAttachment = Code(rawValue: "malformed_attachment")
-    }
+    /// The shared codes (``ErrorCode``), with the vault's own below.
+    public typealias Code = ErrorCode
 
     public let code: Code
     public let message: String
@@ -117,6 +108,17 @@ public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
     public var description: String { message }
+}
+
+/// The vault's own codes: what the client finds wrong in data it opens.
+/// (`malformed_attachment` is shared with the service: ``ErrorCode/malformedAttachment``.)
+extension ErrorCode {
+    public static let wrongRecoveryCode = ErrorCode(rawValue: "wrong_recovery_code")
+    public static let malformedAnchor = ErrorCode(rawValue: "malformed_anchor")
+    /// A member key wrap that does not open for its member and generation.
+    public static let wrapMismatch = ErrorCode(rawValue: "wrap_mismatch")
+    /// An attachment whose content does not match its address, or does not open.
+    public static let addressMismatch = ErrorCode(rawValue: "address_mismatch")
 }
 
 extension JSONEncoder {

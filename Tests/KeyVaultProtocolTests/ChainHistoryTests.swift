@@ -66,7 +66,7 @@ private func append(_ state: inout ChainState, _ type: LinkType, _ body: [String
     let before = state
     for (type, body) in [(LinkType.deviceAdd, intruder.fields("intruder")), (.recoverySet, fresh.fields(3))] {
         let error = #expect(throws: ProtocolError.self) { try append(&state, type, body, by: thief) }
-        #expect(error?.code == "recovery_compromised")
+        #expect(error?.code == .recoveryCompromised)
     }
     #expect(state == before)
     // A device sets a new code, which is trusted again.

@@ -27,7 +27,7 @@ private func laptopChain() throws -> (ChainState, Ed25519.PrivateKey) {
     let again = signed(.genesis, genesis.body, after: state, by: key, signer: genesis.signer)
     let before = state
     let error = #expect(throws: ProtocolError.self) { try state.apply(again) }
-    #expect(error?.code == "malformed_link", "\(String(describing: error))")
+    #expect(error?.code == .malformedLink, "\(String(describing: error))")
     #expect(state == before)
 }
 
@@ -50,7 +50,7 @@ private func laptopChain() throws -> (ChainState, Ed25519.PrivateKey) {
         let error = #expect(throws: ProtocolError.self) {
             try state.apply(signed(type, body, after: state, by: code, signer: ChainLink.recoverySigner))
         }
-        #expect(error?.code == "unknown_signer", "\(type): \(String(describing: error))")
+        #expect(error?.code == .unknownSigner, "\(type): \(String(describing: error))")
     }
     #expect(state == before)
 }
@@ -71,7 +71,7 @@ private func laptopChain() throws -> (ChainState, Ed25519.PrivateKey) {
                      signer: deviceID(for: phone.publicKey).rawValue, signature: "")
     box.sign(with: phone, account: state.account)
     let error = #expect(throws: ProtocolError.self) { try box.verify(in: state) }
-    #expect(error?.code == "unknown_signer", "\(String(describing: error))")
+    #expect(error?.code == .unknownSigner, "\(String(describing: error))")
     box.sequence = 1
     box.sign(with: phone, account: state.account)
     try box.verify(in: state)
@@ -104,7 +104,7 @@ private func laptopChain() throws -> (ChainState, Ed25519.PrivateKey) {
                                    (.recoverySet, code("3"), "stale_generation"),
                                    (.memberRotate, ["member": member, "memberGeneration": "3"], "stale_generation")] {
         let error = #expect(throws: ProtocolError.self) { try state.apply(signed(type, body, after: state, by: key, signer: laptop)) }
-        #expect(error?.code == expected, "\(type): \(String(describing: error))")
+        #expect(error?.code.rawValue == expected, "\(type): \(String(describing: error))")
     }
     #expect(state == before)
 }

@@ -42,7 +42,7 @@ struct ChainFile: Decodable {
             }
             #expect(step.outcome == "valid", "\(step.note) was accepted")
         } catch let error as ProtocolError {
-            #expect(error.code == step.outcome, "\(step.note): \(error)")
+            #expect(error.code.rawValue == step.outcome, "\(step.note): \(error)")
         }
     }
     #expect(state?.account.rawValue == file.account)
@@ -69,7 +69,7 @@ struct KeyBoxFile: Decodable {
             if var current = state { try current.apply(step.link); state = current } else { state = try ChainState(genesis: step.link) }
             #expect(step.outcome == "valid", "\(step.note) was accepted")
         } catch let error as ProtocolError {
-            #expect(error.code == step.outcome, "\(step.note): \(error)")
+            #expect(error.code.rawValue == step.outcome, "\(step.note): \(error)")
         }
     }
     let chain = try #require(state)
@@ -84,7 +84,7 @@ struct KeyBoxFile: Decodable {
             try vector.box.verify(in: chain)
             #expect(vector.outcome == "valid", "\(vector.note) was accepted")
         } catch let error as ProtocolError {
-            #expect(error.code == vector.outcome, "\(vector.note): \(error)")
+            #expect(error.code.rawValue == vector.outcome, "\(vector.note): \(error)")
         }
     }
 }

@@ -87,7 +87,7 @@ private final class Hold: Sendable {
 @Test func aRequestInFlightWhenItsDeviceIsRevokedIsRefusedWhenItResumes() async throws {
     var configuration = ServerConfiguration()
     configuration.databasePath = "/unused"
-    var service = KeyService(configuration: configuration, database: try KeyVaultDatabase.inMemory())
+    var service = ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())
     let gate = TouchGate(), hold = Hold()
     service.authenticator.beforeTouch = {
         gate.enter()

@@ -226,7 +226,7 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
         let state = try await client.createAccount(TestDevice("phone"))
         let base = "/v1/accounts/\(state.account)/link-requests"
         // In process every request comes from one address: the stranger's.
-        for i in 0..<KeyService.maxPendingLinkRequestsPerClient {
+        for i in 0..<LinkRequestController.maxPendingPerClient {
             let r = try await client.execute(uri: base, method: .post, body: jsonBody(TestDevice("spam \(i)").linkRequest(account: state.account)))
             #expect(r.status == .created)
         }
@@ -235,11 +235,11 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
 
         // The owner's new device, from its own address, still gets a request.
         let now = Int64(Date().timeIntervalSince1970)
-        func ask(_ account: AccountID, _ code: String, from client: String, total: Int = KeyService.maxPendingLinkRequests) async throws {
+        func ask(_ account: AccountID, _ code: String, from client: String, total: Int = LinkRequestController.maxPending) async throws {
             try await database.createLinkRequest(account, code: code, expires: now + 600,
                                                  request: TestDevice(code).linkRequest(account: account), client: client,
-                                                 perClient: KeyService.maxPendingLinkRequestsPerClient, total: total,
-                                                 perAccountOverTotal: KeyService.maxPendingLinkRequestsPerAccountOverTotal)
+                                                 perClient: LinkRequestController.maxPendingPerClient, total: total,
+                                                 perAccountOverTotal: LinkRequestController.maxPendingPerAccountOverTotal)
         }
         try await ask(state.account, "ABCDE00001", from: "203.0.113.9")
         #expect(try await client.execute(uri: "\(base)/ABCDE00001", method: .get).status == .ok)
@@ -258,20 +258,20 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
             try await ask(spammer.account, "SPAM999999", from: "192.0.2.77", total: total)
         }
         let victim = try await client.createAccount(TestDevice("victim"))
-        for i in 0..<KeyService.maxPendingLinkRequestsPerAccountOverTotal {
+        for i in 0..<LinkRequestController.maxPendingPerAccountOverTotal {
             try await ask(victim.account, "VCTM00000\(i)", from: "192.0.2.\(i)", total: total)
         }
         await #expect(throws: StoreError.tooManyLinkRequests) {
             try await ask(victim.account, "VCTM000009", from: "192.0.2.9", total: total)
         }
     }
-    #expect(KeyService.addressBucket("2001:db8:1:2:3:4:5:6") == KeyService.addressBucket("2001:db8:1:ff:ffff::1"))
-    #expect(KeyService.addressBucket("2001:db8:1:300::1") != KeyService.addressBucket("2001:db8:1:200::1"))
-    #expect(KeyService.addressBucket("192.0.2.1") == "192.0.2.1")
+    #expect(IPNetwork.bucket("2001:db8:1:2:3:4:5:6") == IPNetwork.bucket("2001:db8:1:ff:ffff::1"))
+    #expect(IPNetwork.bucket("2001:db8:1:300::1") != IPNetwork.bucket("2001:db8:1:200::1"))
+    #expect(IPNetwork.bucket("192.0.2.1") == "192.0.2.1")
     // A server bound to :: sees IPv4 peers as IPv4-mapped IPv6 addresses: each is its own
     // IPv4 client, not one /56 of zeros shared by every IPv4 client (review finding).
-    #expect(KeyService.addressBucket("::ffff:192.0.2.1") == "192.0.2.1")
-    #expect(KeyService.addressBucket("::ffff:192.0.2.1") != KeyService.addressBucket("::ffff:198.51.100.7"))
+    #expect(IPNetwork.bucket("::ffff:192.0.2.1") == "192.0.2.1")
+    #expect(IPNetwork.bucket("::ffff:192.0.2.1") != IPNetwork.bucket("::ffff:198.51.100.7"))
 }
 
 /// A recovery slot is refused below the floor (`weak_kdf`) and above the ceiling no

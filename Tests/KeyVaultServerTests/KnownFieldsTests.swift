@@ -5,11 +5,12 @@ import KeyVaultProtocol
 import Testing
 @testable import KeyVaultServer
 
-/// `KnownFields` is a hand-kept list of the fields each request body may have (so that
-/// a misspelt or newer field is refused instead of dropped). A field added to a
-/// request type but not to the list would be refused; one left in the list after it
-/// left the type would be let through unseen. This keeps the two equal: every field
-/// of a fully populated sample of each type, and nothing else, at every level.
+/// Each request type's `schema` (``StrictRequest``) lists the fields its body may have
+/// (so that a misspelt or newer field is refused instead of dropped); only such types
+/// can be decoded from a request. A field added to a request type but not to its
+/// schema would be refused; one left in the schema after it left the type would be
+/// let through unseen. This keeps the two equal: every field of a fully populated
+/// sample of each type, and nothing else, at every level.
 @Test func theKnownFieldsOfEveryRequestAreExactlyItsTypesFields() throws {
     let device = TestDevice("phone")
     let state = try ChainState(genesis: device.genesis())
@@ -18,23 +19,31 @@ import Testing
     let wrap = MemberWrap(member: MemberID(rawValue: String(repeating: "a", count: 32))!, memberGeneration: 1, masterGeneration: 1,
                           envelope: "AA==")
     let slot = RecoverySlot(salt: "00", iterations: 3, memoryKiB: 65536, authKey: "00", boxKey: "00", anchor: "AA==")
-    let samples: [(any Encodable, KnownFields.Schema?, String)] = [
-        (CreateAccountRequest(genesis: device.genesis(), boxes: [box], recovery: slot), KnownFields.schema(for: CreateAccountRequest.self), "CreateAccountRequest"),
-        (AppendRequest(link: link, boxes: [box], wraps: [wrap], recovery: slot), KnownFields.schema(for: AppendRequest.self), "AppendRequest"),
-        (RecoveryEnrollRequest(token: "t", link: link, boxes: [box]), KnownFields.schema(for: RecoveryEnrollRequest.self), "RecoveryEnrollRequest"),
-        (RecoveryProof(challenge: "c", signature: "s"), KnownFields.schema(for: RecoveryProof.self), "RecoveryProof"),
-        (LinkRequestCreate(device: device.id, name: "n", signingKey: "k", boxKey: "b", commitment: "c"), KnownFields.schema(for: LinkRequestCreate.self), "LinkRequestCreate"),
-        (LinkNonce(nonce: "n"), KnownFields.schema(for: LinkNonce.self), "LinkNonce"),
+    let samples: [(any StrictRequest & Encodable, String)] = [
+        (CreateAccountRequest(genesis: device.genesis(), boxes: [box], recovery: slot), "CreateAccountRequest"),
+        (AppendRequest(link: link, boxes: [box], wraps: [wrap], recovery: slot), "AppendRequest"),
+        (RecoveryEnrollRequest(token: "t", link: link, boxes: [box]), "RecoveryEnrollRequest"),
+        (RecoveryProof(challenge: "c", signature: "s"), "RecoveryProof"),
+        (LinkRequestCreate(device: device.id, name: "n", signingKey: "k", boxKey: "b", commitment: "c"), "LinkRequestCreate"),
+        (LinkNonce(nonce: "n"), "LinkNonce"),
     ]
-    for (sample, schema, name) in samples {
-        let schema = try #require(schema, "\(name) has no list of known fields")
+    for (sample, name) in samples {
         let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(sample))
-        compare(json, schema, path: name)
+        compare(json, type(of: sample).schema, path: name)
+        try expectUnknownFieldRefused(sample, name)
     }
 }
 
+/// The sample with one more field is refused as `bad_request`, naming the field.
+private func expectUnknownFieldRefused<T: StrictRequest & Encodable>(_ sample: T, _ name: String) throws {
+    var object = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(sample)) as? [String: Any])
+    object["unexpected"] = 1
+    let error = #expect(throws: APIError.self, "\(name)") { try decodeBody(T.self, from: Array(JSONSerialization.data(withJSONObject: object))) }
+    #expect(error?.code == .badRequest && error?.message == "unknown field unexpected", "\(name): \(String(describing: error?.message))")
+}
+
 /// Fields of `value` and of `schema` are the same set, recursively where the schema says.
-private func compare(_ value: Any, _ schema: KnownFields.Schema, path: String) {
+private func compare(_ value: Any, _ schema: FieldSchema, path: String) {
     switch schema {
     case .object(let fields):
         guard let object = value as? [String: Any] else { Issue.record("\(path) is not an object"); return }

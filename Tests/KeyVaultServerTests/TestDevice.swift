@@ -71,8 +71,15 @@ func testApplication(database: KeyVaultDatabase? = nil,
 }
 
 /// A service built by the test (to set its test hooks), on the router.
-func testApplication(_ service: KeyService) -> some ApplicationProtocol {
+func testApplication(_ service: ServiceState) -> some ApplicationProtocol {
     Application(router: buildRouter(service))
+}
+
+/// The route table of a fresh service.
+func testRoutes() throws -> [APIRoute] {
+    var configuration = ServerConfiguration()
+    configuration.databasePath = "/unused"
+    return buildRoutes(ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())).routes
 }
 
 /// A service on a database file (a restart is a second application on the same file).

@@ -152,7 +152,7 @@ case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE: accounts s
                                  body: ["member": member, "memberGeneration": "1"])
             link.sign(with: signing)
             let write = ChainWrite(link: StoredLink(sequence: 1, hash: link.hash, json: try! JSONEncoder().encode(link)),
-                                   expectedHead: genesis.hash, audit: ("link.member.add", id.rawValue, nil))
+                                   expectedHead: genesis.hash, audit: (.link(.memberAdd), id.rawValue, nil))
             Task.detached { try! await database.append(account, write); semaphore.signal() }
             semaphore.wait()
             entry["member"] = member
@@ -182,7 +182,7 @@ case "chain-appends":  // chain-appends DIRECTORY COUNT: appends/s with chain wr
                              body: ["masterGeneration": String(sequence + 1)])
         link.sign(with: signing)
         writes.append(ChainWrite(link: StoredLink(sequence: sequence, hash: link.hash, json: try! JSONEncoder().encode(link)),
-                                 expectedHead: previous, audit: ("link.master.rotate", id.rawValue, "sequence \(sequence)")))
+                                 expectedHead: previous, audit: (.link(.masterRotate), id.rawValue, "sequence \(sequence)")))
         previous = link.hash
     }
     let genesisJSON = try! JSONEncoder().encode(genesis)

@@ -1,0 +1,47 @@
+import Hummingbird
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultStore
+
+/// Accounts: created from a self-signed genesis, deleted by one of their devices.
+struct AccountController: Sendable {
+    let service: ServiceState
+
+    func addRoutes(to routes: RouteBuilder) {
+        routes.open(.post, "/v1/accounts", use: create)
+        routes.signed(.delete, "/v1/accounts/{account}", use: delete)
+    }
+
+    @Sendable func create(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+        if let token = service.configuration.inviteToken {
+            let offered = request.headers[Headers.invite] ?? ""
+            guard constantTimeEquals(Array(offered.utf8), Array(token.utf8)) else {
+                throw APIError(.inviteRequired, "account creation on this server needs a valid invite token (KeyVault-Invite header)")
+            }
+        }
+        let create = try decodeBody(CreateAccountRequest.self, from: try await request.collectBody(limit: service.configuration.maxJSONBytes))
+        let state = try ChainState(genesis: create.genesis)
+        for box in create.boxes { try service.checkAppended(box, in: state) }
+        guard create.recovery == nil else {
+            throw APIError.badRequest("set the recovery code with a recovery.set link after creating the account")
+        }
+        let device = state.devices.values.first!
+        try await service.database.createAccount(
+            state.account, genesis: try service.stored(create.genesis),
+            device: StoredDevice(id: device.id, account: state.account, name: device.name,
+                                 signingKey: device.signingKey.rawRepresentation, boxKey: device.boxKey.rawRepresentation, added: 0),
+            boxes: create.boxes, recovery: nil)
+        await service.chains.store(state, replacing: true)
+        context.logger.info("account created", metadata: ["account": .string(state.account.rawValue)])
+        return try .json(CreateAccountResponse(account: state.account, head: state.head), status: .created)
+    }
+
+    @Sendable func delete(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        try await service.database.deleteAccount(context.account)
+        await service.chains.forget(context.account)
+        service.authenticator.devices.removeAccount(context.account)
+        context.logger.info("account deleted", metadata: ["account": .string(context.account.rawValue)])
+        return Response(status: .noContent)
+    }
+}

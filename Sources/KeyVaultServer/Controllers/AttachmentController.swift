@@ -1,0 +1,64 @@
+import Foundation
+import Hummingbird
+import KeyVaultModel
+import KeyVaultProtocol
+
+/// A member's attachments: content-addressed objects whose data key can be re-wrapped.
+struct AttachmentController: Sendable {
+    let service: ServiceState
+
+    func addRoutes(to routes: RouteBuilder) {
+        let attachment = "/v1/accounts/{account}/members/{member}/attachments/{address}"
+        routes.signed(.get, "/v1/accounts/{account}/members/{member}/attachments", use: list)
+        routes.signed(.put, attachment, bodyLimit: service.configuration.maxAttachmentBytes, use: put)
+        routes.signed(.get, attachment, use: get)
+        routes.signed(.get, attachment + "/key", use: getKey)
+        routes.signed(.put, attachment + "/key", bodyLimit: AttachmentObject.maximumKeyBytes, use: putKey)
+    }
+
+    /// The member and address in the path.
+    private func target(_ context: SignedRequestContext) throws -> (member: MemberID, address: String) {
+        (try context.parameters.member(), try context.parameters.address().description)
+    }
+
+    @Sendable func list(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let member = try context.parameters.member()
+        return try .json(["attachments": try await service.database.attachments(context.account, member: member)])
+    }
+
+    @Sendable func put(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        guard try await service.chainState(context.account).members[member] != nil else { throw APIError.notFound("member") }
+        let object = try AttachmentObject(bytes: context.body)
+        let info = try await service.database.putAttachment(context.account, member: member, address: address, key: Data(object.key),
+                                                            data: Data(object.content), device: context.device.id)
+        return try .json(info, status: info.existed == true ? .ok : .created)
+    }
+
+    @Sendable func get(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        guard let stored = try await service.database.attachment(context.account, member: member, address: address) else {
+            throw APIError.notFound("attachment")
+        }
+        return .octetStream(AttachmentObject(key: [UInt8](stored.key), content: [UInt8](stored.data)).bytes)
+    }
+
+    @Sendable func getKey(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        guard let key = try await service.database.attachmentKey(context.account, member: member, address: address) else {
+            throw APIError.notFound("attachment")
+        }
+        return .octetStream(key)
+    }
+
+    /// Re-wrapping: replaces an attachment's wrapped data key, never its content.
+    @Sendable func putKey(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        try AttachmentObject.checkKey(context.body)
+        guard try await service.database.replaceAttachmentKey(context.account, member: member, address: address,
+                                                              key: Data(context.body), device: context.device.id) else {
+            throw APIError.notFound("attachment")
+        }
+        return Response(status: .noContent)
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Hummingbird
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+
+extension Request {
+    /// Reads the body as it streams in, refusing (413) as soon as it passes `limit`:
+    /// at once when Content-Length already says so, else when the bytes do.
+    func collectBody(limit: Int) async throws -> [UInt8] {
+        let tooLarge = APIError(.payloadTooLarge, "the request body is larger than the \(limit) bytes this endpoint accepts")
+        if let declared = headers[.contentLength].flatMap(Int.init), declared > limit { throw tooLarge }
+        var bytes = [UInt8]()
+        for try await var chunk in body {
+            guard bytes.count + chunk.readableBytes <= limit else { throw tooLarge }
+            bytes += chunk.readBytes(length: chunk.readableBytes) ?? []
+        }
+        return bytes
+    }
+
+    /// An optional query parameter of type `T`, refused with a 400 that names it.
+    func query<T: LosslessStringConvertible>(_ name: String, as type: T.Type, _ what: String) throws -> T? {
+        guard let text = uri.queryParameters.get(name) else { return nil }
+        guard let value = T(text) else { throw APIError.badRequest("\(name) is \(what)") }
+        return value
+    }
+}
+
+/// The path parameters, parsed into their types or refused with a 400 that says the form.
+extension Parameters {
+    func account() throws -> AccountID {
+        guard let text = get("account"), let id = AccountID(rawValue: text) else {
+            throw APIError.badRequest("the account id in the path is 32 lowercase hex digits")
+        }
+        return id
+    }
+
+    func member() throws -> MemberID {
+        guard let text = get("member"), let id = MemberID(rawValue: text) else {
+            throw APIError.badRequest("the member id in the path is 32 lowercase hex digits")
+        }
+        return id
+    }
+
+    func address() throws -> ContentAddress {
+        guard let text = get("address"), let address = ContentAddress(text) else {
+            throw APIError.badRequest("the address in the path is ca1.<generation>.<64 lowercase hex digits>")
+        }
+        return address
+    }
+
+    func linkCode() throws -> String {
+        guard let code = get("code"), LinkCode.isValid(code) else {
+            throw APIError.badRequest("a link code is 10 characters of 0-9 and A-Z without I, L, O, U")
+        }
+        return code
+    }
+}
+
+extension Response {
+    /// `value` as JSON with sorted keys.
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(value)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func octetStream(_ bytes: some Sequence<UInt8>) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}

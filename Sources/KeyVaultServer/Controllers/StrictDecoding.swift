@@ -1,0 +1,95 @@
+import Foundation
+import KeyVaultModel
+
+/// A request body the service decodes strictly: its ``schema`` names every field it
+/// may have, and a body with any other field is refused (400 `bad_request`).
+///
+/// Unknown fields are refused where they matter: in the signed and keyed objects, a
+/// field the server would silently drop (a misspelt "boxes", a newer format) would
+/// leave the client believing it was stored. ``decodeBody(_:from:)`` takes only
+/// these types, so no request type can be decoded without its schema.
+protocol StrictRequest: Decodable {
+    static var schema: FieldSchema { get }
+}
+
+/// The fields a JSON value may have, at every level where it matters.
+indirect enum FieldSchema: Sendable {
+    case object([String: FieldSchema?])  // nil: any value (checked by the decoder)
+    case array(FieldSchema)
+
+    static let link: FieldSchema = .object(["version": nil, "sequence": nil, "previous": nil, "type": nil, "signer": nil,
+                                            "time": nil, "body": nil, "signature": nil])
+    static let box: FieldSchema = .object(["generation": nil, "sequence": nil, "recipient": nil, "box": nil, "signer": nil,
+                                           "signature": nil])
+    static let wrap: FieldSchema = .object(["member": nil, "memberGeneration": nil, "masterGeneration": nil, "envelope": nil])
+    static let slot: FieldSchema = .object(["salt": nil, "iterations": nil, "memoryKiB": nil, "authKey": nil, "boxKey": nil,
+                                            "anchor": nil])
+
+    /// Refuses the first field of `value` that the schema does not name.
+    func check(_ value: Any, path: String = "") throws {
+        switch self {
+        case .object(let fields):
+            guard let object = value as? [String: Any] else { return }  // the decoder reports the type
+            for (key, child) in object {
+                let keyPath = path.isEmpty ? key : path + "." + key
+                guard let entry = fields[key] else { throw APIError.badRequest("unknown field \(keyPath)") }
+                try entry?.check(child, path: keyPath)
+            }
+        case .array(let element):
+            guard let array = value as? [Any] else { return }
+            for (i, item) in array.enumerated() { try element.check(item, path: "\(path)[\(i)]") }
+        }
+    }
+}
+
+extension CreateAccountRequest: StrictRequest {
+    static let schema: FieldSchema = .object(["genesis": .link, "boxes": .array(.box), "recovery": .slot])
+}
+
+extension AppendRequest: StrictRequest {
+    static let schema: FieldSchema = .object(["link": .link, "boxes": .array(.box), "wraps": .array(.wrap), "recovery": .slot])
+}
+
+extension RecoveryEnrollRequest: StrictRequest {
+    static let schema: FieldSchema = .object(["token": nil, "link": .link, "boxes": .array(.box)])
+}
+
+extension RecoveryProof: StrictRequest {
+    static let schema: FieldSchema = .object(["challenge": nil, "signature": nil])
+}
+
+extension LinkRequestCreate: StrictRequest {
+    static let schema: FieldSchema = .object(["device": nil, "name": nil, "signingKey": nil, "boxKey": nil, "commitment": nil])
+}
+
+extension LinkNonce: StrictRequest {
+    static let schema: FieldSchema = .object(["nonce": nil])
+}
+
+/// Decodes a request body: unknown fields refused by the type's schema, then the
+/// decoder's checks; every refusal a 400 that says what is wrong.
+func decodeBody<T: StrictRequest>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+    guard !bytes.isEmpty else { throw APIError.badRequest("this request needs a JSON body") }
+    guard let object = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) else {
+        throw APIError.badRequest("the body is not valid JSON")
+    }
+    try T.schema.check(object)
+    do {
+        return try JSONDecoder().decode(T.self, from: Data(bytes))
+    } catch let error as DecodingError {
+        throw APIError.badRequest("the JSON body is not valid here: \(describe(error))")
+    }
+}
+
+private func describe(_ error: DecodingError) -> String {
+    func path(_ context: DecodingError.Context) -> String {
+        let p = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        return p.isEmpty ? "the body" : p
+    }
+    switch error {
+    case .keyNotFound(let key, let context): return "\(path(context)).\(key.stringValue) is missing".replacingOccurrences(of: "the body.", with: "")
+    case .typeMismatch(_, let context), .valueNotFound(_, let context): return "\(path(context)) has the wrong type"
+    case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
+    @unknown default: return "unreadable"
+    }
+}

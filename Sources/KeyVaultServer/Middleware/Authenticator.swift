@@ -1,0 +1,172 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultStore
+
+/// Header names, parsed once.
+enum Headers {
+    static let device = HTTPField.Name(RequestSignature.deviceHeader)!
+    static let timestamp = HTTPField.Name(RequestSignature.timestampHeader)!
+    static let nonce = HTTPField.Name(RequestSignature.nonceHeader)!
+    static let signature = HTTPField.Name(RequestSignature.signatureHeader)!
+    static let session = HTTPField.Name(RequestMAC.sessionHeader)!
+    static let mac = HTTPField.Name(RequestMAC.macHeader)!
+    static let invite = HTTPField.Name("KeyVault-Invite")!
+}
+
+/// Checks a signed request: known device, not revoked, of this account, fresh
+/// timestamp, unused nonce, valid signature. Refusals of a known account's
+/// devices go to its audit log, at most one row a minute per device and event (``RefusalLog``).
+struct Authenticator: Sendable {
+    let database: KeyVaultDatabase
+    let nonces: NonceLedger
+    let devices = DeviceCache()
+    let sessions = SessionTable()
+    let refusals = RefusalLog()
+    let window: Int64
+    /// Test hook: runs before the last-seen update, to widen the window in which a
+    /// request is suspended there (the revocation race tests need it).
+    var beforeTouch: (@Sendable () async -> Void)?
+
+    func device(_ id: DeviceID) async throws -> StoredDevice? {
+        if let cached = devices.get(id) { return cached }
+        guard let stored = try database.device(id) else { return nil }
+        devices.put(stored)
+        return stored
+    }
+
+    func authenticate(_ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
+        if let session = request.headers[Headers.session] {
+            return try await authenticateSession(session, request, body: body, account: account)
+        }
+        let claim = try RequestSignature.Claim(
+            device: request.headers[Headers.device],
+            timestamp: request.headers[Headers.timestamp],
+            nonce: request.headers[Headers.nonce],
+            signature: request.headers[Headers.signature])
+        var device = try await enrolled(claim.device, in: account)
+        guard let key = try? Ed25519.PublicKey(rawRepresentation: device.signingKey),
+              claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
+                            bodyHash: SHA256.hash(body), key: key)
+        else {
+            await refused(.badSignature, device, account)
+            throw ProtocolError(.badSignature, "the request signature does not verify")
+        }
+        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true)
+    }
+
+    /// A MAC-authenticated request: known, unexpired session of this account's device.
+    private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
+        let now = Int64(Date().timeIntervalSince1970)
+        guard let session = sessions.get(id, now: now) else {
+            throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
+        }
+        guard let timestampText = request.headers[Headers.timestamp],
+              let timestamp = Int64(timestampText),
+              let nonce = request.headers[Headers.nonce],
+              RequestSignature.isWellFormedNonce(nonce),
+              let mac = request.headers[Headers.mac].flatMap(base64Decode), mac.count == 32
+        else { throw ProtocolError(.malformedSignature, "a session request needs KeyVault-Timestamp, KeyVault-Nonce and a base64 32-byte KeyVault-MAC") }
+        var device = try await enrolled(session.device, in: account)
+        let bytes = RequestMAC.macBytes(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
+                                        bodyHash: SHA256.hash(body), timestamp: timestamp, nonce: nonce, session: id)
+        guard try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: session.key) else {
+            await refused(.badSignature, device, account, detail: "session")
+            throw ProtocolError(.badSignature, "the request MAC does not verify")
+        }
+        // Sessions end with the process, so their nonces need not outlive it either.
+        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: false)
+    }
+
+    /// The device, if it is enrolled in `account`.
+    private func enrolled(_ id: DeviceID, in account: AccountID) async throws -> StoredDevice {
+        guard let device = try await device(id) else {
+            throw ProtocolError(.unknownDevice, "this device is not enrolled in any account")
+        }
+        guard device.account == account else { throw ProtocolError(.wrongAccount, "this device belongs to another account") }
+        return device
+    }
+
+    /// The checks both kinds of request share, after the signature or MAC verified.
+    /// `persistNonce`: record the nonce in the database, so that the request cannot
+    /// be replayed after a restart either (Ed25519-signed requests).
+    private func admit(_ device: inout StoredDevice, account: AccountID, timestamp: Int64, nonce: String,
+                       persistNonce: Bool) async throws -> StoredDevice {
+        // Revocation is checked after the signature, so that only the device itself
+        // (not anyone who knows its id) learns that it was revoked.
+        try await refuseIfRevoked(device, account)
+        let now = Int64(Date().timeIntervalSince1970)
+        // Compared without subtracting the client's value: any Int64 is accepted
+        // from the header, and now - Int64.min would overflow.
+        guard timestamp >= now - window, timestamp <= now + window else {
+            throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
+        }
+        let fresh = persistNonce
+            ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
+            : nonces.use(nonce, device: device.id, at: now)
+        guard fresh else {
+            await refused(.replayedNonce, device, account)
+            throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")
+        }
+        if device.lastSeen.map({ now - $0 >= 60 }) ?? true {
+            // Only the time, in place: writing this copy back could undo a revocation
+            // that commits while the update below is suspended.
+            devices.touch(device.id, at: now)
+            await beforeTouch?()
+            try? await database.touch(device.id, at: now)
+            device.lastSeen = now
+        }
+        // A revocation that committed while this request was suspended wins.
+        if let current = devices.get(device.id) { try await refuseIfRevoked(current, account) }
+        return device
+    }
+
+    private func refuseIfRevoked(_ device: StoredDevice, _ account: AccountID) async throws {
+        guard device.revoked == nil else {
+            await refused(.deviceRevoked, device, account)
+            throw ProtocolError(.deviceRevoked, "this device was revoked; enrol it again with the recovery code or a link")
+        }
+    }
+
+    /// Logs a refusal of a known device, at most one row a minute per device and event.
+    private func refused(_ code: ErrorCode, _ device: StoredDevice, _ account: AccountID, detail: String? = nil) async {
+        let event = AuditEvent.refused(code)
+        guard let skipped = refusals.admit(device: device.id, event: event, at: Int64(Date().timeIntervalSince1970)) else { return }
+        let note = skipped > 0 ? "\(skipped) more not logged in the minute before" : nil
+        let text = [detail, note].compactMap { $0 }.joined(separator: "; ")
+        try? await database.recordAudit(account, event: event, device: device.id.rawValue, detail: text.isEmpty ? nil : text)
+    }
+}
+
+/// Refusals of a known device go to its account's audit log, but a device (or
+/// whoever replays its requests) must not be able to grow that log without bound:
+/// at most one row per device and event a minute; the row after a quiet minute
+/// carries how many were left out before it.
+final class RefusalLog: @unchecked Sendable {
+    static let interval: Int64 = 60
+    private let lock = NSLock()
+    private var last: [String: (time: Int64, skipped: Int)] = [:]
+    private var lastSweep: Int64 = 0
+
+    /// nil when this refusal is not logged; otherwise how many were left out since the last row.
+    func admit(device: DeviceID, event: AuditEvent, at now: Int64) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        // Amortised: one pass a minute drops entries with nothing left to report.
+        if now - lastSweep >= Self.interval {
+            last = last.filter { now - $0.value.time < Self.interval || $0.value.skipped > 0 }
+            lastSweep = now
+        }
+        let key = device.rawValue + " " + event.rawValue
+        if let entry = last[key], now - entry.time < Self.interval {
+            last[key] = (entry.time, entry.skipped + 1)
+            return nil
+        }
+        let skipped = last[key]?.skipped ?? 0
+        last[key] = (now, 0)
+        return skipped
+    }
+}

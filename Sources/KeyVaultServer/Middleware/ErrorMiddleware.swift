@@ -1,0 +1,44 @@
+import Foundation
+import Hummingbird
+import KeyVaultProtocol
+import KeyVaultStore
+
+/// Turns every error into the JSON error body, so no handler can leak a stack
+/// trace or an empty 500, and logs each refusal with the request id (never a body
+/// or a header value).
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            context.logger.info("refused", metadata: ["code": .string(error.code.rawValue), "status": .stringConvertible(error.status.code)])
+            throw error
+        } catch let error as ProtocolError {
+            context.logger.info("refused", metadata: ["code": .string(error.code.rawValue)])
+            throw APIError(error)
+        } catch let error as HTTPError {
+            throw switch error.status {
+            case .notFound: APIError(.notFound, "no such route: \(request.method.rawValue) \(request.uri.path)")
+            case .methodNotAllowed: APIError(.methodNotAllowed, "\(request.method.rawValue) is not allowed on \(request.uri.path)")
+            case .contentTooLarge: APIError(.payloadTooLarge, "the request body is larger than this endpoint accepts")
+            default: APIError(passingOn: error)
+            }
+        } catch let error as StoreError {
+            let api: APIError = switch error {
+            case .staleChain: APIError(.staleChain, "another device changed the account first; fetch the chain and try again")
+            case .accountExists: APIError(.accountExists, "that account (or its first device) already exists")
+            case .notFound: APIError.notFound("account")
+            case .tooManyLinkRequests: APIError(.tooManyLinkRequests, "too many pending link requests from this address (or on this server); wait for them to expire")
+            case .linkRequestClosed: APIError(.linkRequestClosed, "this link request is no longer pending")
+            case .linkRequestOutOfTurn: APIError(.linkRequestOutOfTurn, "this link request is not at that step (already answered, not answered yet, or not revealed yet)")
+            }
+            context.logger.info("refused", metadata: ["code": .string(api.code.rawValue)])
+            throw api
+        } catch is DecodingError {
+            throw APIError.badRequest("the JSON body does not have the expected fields and types")
+        } catch {
+            context.logger.error("internal error", metadata: ["type": .string(String(describing: type(of: error)))])
+            throw APIError(.internalError, "the server failed to handle this request")
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import Hummingbird
+import KeyVaultModel
+
+/// Authenticates a signed route: reads the body within the route's limit, checks the
+/// request signature (or session MAC) against it, and hands the route a
+/// ``SignedRequestContext`` (through ``KeyVaultRequestContext/caller``).
+struct SignatureMiddleware: RouterMiddleware {
+    typealias Context = KeyVaultRequestContext
+    let authenticator: Authenticator
+    let bodyLimit: Int
+    /// false: only an Ed25519-signed request passes, not a session's (opening a session).
+    let acceptsSessions: Bool
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if !acceptsSessions, request.headers[Headers.session] != nil {
+            throw APIError(.signatureRequired, "open a session with an Ed25519-signed request, not from another session")
+        }
+        let account = try context.parameters.account()
+        let body = try await request.collectBody(limit: bodyLimit)
+        let device = try await authenticator.authenticate(request, body: body, account: account)
+        var context = context
+        context.caller = SignedCaller(account: account, device: device, body: body)
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Hummingbird
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultStore
+
+/// What the controllers share: the configuration, the database and the in-memory
+/// state of this process (chain states, devices and sessions, recovery gate).
+struct ServiceState: Sendable {
+    let configuration: ServerConfiguration
+    let database: KeyVaultDatabase
+    let chains = ChainCache()
+    var authenticator: Authenticator
+    let recoveryGate = RecoveryGate()
+
+    init(configuration: ServerConfiguration, database: KeyVaultDatabase) {
+        self.configuration = configuration
+        self.database = database
+        authenticator = Authenticator(database: database, nonces: NonceLedger(window: configuration.signatureWindowSeconds),
+                                      window: configuration.signatureWindowSeconds)
+    }
+
+    /// The account's replayed chain, cached; 404 when there is no such account.
+    func chainState(_ account: AccountID) async throws -> ChainState {
+        guard let state = try await chains.state(account, load: {
+            guard let stored = try await database.links(account) else { return nil }
+            return try ChainState(links: stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) })
+        }) else { throw APIError.notFound("account") }
+        return state
+    }
+
+    /// Checks a link (and its boxes and wraps) against the chain and stores it in one
+    /// transaction, if the head has not moved. `device` is the authenticated sender
+    /// (nil for recovery enrolment, where the recovery key signed the link).
+    func appendVerified(_ account: AccountID, _ append: AppendRequest, by device: StoredDevice?,
+                        approving code: String? = nil) async throws -> Response {
+        var before = try await chainState(account)
+        var after = before
+        do {
+            try after.apply(append.link)
+        } catch {
+            // Refused against the cached state: if that state is behind the database,
+            // forget it and judge the link against the stored chain instead.
+            guard let newer = try await database.links(account, after: before.sequence), !newer.links.isEmpty else { throw error }
+            await chains.forget(account)
+            before = try await chainState(account)
+            after = before
+            try after.apply(append.link)
+        }
+        if let device, append.link.signer != device.id.rawValue {
+            throw APIError(.wrongSigner, "a device may only append links it signed itself")
+        }
+        for box in append.boxes { try checkAppended(box, in: after) }
+        // The recovery slot travels only with the recovery.set link that authorises its keys.
+        if append.link.type == .recoverySet {
+            guard let slot = append.recovery, let recovery = after.recovery,
+                  slot.authKey == Hex.encode(recovery.authKey.rawRepresentation), slot.boxKey == Hex.encode(recovery.boxKey.rawRepresentation)
+            else { throw APIError.badRequest("a recovery.set link comes with the recovery slot whose keys it names") }
+        } else if append.recovery != nil {
+            throw APIError.badRequest("a recovery slot comes only with a recovery.set link")
+        }
+        for wrap in append.wraps {
+            guard after.members[wrap.member] != nil, base64Decode(wrap.envelope).map({ (62...4096).contains($0.count) }) == true else {
+                throw APIError.badRequest("a member wrap names a member of the account and carries a base64 envelope")
+            }
+        }
+        let actor = device?.id.rawValue ?? ChainLink.recoverySigner
+        var write = ChainWrite(link: try stored(append.link), expectedHead: before.head,
+                               audit: (.link(append.link.type), actor, "sequence \(append.link.sequence)"))
+        write.boxes = append.boxes
+        write.wraps = append.wraps
+        write.recovery = try append.recovery.map(checked)
+        if let code, let device { write.approvesLinkRequest = (code, device.id) }
+        for (id, added) in after.devices where before.devices[id] == nil {
+            write.newDevices.append(StoredDevice(id: id, account: account, name: added.name,
+                                                 signingKey: added.signingKey.rawRepresentation,
+                                                 boxKey: added.boxKey.rawRepresentation, added: added.added))
+        }
+        write.revokedDevices = after.devices.values.filter { !$0.isActive && before.devices[$0.id]?.isActive == true }.map(\.id)
+        do {
+            try await database.append(account, write)
+        } catch StoreError.staleChain {
+            await chains.forget(account)
+            throw ProtocolError(.staleChain, "another device changed the account first; fetch the chain and try again")
+        } catch StoreError.linkRequestClosed {
+            throw APIError(.linkRequestClosed, "this link request is no longer pending")
+        }
+        // The device cache first, before anything that suspends: a request of a revoked
+        // device that starts once the write committed must meet the revocation.
+        for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: append.link.sequence) }
+        for device in write.newDevices { authenticator.devices.put(device) }
+        await chains.store(after)
+        return try .json(["head": after.head, "sequence": String(after.sequence)], status: .created)
+    }
+
+    /// A box stored with a link must name that link (so that it is judged by the
+    /// chain as it stands there, where nothing later has happened yet) and verify.
+    func checkAppended(_ box: KeyBox, in state: ChainState) throws {
+        guard box.sequence == state.sequence else {
+            throw ProtocolError(.boxPosition, "a key box names the link it is stored with (\(state.sequence)), not \(box.sequence)")
+        }
+        try box.verify(in: state)
+    }
+
+    func stored(_ link: ChainLink) throws -> StoredLink {
+        StoredLink(sequence: link.sequence, hash: link.hash, json: try JSONEncoder().encode(link))
+    }
+
+    func checked(_ slot: RecoverySlot) throws -> RecoverySlot {
+        guard (try? Hex.decode(slot.salt))?.count == 16, (try? Hex.decode(slot.authKey))?.count == 32,
+              (try? Hex.decode(slot.boxKey))?.count == 32, base64Decode(slot.anchor).map({ $0.count >= 62 }) == true
+        else { throw APIError.badRequest("a recovery slot has a 16-byte hex salt, 32-byte hex keys and a base64 envelope") }
+        do {
+            _ = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
+        } catch let error as CryptoError {
+            // Above the ceiling no client would use the slot: refused as such, not as weak.
+            throw APIError(error.code == .parametersAboveCeiling ? .kdfAboveCeiling : .weakKDF, error.message)
+        }
+        return slot
+    }
+}

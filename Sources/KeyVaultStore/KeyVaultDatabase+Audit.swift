@@ -1,0 +1,46 @@
+import Foundation
+import GRDB
+import KeyVaultModel
+
+/// What an audit row records. The raw values are stored in the `audit.event` column
+/// and shown to the account's devices: never change one.
+public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// A chain link was appended: `link.<type>` (`link.genesis`, `link.device.add`, …).
+    public static func link(_ type: LinkType) -> AuditEvent { AuditEvent(rawValue: "link." + type.rawValue) }
+    /// A request of a known device was refused: `refused.<code>`.
+    public static func refused(_ code: ErrorCode) -> AuditEvent { AuditEvent(rawValue: "refused." + code.rawValue) }
+    /// A recovery proof failed (the row carries no device: none signed it).
+    public static let refusedRecoveryProof = AuditEvent(rawValue: "refused.recovery_proof")
+    public static let recoveryProven = AuditEvent(rawValue: "recovery.proven")
+    public static let attachmentPut = AuditEvent(rawValue: "attachment.put")
+    public static let attachmentRewrap = AuditEvent(rawValue: "attachment.rewrap")
+    public static let linkRequestRefused = AuditEvent(rawValue: "link_request.refused")
+}
+
+extension KeyVaultDatabase {
+    public func recordAudit(_ account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws {
+        try await writer.write { db in try Self.audit(db, account: account, event: event, device: device, detail: detail) }
+    }
+
+    /// Entries per page of the audit log: a client reads on with `after` the last id until a page is empty.
+    public static let auditPageSize = 1000
+
+    /// One page of the audit log, oldest first, after entry `after`.
+    public func audit(_ account: AccountID, after: Int64 = 0, limit: Int = auditPageSize) async throws -> [AuditEntry] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE account = ? AND id > ? ORDER BY id LIMIT ?",
+                             arguments: [account.rawValue, after, limit]).map {
+                AuditEntry(id: $0["id"], time: $0["time"], event: $0["event"], device: $0["device"], detail: $0["detail"])
+            }
+        }
+    }
+
+    static func audit(_ db: Database, account: AccountID, event: AuditEvent, device: String?, detail: String?) throws {
+        try db.execute(sql: "INSERT INTO audit (account, time, event, device, detail) VALUES (?, ?, ?, ?, ?)",
+                       arguments: [account.rawValue, now(), event.rawValue, device, detail])
+    }
+}

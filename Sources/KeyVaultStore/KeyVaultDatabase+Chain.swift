@@ -1,0 +1,139 @@
+import Foundation
+import GRDB
+import KeyVaultModel
+
+extension KeyVaultDatabase {
+    // MARK: Accounts and the chain
+
+    /// Creates an account from its genesis link, first device and boxes.
+    ///
+    /// - Throws: `StoreError.accountExists` when the account (or device) is already there.
+    public func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
+                              recovery: RecoverySlot?) async throws {
+        try await durableWrite { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
+                || Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ?", arguments: [device.id.rawValue]) == true {
+                throw StoreError.accountExists
+            }
+            try db.execute(sql: "INSERT INTO accounts (id, created, head, sequence) VALUES (?, ?, ?, 0)",
+                           arguments: [account.rawValue, Self.now(), genesis.hash])
+            try Self.insert(genesis, account: account, db)
+            try Self.insert(device, db)
+            for box in boxes { try Self.insert(box, account: account, db) }
+            if let recovery { try Self.upsert(recovery, account: account, db) }
+            try Self.audit(db, account: account, event: .link(.genesis), device: device.id.rawValue, detail: nil)
+        }
+    }
+
+    /// Appends one link and everything that goes with it, if the head is still the expected one.
+    ///
+    /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`.
+    public func append(_ account: AccountID, _ write: ChainWrite) async throws {
+        try await durableWrite { db in
+            guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
+                throw StoreError.notFound
+            }
+            guard head == write.expectedHead else { throw StoreError.staleChain(currentHead: head) }
+            if let (code, approver) = write.approvesLinkRequest {
+                try db.execute(sql: """
+                    UPDATE link_requests SET status = ?
+                    WHERE account = ? AND code = ? AND status = ? AND expires >= ? AND approver = ?
+                      AND device_nonce IS NOT NULL
+                    """, arguments: [LinkRequestStatus.approved, account.rawValue, code, LinkRequestStatus.pending, Self.now(),
+                                     approver.rawValue])
+                guard db.changesCount == 1 else { throw StoreError.linkRequestClosed }
+            }
+            try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
+                           arguments: [write.link.hash, write.link.sequence, account.rawValue])
+            try Self.insert(write.link, account: account, db)
+            for device in write.newDevices { try Self.insert(device, db) }
+            for id in write.revokedDevices {
+                try db.execute(sql: "UPDATE devices SET revoked = ? WHERE id = ? AND account = ?",
+                               arguments: [write.link.sequence, id.rawValue, account.rawValue])
+            }
+            for box in write.boxes { try Self.insert(box, account: account, db) }
+            for wrap in write.wraps {
+                try db.execute(sql: """
+                    INSERT OR REPLACE INTO member_wraps (account, member, member_generation, master_generation, envelope)
+                    VALUES (?, ?, ?, ?, ?)
+                    """, arguments: [account.rawValue, wrap.member.rawValue, wrap.memberGeneration, wrap.masterGeneration, wrap.envelope])
+            }
+            if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
+            try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, detail: write.audit.detail)
+        }
+    }
+
+    /// The chain's links from `after` (exclusive), in order, and the head.
+    public func links(_ account: AccountID, after: UInt64? = nil) async throws -> (links: [StoredLink], head: String)? {
+        try await writer.read { db in
+            guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
+                return nil
+            }
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT sequence, hash, json FROM links WHERE account = ? AND sequence > ? ORDER BY sequence
+                """, arguments: [account.rawValue, after.map { Int64(clamping: $0) } ?? -1])  // a sequence past Int64.max matches nothing
+            return (rows.map { StoredLink(sequence: UInt64($0["sequence"] as Int64), hash: $0["hash"], json: $0["json"]) }, head)
+        }
+    }
+
+    /// Deletes the account and everything of it (links, devices, boxes, wraps,
+    /// attachments, recovery slot, audit log) in one transaction.
+    public func deleteAccount(_ account: AccountID) async throws {
+        try await durableWrite { db in
+            try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
+            guard db.changesCount > 0 else { throw StoreError.notFound }
+        }
+    }
+
+    // MARK: Boxes, wraps, recovery
+
+    public func boxes(_ account: AccountID, recipient: String?, generation: UInt32?) throws -> [KeyBox] {
+        try boxesJSON(account, recipient: recipient, generation: generation).map { try JSONDecoder().decode(KeyBox.self, from: $0) }
+    }
+
+    /// The stored JSON of each box, as this server encoded it when the box was
+    /// written: the hot read path splices it into the response without decoding.
+    public func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) throws -> [Data] {
+        try writer.unsafeReentrantRead { db in  // one statement: atomic without a transaction
+            var sql = "SELECT json FROM key_boxes WHERE account = ?"
+            var arguments: StatementArguments = [account.rawValue]
+            if let recipient { sql += " AND recipient = ?"; arguments += [recipient] }
+            if let generation { sql += " AND generation = ?"; arguments += [generation] }
+            sql += " ORDER BY generation, recipient"
+            return try Data.fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
+        }
+    }
+
+    public func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap] {
+        try await writer.read { db in
+            var sql = "SELECT member, member_generation, master_generation, envelope FROM member_wraps WHERE account = ?"
+            var arguments: StatementArguments = [account.rawValue]
+            if let member { sql += " AND member = ?"; arguments += [member.rawValue] }
+            sql += " ORDER BY member, member_generation, master_generation"
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+                MemberWrap(member: MemberID(unchecked: row["member"]), memberGeneration: UInt32(row["member_generation"] as Int64),
+                           masterGeneration: UInt32(row["master_generation"] as Int64), envelope: row["envelope"])
+            }
+        }
+    }
+
+    public func recoverySlot(_ account: AccountID) async throws -> RecoverySlot? {
+        try await writer.read { db in
+            try Data.fetchOne(db, sql: "SELECT json FROM recovery_slots WHERE account = ?", arguments: [account.rawValue])
+                .map { try JSONDecoder().decode(RecoverySlot.self, from: $0) }
+        }
+    }
+
+    private static func insert(_ link: StoredLink, account: AccountID, _ db: Database) throws {
+        try db.execute(sql: "INSERT INTO links (account, sequence, hash, json) VALUES (?, ?, ?, ?)",
+                       arguments: [account.rawValue, link.sequence, link.hash, link.json])
+    }
+    private static func insert(_ box: KeyBox, account: AccountID, _ db: Database) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO key_boxes (account, generation, recipient, json) VALUES (?, ?, ?, ?)",
+                       arguments: [account.rawValue, box.generation, box.recipient, try JSONEncoder().encode(box)])
+    }
+    private static func upsert(_ slot: RecoverySlot, account: AccountID, _ db: Database) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO recovery_slots (account, json) VALUES (?, ?)",
+                       arguments: [account.rawValue, try JSONEncoder().encode(slot)])
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import GRDB
+import KeyVaultModel
+
+extension KeyVaultDatabase {
+    // MARK: Devices
+
+    /// A point read on the request path: synchronous (no hop to another thread;
+    /// SQLite answers in microseconds), one statement (atomic by itself, so no
+    /// wrapping transaction), a cached prepared statement.
+    public func device(_ id: DeviceID) throws -> StoredDevice? {
+        try writer.unsafeReentrantRead { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?"), arguments: [id.rawValue]).map(Self.device)
+        }
+    }
+
+    public func devices(_ account: AccountID) async throws -> [StoredDevice] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE account = ? ORDER BY added", arguments: [account.rawValue]).map(Self.device)
+        }
+    }
+
+    /// Records the nonce of a signed request of `device`, with the request's
+    /// timestamp; false when that device already used it. Rows with timestamps
+    /// before `forgetBefore` go first: such requests are refused as stale anyway.
+    public func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
+        try await writer.write { db in
+            // The index on time makes this a short range delete, not a scan.
+            try db.cachedStatement(sql: "DELETE FROM request_nonces WHERE time < ?").execute(arguments: [forgetBefore])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO request_nonces (device, nonce, time) VALUES (?, ?, ?)")
+                .execute(arguments: [device.rawValue, nonce, timestamp])
+            return db.changesCount == 1
+        }
+    }
+
+    /// Records that a device made a signed request (at most once a minute per device).
+    public func touch(_ id: DeviceID, at time: Int64) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "UPDATE devices SET last_seen = ? WHERE id = ? AND (last_seen IS NULL OR last_seen < ?)",
+                           arguments: [time, id.rawValue, time - 60])
+        }
+    }
+
+    static func insert(_ device: StoredDevice, _ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO devices (id, account, name, signing_key, box_key, added, revoked) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [device.id.rawValue, device.account.rawValue, device.name, Data(device.signingKey),
+                             Data(device.boxKey), device.added, device.revoked])
+    }
+    private static func device(_ row: Row) -> StoredDevice {
+        StoredDevice(id: DeviceID(unchecked: row["id"]), account: AccountID(unchecked: row["account"]), name: row["name"],
+                     signingKey: [UInt8](row["signing_key"] as Data), boxKey: [UInt8](row["box_key"] as Data),
+                     added: UInt64(row["added"] as Int64), revoked: (row["revoked"] as Int64?).map(UInt64.init),
+                     lastSeen: row["last_seen"])
+    }
+}

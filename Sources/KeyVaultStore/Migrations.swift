@@ -1,0 +1,119 @@
+import GRDB
+
+extension KeyVaultDatabase {
+    /// The schema, as migrations. Append-only: never edit a registered migration; add a new one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        // Append-only: never edit a registered migration; add a new one.
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE accounts (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    created INTEGER NOT NULL,
+                    head TEXT NOT NULL,
+                    sequence INTEGER NOT NULL
+                ) STRICT;
+                CREATE TABLE links (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    sequence INTEGER NOT NULL,
+                    hash TEXT NOT NULL,
+                    json BLOB NOT NULL,
+                    PRIMARY KEY (account, sequence)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE devices (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    signing_key BLOB NOT NULL,
+                    box_key BLOB NOT NULL,
+                    added INTEGER NOT NULL,
+                    revoked INTEGER,
+                    last_seen INTEGER
+                ) STRICT;
+                CREATE INDEX devices_account ON devices(account);
+                CREATE TABLE recovery_slots (
+                    account TEXT PRIMARY KEY NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    json BLOB NOT NULL
+                ) STRICT;
+                CREATE TABLE key_boxes (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    generation INTEGER NOT NULL,
+                    recipient TEXT NOT NULL,
+                    json BLOB NOT NULL,
+                    PRIMARY KEY (account, generation, recipient)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE member_wraps (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    member TEXT NOT NULL,
+                    member_generation INTEGER NOT NULL,
+                    master_generation INTEGER NOT NULL,
+                    envelope TEXT NOT NULL,
+                    PRIMARY KEY (account, member, member_generation, master_generation)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE attachments (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    member TEXT NOT NULL,
+                    address TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    data BLOB NOT NULL,
+                    PRIMARY KEY (account, member, address)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE audit (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    time INTEGER NOT NULL,
+                    event TEXT NOT NULL,
+                    device TEXT,
+                    detail TEXT
+                ) STRICT;
+                CREATE INDEX audit_account ON audit(account, id);
+                """)
+        }
+        migrator.registerMigration("v2 link requests") { db in
+            try db.execute(sql: """
+                CREATE TABLE link_requests (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    code TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    expires INTEGER NOT NULL,
+                    request BLOB NOT NULL,
+                    approver TEXT,
+                    PRIMARY KEY (account, code)
+                ) STRICT, WITHOUT ROWID;
+                """)
+        }
+        migrator.registerMigration("v3 attachment keys") { db in
+            // The wrapped data key, apart from the content, so re-wrapping rewrites only it.
+            try db.execute(sql: "ALTER TABLE attachments ADD COLUMN key BLOB NOT NULL DEFAULT x''")
+        }
+        migrator.registerMigration("v4 request nonces") { db in
+            // Nonces of Ed25519-signed requests, kept while their timestamps are fresh, so
+            // that a request captured before a restart is refused after it. No foreign key:
+            // a deleted account's nonces still expire, and still refuse replays meanwhile.
+            try db.execute(sql: """
+                CREATE TABLE request_nonces (
+                    device TEXT NOT NULL,
+                    nonce TEXT NOT NULL,
+                    time INTEGER NOT NULL,
+                    PRIMARY KEY (device, nonce)
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX request_nonces_time ON request_nonces(time);
+                """)
+        }
+        migrator.registerMigration("v5 link exchange") { db in
+            // Device link version 2 (docs/formats/device-link.md): the approver's and the new
+            // device's random values, and the client address that asked, for per-address limits.
+            // Version 1 requests cannot finish under version 2; they are dropped.
+            try db.execute(sql: """
+                DELETE FROM link_requests;
+                ALTER TABLE link_requests ADD COLUMN approver_nonce TEXT;
+                ALTER TABLE link_requests ADD COLUMN device_nonce TEXT;
+                ALTER TABLE link_requests ADD COLUMN client TEXT NOT NULL DEFAULT '';
+                CREATE INDEX link_requests_client ON link_requests(client, status, expires);
+                CREATE INDEX link_requests_expires ON link_requests(status, expires);
+                """)
+        }
+        return migrator
+    }
+}

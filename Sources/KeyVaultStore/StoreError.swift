@@ -1,0 +1,16 @@
+import KeyVaultModel
+
+/// Why the store refused a write. The server maps each case to an HTTP answer.
+public enum StoreError: Error, Sendable, Equatable {
+    /// The chain head moved since the writer read it.
+    case staleChain(currentHead: String)
+    case accountExists
+    case notFound
+    /// Too many pending device-link requests from one client address, or on the whole server.
+    case tooManyLinkRequests
+    /// The link request is no longer pending (approved, refused or expired).
+    case linkRequestClosed
+    /// The link request is pending but not at the step this write needs (answered
+    /// already, not answered yet, or not revealed yet).
+    case linkRequestOutOfTurn
+}
