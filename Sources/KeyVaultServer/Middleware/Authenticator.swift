@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTPTypes
 import Hummingbird
 import KeyVaultCrypto
@@ -145,28 +146,30 @@ struct Authenticator: Sendable {
 /// whoever replays its requests) must not be able to grow that log without bound:
 /// at most one row per device and event a minute; the row after a quiet minute
 /// carries how many were left out before it.
-final class RefusalLog: @unchecked Sendable {
+final class RefusalLog: Sendable {
     static let interval: Int64 = 60
-    private let lock = NSLock()
-    private var last: [String: (time: Int64, skipped: Int)] = [:]
-    private var lastSweep: Int64 = 0
+    private struct Entries {
+        var last: [String: (time: Int64, skipped: Int)] = [:]
+        var lastSweep: Int64 = 0
+    }
+    private let entries = Mutex(Entries())
 
     /// nil when this refusal is not logged; otherwise how many were left out since the last row.
     func admit(device: DeviceID, event: AuditEvent, at now: Int64) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        // Amortised: one pass a minute drops entries with nothing left to report.
-        if now - lastSweep >= Self.interval {
-            last = last.filter { now - $0.value.time < Self.interval || $0.value.skipped > 0 }
-            lastSweep = now
+        entries.withLock { entries in
+            // Amortised: one pass a minute drops entries with nothing left to report.
+            if now - entries.lastSweep >= Self.interval {
+                entries.last = entries.last.filter { now - $0.value.time < Self.interval || $0.value.skipped > 0 }
+                entries.lastSweep = now
+            }
+            let key = device.rawValue + " " + event.rawValue
+            if let entry = entries.last[key], now - entry.time < Self.interval {
+                entries.last[key] = (entry.time, entry.skipped + 1)
+                return nil
+            }
+            let skipped = entries.last[key]?.skipped ?? 0
+            entries.last[key] = (now, 0)
+            return skipped
         }
-        let key = device.rawValue + " " + event.rawValue
-        if let entry = last[key], now - entry.time < Self.interval {
-            last[key] = (entry.time, entry.skipped + 1)
-            return nil
-        }
-        let skipped = last[key]?.skipped ?? 0
-        last[key] = (now, 0)
-        return skipped
     }
 }

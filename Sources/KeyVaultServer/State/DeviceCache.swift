@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import KeyVaultModel
 import KeyVaultStore
 
@@ -12,50 +13,50 @@ import KeyVaultStore
 /// cached entry's revocation: `put` keeps any revocation already known (also one
 /// of a device that was not cached when it was revoked), and last-seen is updated
 /// in place by `touch`.
-final class DeviceCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var devices: [DeviceID: StoredDevice] = [:]
-    /// Every revocation this process committed, cached device or not: a copy read
-    /// from the database just before the commit may be put just after it.
-    private var revocations: [DeviceID: (account: AccountID, sequence: UInt64)] = [:]
+final class DeviceCache: Sendable {
+    private struct Entries {
+        var devices: [DeviceID: StoredDevice] = [:]
+        /// Every revocation this process committed, cached device or not: a copy read
+        /// from the database just before the commit may be put just after it.
+        var revocations: [DeviceID: (account: AccountID, sequence: UInt64)] = [:]
+    }
+    private let entries = Mutex(Entries())
 
     func get(_ id: DeviceID) -> StoredDevice? {
-        lock.lock()
-        defer { lock.unlock() }
-        return devices[id]
+        entries.withLock { $0.devices[id] }
     }
 
     /// Caches `device`, never clearing a revocation already known.
     func put(_ device: StoredDevice) {
         var device = device
-        lock.lock()
-        defer { lock.unlock() }
-        let known = [devices[device.id]?.revoked, revocations[device.id]?.sequence, device.revoked].compactMap { $0 }
-        device.revoked = known.min()
-        if let cached = devices[device.id]?.lastSeen { device.lastSeen = max(cached, device.lastSeen ?? cached) }
-        devices[device.id] = device
+        entries.withLock { entries in
+            let known = [entries.devices[device.id]?.revoked, entries.revocations[device.id]?.sequence, device.revoked].compactMap { $0 }
+            device.revoked = known.min()
+            if let cached = entries.devices[device.id]?.lastSeen { device.lastSeen = max(cached, device.lastSeen ?? cached) }
+            entries.devices[device.id] = device
+        }
     }
 
     /// Records that `id` was revoked by link `sequence` (the first revocation stands).
     func revoke(_ id: DeviceID, of account: AccountID, at sequence: UInt64) {
-        lock.lock()
-        defer { lock.unlock() }
-        if revocations[id] == nil { revocations[id] = (account, sequence) }
-        if devices[id] != nil, devices[id]?.revoked == nil { devices[id]?.revoked = sequence }
+        entries.withLock { entries in
+            if entries.revocations[id] == nil { entries.revocations[id] = (account, sequence) }
+            if entries.devices[id] != nil, entries.devices[id]?.revoked == nil { entries.devices[id]?.revoked = sequence }
+        }
     }
 
     /// Updates only the last-seen time of the cached entry.
     func touch(_ id: DeviceID, at time: Int64) {
-        lock.lock()
-        defer { lock.unlock() }
-        if let entry = devices[id] { devices[id]?.lastSeen = max(entry.lastSeen ?? time, time) }
+        entries.withLock { entries in
+            if let entry = entries.devices[id] { entries.devices[id]?.lastSeen = max(entry.lastSeen ?? time, time) }
+        }
     }
 
     /// Forgets a deleted account's devices: the same genesis may found it again.
     func removeAccount(_ account: AccountID) {
-        lock.lock()
-        defer { lock.unlock() }
-        devices = devices.filter { $0.value.account != account }
-        revocations = revocations.filter { $0.value.account != account }
+        entries.withLock { entries in
+            entries.devices = entries.devices.filter { $0.value.account != account }
+            entries.revocations = entries.revocations.filter { $0.value.account != account }
+        }
     }
 }
