@@ -21,9 +21,10 @@ struct Init: AsyncParsableCommand {
         discussion: """
             Makes this device's keys and the account's first master key, shows a new
             24-word recovery code once (or writes it to --recovery-file with mode 0600),
-            asks for three of its words back (unless --yes), then creates the account
-            on the server and sets the code. Prints the account id: other devices join
-            with it (`keyctl device enroll` or `keyctl device link`).
+            asks for three of its words back (unless --yes; on a terminal the code is
+            cleared from the screen first, and each word may be typed 3 times), then
+            creates the account on the server and sets the code. Prints the account
+            id: other devices join with it (`keyctl device enroll` or `keyctl device link`).
 
             --json prints {"account", "device", "server"}; it needs --recovery-file.
             """)
