@@ -43,7 +43,7 @@ public struct Keyctl: AsyncParsableCommand {
             """,
         version: "keyctl (KeyVault) 0.1.0",
         subcommands: [Init.self, Status.self, Device.self, Member.self, Master.self, Recovery.self, Attachment.self,
-                      Audit.self, Account.self, Serve.self])
+                      Audit.self, Account.self, Serve.self, Completion.self, Manual.self])
 
     public init() {}
 }
