@@ -34,15 +34,15 @@ enum WrittenCopyCheck {
         var rng = SystemRandom()
         positions.shuffle(using: &rng)
         for position in positions.prefix(questions).sorted() {
+            let mismatch = KeyctlError(.invalidCode, "word #\(position) does not match; nothing was changed",
+                                       hint: "run the command again for a new code to write down (or add --yes to skip the check)", exitCode: .rejected)
             for attempt in 1...(interactive ? attempts : 1) {
-                var answer = try console.readSecretLine(prompt: "To check your copy, word #\(position): ") ?? []
+                // End of input (Ctrl-D) ends the check: no further answer can come.
+                guard var answer = try console.readSecretLine(prompt: "To check your copy, word #\(position): ") else { throw mismatch }
                 defer { secureWipe(&answer) }
                 if code.isWord(String(decoding: answer, as: UTF8.self), at: position) { break }
                 let left = (interactive ? attempts : 1) - attempt
-                guard left > 0 else {
-                    throw KeyctlError(.invalidCode, "word #\(position) does not match; nothing was changed",
-                                      hint: "run the command again for a new code to write down (or add --yes to skip the check)", exitCode: .rejected)
-                }
+                guard left > 0 else { throw mismatch }
                 console.writeError("That is not word #\(position) of your copy: \(left) attempt\(left == 1 ? "" : "s") left.\n")
             }
         }

@@ -71,6 +71,10 @@ func threeWrongAnswersFailTheCheckAndMakeNothing() async throws {
                                       console: filed)
     #expect(toFile == KeyctlError.ExitCode.rejected.rawValue)
     #expect(!filed.transcript.contains(WrittenCopyCheck.clearScreen), "nothing was shown, so nothing is cleared")
+    // Input that ends (Ctrl-D) ends the check at once: no attempts are counted down.
+    let closed = BufferConsole(input: "", terminal: true)
+    #expect(await KeyctlMain.run(["init", "--server", story.url, "--name", "laptop", "--home", home], console: closed) == 1)
+    #expect(!closed.errorOutput.contains("attempt"), "\(closed.errorOutput)")
     // Piped answers, as scripts give them: one line per word, and the first wrong one fails.
     let piped = BufferConsole(input: "xyzzy\nxyzzy\nxyzzy\n")
     #expect(await KeyctlMain.run(["init", "--server", story.url, "--name", "laptop", "--home", home], console: piped) == 1)
