@@ -43,7 +43,7 @@ struct Completion: ParsableCommand {
             then, for example as kvctl:
 
               kvctl completion bash > ~/.local/share/bash-completion/completions/kvctl
-              kvctl completion zsh  > ~/.zfunc/_kvctl          # a directory in $fpath
+              kvctl completion zsh  > ~/.local/share/zsh/site-functions/_kvctl   # in $fpath
               kvctl completion fish > ~/.config/fish/completions/kvctl.fish
             """)
 
