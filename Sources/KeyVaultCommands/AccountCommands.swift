@@ -21,9 +21,10 @@ struct Init: AsyncParsableCommand {
         discussion: """
             Makes this device's keys and the account's first master key, shows a new
             24-word recovery code once (or writes it to --recovery-file with mode 0600),
-            asks for three of its words back (unless --yes), then creates the account
-            on the server and sets the code. Prints the account id: other devices join
-            with it (`keyctl device enroll` or `keyctl device link`).
+            asks for three of its words back (unless --yes; on a terminal the code is
+            cleared from the screen first, and each word may be typed 3 times), then
+            creates the account on the server and sets the code. Prints the account
+            id: other devices join with it (`keyctl device enroll` or `keyctl device link`).
 
             --json prints {"account", "device", "server"}; it needs --recovery-file.
             """)
@@ -66,6 +67,8 @@ struct Status: AsyncParsableCommand {
             Fetches and verifies the account chain, then shows the account, this
             device, the server, the chain head, the master, recovery and member key
             generations, pending device-link requests and any unfinished rotation.
+            Devices and members are named; past 10, the first 5 and how many more.
+            --json lists them all.
             """)
 
     @OptionGroup var options: HomeOptions
@@ -75,13 +78,18 @@ struct Status: AsyncParsableCommand {
         let state = try await vault.chain
         let pending = try await vault.api.pendingLinkRequests()
         let rotation = try await vault.pendingRotation()
-        let members = state.members.values.sorted { $0.id.rawValue < $1.id.rawValue }
+        // Names need the member keys; where they do not open (an unfinished rotation) ids stand in, and `audit` says why.
+        let members = ((try? await vault.members())?.map { (id: $0.id.rawValue, name: Optional($0.name), generation: $0.generation) }
+            ?? state.members.values.map { (id: $0.id.rawValue, name: nil, generation: $0.generation) })
+            .sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
+        let devices = state.activeDevices.filter { $0.id == vault.device } + state.activeDevices.filter { $0.id != vault.device }
         var object: [String: Any] = [
             "account": vault.account.rawValue, "device": vault.device.rawValue, "name": vault.deviceName,
             "server": vault.server, "head": state.head, "sequence": state.sequence,
             "masterGeneration": state.masterGeneration, "recoveryGeneration": state.recovery?.generation ?? 0,
-            "members": members.map { ["id": $0.id.rawValue, "generation": $0.generation] },
-            "devices": state.activeDevices.count,
+            "members": members.map { ["id": $0.id, "name": $0.name.map { $0 as Any } ?? NSNull(), "generation": $0.generation] },
+            "devices": devices.count,
+            "activeDevices": devices.map { ["id": $0.id.rawValue, "name": $0.name, "current": $0.id == vault.device] },
             "pendingLinkRequests": pending.map { ["code": $0.code, "name": $0.request.name, "device": $0.request.device.rawValue] },
             "pendingRotation": ["master": rotation.master, "members": rotation.members.map(\.rawValue)],
         ]
@@ -97,8 +105,8 @@ struct Status: AsyncParsableCommand {
             chain head  \(state.head.prefix(16))… at link \(state.sequence)
             master key  generation \(state.masterGeneration)
             recovery    \(state.recovery.map { $0.compromised.map { "COMPROMISED at link \($0) (the device that set it was revoked): run `keyctl recovery rotate` to set a new code" } ?? "generation \($0.generation)" } ?? "NOT SET: run `keyctl recovery rotate` to set a recovery code")
-            devices     \(state.activeDevices.count) active
-            members     \(members.isEmpty ? "none" : members.map { "\($0.id.rawValue.prefix(8))… (generation \($0.generation))" }.joined(separator: ", "))
+            devices     \(devices.count) active: \(StatusSummary.list(devices.map { $0.name.printable + ($0.id == vault.device ? " (this device)" : "") }, more: "`keyctl device list`"))
+            members     \(members.isEmpty ? "none" : "\(members.count): " + StatusSummary.list(members.map { ($0.name?.printable ?? "\($0.id.prefix(8))…") + ($0.generation > 1 ? " (generation \($0.generation))" : "") }, more: "`keyctl member list`"))
 
             """
         for request in pending {

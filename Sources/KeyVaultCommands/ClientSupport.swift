@@ -172,17 +172,11 @@ func deliverRecoveryCode(_ code: Mnemonic, file: String?, json: Bool, skipQuiz: 
             """)
     }
     guard !skipQuiz else { return }
-    var positions = Array(1...code.wordCount)
-    var rng = SystemRandom()
-    positions.shuffle(using: &rng)
-    for position in positions.prefix(3).sorted() {
-        var answer = try console.readSecretLine(prompt: "To check your copy, word #\(position): ") ?? []
-        defer { secureWipe(&answer) }
-        guard code.isWord(String(decoding: answer, as: UTF8.self), at: position) else {
-            if let file { unlink(file) }  // the code was not set: its file must not look like a working one
-            throw KeyctlError(.invalidCode, "word #\(position) does not match; nothing was changed",
-                              hint: "copy the code again carefully and rerun the command (or add --yes to skip the check)", exitCode: .rejected)
-        }
+    do {
+        try WrittenCopyCheck.ask(code, wasShown: file == nil, console: console)
+    } catch {
+        if let file { unlink(file) }  // the code was not set: its file must not look like a working one
+        throw error
     }
 }
 

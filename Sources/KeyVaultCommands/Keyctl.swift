@@ -14,6 +14,7 @@ extension KeyctlMain {
     /// Every client command, in the order `--help` lists them.
     static let clientCommands: [any ParsableCommand.Type] = [
         Init.self, Status.self, Device.self, Member.self, Master.self, Recovery.self, Attachment.self, Audit.self, Account.self,
+        Completion.self, Manual.self,
     ]
 
     /// The root command's configuration, with the client commands and `extra` (the
@@ -66,37 +67,43 @@ public enum KeyctlMain {
     /// The console a running command uses; set for the duration of one run.
     @TaskLocal package static var console: any Console = StandardConsole()
 
+    /// The command tree of the running command line (``Keyctl``, or the executable's
+    /// with `serve`): what `completion` and `manual` describe.
+    @TaskLocal static var root: any ParsableCommand.Type = Keyctl.self
+
     /// `root` is the command tree: the client commands (``Keyctl``), or the
     /// executable's, which adds `serve`.
     public static func run(_ arguments: [String], root: any ParsableCommand.Type = Keyctl.self,
                            console: any Console = StandardConsole()) async -> Int32 {
         await $console.withValue(console) {
-            do {
-                var command = try root.parseAsRoot(arguments)
-                if var asyncCommand = command as? AsyncParsableCommand {
-                    try await asyncCommand.run()
-                } else {
-                    try command.run()
+            await $root.withValue(root) {
+                do {
+                    var command = try root.parseAsRoot(arguments)
+                    if var asyncCommand = command as? AsyncParsableCommand {
+                        try await asyncCommand.run()
+                    } else {
+                        try command.run()
+                    }
+                    return KeyctlError.ExitCode.success.rawValue
+                } catch let error as KeyctlError {
+                    report(error, to: console, json: arguments.contains("--json"))
+                    return error.exitCode.rawValue
+                } catch let error as KeyVaultError {
+                    let error = KeyctlError(error)
+                    report(error, to: console, json: arguments.contains("--json"))
+                    return error.exitCode.rawValue
+                } catch {
+                    let code = root.exitCode(for: error).rawValue
+                    let message = root.fullMessage(for: error)
+                    if message.isEmpty {
+                        // An ExitCode a command threw after reporting for itself.
+                    } else if code == 0 {
+                        console.write(message + "\n")  // --help, --version
+                    } else {
+                        console.writeError(message.hasSuffix("\n") ? message : message + "\n")
+                    }
+                    return code
                 }
-                return KeyctlError.ExitCode.success.rawValue
-            } catch let error as KeyctlError {
-                report(error, to: console, json: arguments.contains("--json"))
-                return error.exitCode.rawValue
-            } catch let error as KeyVaultError {
-                let error = KeyctlError(error)
-                report(error, to: console, json: arguments.contains("--json"))
-                return error.exitCode.rawValue
-            } catch {
-                let code = root.exitCode(for: error).rawValue
-                let message = root.fullMessage(for: error)
-                if message.isEmpty {
-                    // An ExitCode a command threw after reporting for itself.
-                } else if code == 0 {
-                    console.write(message + "\n")  // --help, --version
-                } else {
-                    console.writeError(message.hasSuffix("\n") ? message : message + "\n")
-                }
-                return code
             }
         }
     }

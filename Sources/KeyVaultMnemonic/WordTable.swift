@@ -44,16 +44,18 @@ final class WordTable: @unchecked Sendable {  // immutable after init
 
     private init(_ language: MnemonicLanguage) {
         self.language = language
+        // One literal per list, words between single spaces (Scripts/generate-wordlists.py):
+        // split here, once per process, rather than 20,000 lines of generated source.
         let text = language.embeddedWordlist
-        let lines = text.utf8.split(separator: 10, omittingEmptySubsequences: true)
-        precondition(lines.count == 2048, "the \(language) list must have 2048 words")
+        let fields = text.utf8.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
+        precondition(fields.count == 2048, "the \(language) list must have 2048 words")
         var store = [UInt8]()
         var offsets = [0]
         var words = [String]()
-        for line in lines {
-            store += line
+        for field in fields {
+            store += field
             offsets.append(store.count)
-            words.append(String(decoding: line, as: UTF8.self))
+            words.append(String(decoding: field, as: UTF8.self))
         }
         self.store = store
         self.offsets = offsets

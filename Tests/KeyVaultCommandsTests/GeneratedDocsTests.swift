@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+@testable import KeyVaultCommands
+
+/// docs/completions and docs/man are made by Scripts/generate-completions.sh for
+/// keyctl installed as kvctl; they must equal what the command tree makes now.
+private let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("docs")
+
+@Test(arguments: [(["completion", "bash"], "completions/kvctl.bash"), (["completion", "zsh"], "completions/_kvctl"),
+                  (["completion", "fish"], "completions/kvctl.fish"), (["manual"], "man/kvctl.1")])
+func committedCompletionsAndManualAreUpToDate(_ command: [String], _ file: String) async throws {
+    // The real binary: its command tree has `serve`, which the client commands alone do not.
+    let (code, made, err) = try keyctl(command + ["--name", "kvctl"])
+    #expect(code == 0, "\(err)")
+    let committed = try String(contentsOf: docs.appendingPathComponent(file), encoding: .utf8)
+    #expect(made == committed, "docs/\(file) is out of date: run `bash Scripts/generate-completions.sh`")
+}
+
+@Test func completionsCompleteTheNameKeyctlIsInstalledAs() async throws {
+    let bash = await runKeyctl(["completion", "bash", "--name", "kvctl"]).1
+    #expect(bash.hasSuffix("complete -o filenames -F _kvctl kvctl\n"))
+    #expect(await runKeyctl(["completion", "zsh", "--name", "kvctl"]).1.hasPrefix("#compdef kvctl\n"))
+    let fish = await runKeyctl(["completion", "fish", "--name", "kvctl"]).1
+    #expect(fish.contains("complete -c 'kvctl' ") && !fish.contains("complete -c 'keyctl'"))
+    let manual = await runKeyctl(["manual", "--name", "kvctl"]).1
+    #expect(manual.contains(".TH KVCTL 1") && manual.contains(#".SS "kvctl device revoke""#))
+    // Without --name, the name it was run as: the real binary is called keyctl.
+    let real = try keyctl(["completion", "bash"])
+    #expect(real.code == 0 && real.out.hasSuffix("-F _keyctl keyctl\n"), "\(real.err)")
+    for bad in [["completion", "tcsh"], ["completion", "bash", "--name", "kv ctl"], ["manual", "--name", "$(x)"]] {
+        #expect(await runKeyctl(bad).0 == 64, "\(bad)")
+    }
+}
