@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -139,40 +140,51 @@ enum TerminalEcho {
     }
 }
 
-/// An in-memory console for tests.
-public final class BufferConsole: Console, @unchecked Sendable {
-    private var input: [UInt8]
-    public private(set) var output = ""
-    public private(set) var errorOutput = ""
-    public var inputIsTerminal: Bool
-    public var outputIsTerminal: Bool
-    public var errorIsTerminal: Bool
+/// An in-memory console for tests. Progress lines may arrive from several tasks,
+/// so its buffers sit behind a Mutex.
+public final class BufferConsole: Console, Sendable {
+    private struct Buffers {
+        var input: [UInt8]
+        var output = ""
+        var errorOutput = ""
+    }
+    private let buffers: Mutex<Buffers>
+    public let inputIsTerminal: Bool
+    public let outputIsTerminal: Bool
+    public let errorIsTerminal: Bool
 
     public init(input: String = "", terminal: Bool = false) {
-        self.input = Array(input.utf8)
+        buffers = Mutex(Buffers(input: Array(input.utf8)))
         inputIsTerminal = terminal
         outputIsTerminal = terminal
         errorIsTerminal = terminal
     }
 
+    public var output: String { buffers.withLock { $0.output } }
+    public var errorOutput: String { buffers.withLock { $0.errorOutput } }
+
     public func readToEnd() throws -> [UInt8] {
-        defer { input = [] }
-        return input
+        buffers.withLock { buffers in
+            defer { buffers.input = [] }
+            return buffers.input
+        }
     }
 
     public func readLine() throws -> [UInt8]? {
-        guard !input.isEmpty else { return nil }
-        let newline = input.firstIndex(of: 10) ?? input.endIndex
-        let line = Array(input[..<newline])
-        input.removeSubrange(..<min(newline + 1, input.endIndex))
-        return line
+        buffers.withLock { buffers in
+            guard !buffers.input.isEmpty else { return nil }
+            let newline = buffers.input.firstIndex(of: 10) ?? buffers.input.endIndex
+            let line = Array(buffers.input[..<newline])
+            buffers.input.removeSubrange(..<min(newline + 1, buffers.input.endIndex))
+            return line
+        }
     }
 
     public func readSecretLine(prompt: String) throws -> [UInt8]? {
-        if inputIsTerminal { errorOutput += prompt }
+        if inputIsTerminal { writeError(prompt) }
         return try readLine()
     }
 
-    public func write(_ text: String) { output += text }
-    public func writeError(_ text: String) { errorOutput += text }
+    public func write(_ text: String) { buffers.withLock { $0.output += text } }
+    public func writeError(_ text: String) { buffers.withLock { $0.errorOutput += text } }
 }

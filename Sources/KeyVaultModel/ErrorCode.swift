@@ -80,7 +80,7 @@ extension ErrorCode {
     public static let unknownSession = ErrorCode(rawValue: "unknown_session")
     /// A recovery proof that does not verify, or a stale or reused challenge.
     public static let badRecoveryProof = ErrorCode(rawValue: "bad_recovery_proof")
-    /// An enrolment token that is unknown, used or expired.
+    /// An enrollment token that is unknown, used or expired.
     public static let badRecoveryToken = ErrorCode(rawValue: "bad_recovery_token")
 
     // 403

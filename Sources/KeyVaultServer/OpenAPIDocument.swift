@@ -733,7 +733,7 @@ enum OpenAPIDocument {
     },
     "/v1/accounts/{account}/recovery/proof": {
       "post": {
-        "summary": "Prove the recovery code (challenge signed by the recovery auth key); returns the chain, recovery boxes and a one-enrolment token. A valid proof is never rate-limited; failed ones are, per account and per client address (429 with Retry-After)",
+        "summary": "Prove the recovery code (challenge signed by the recovery auth key); returns the chain, recovery boxes and a one-enrollment token. A valid proof is never rate-limited; failed ones are, per account and per client address (429 with Retry-After)",
         "parameters": [
           {
             "name": "account",

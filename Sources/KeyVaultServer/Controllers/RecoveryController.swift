@@ -64,10 +64,10 @@ struct RecoveryController: Sendable {
         let account = try context.parameters.account()
         let enroll = try decodeBody(RecoveryEnrollRequest.self, from: try await request.collectBody(limit: service.configuration.maxJSONBytes))
         guard await service.recoveryGate.take(token: enroll.token, for: account) else {
-            throw APIError(.badRecoveryToken, "the enrolment token is unknown, used or expired; prove the recovery code again")
+            throw APIError(.badRecoveryToken, "the enrollment token is unknown, used or expired; prove the recovery code again")
         }
         guard enroll.link.type == .deviceAdd, enroll.link.signer == ChainLink.recoverySigner else {
-            throw APIError.badRequest("recovery enrolment appends one device.add link signed with the recovery key")
+            throw APIError.badRequest("recovery enrollment appends one device.add link signed with the recovery key")
         }
         return try await service.appendVerified(account, AppendRequest(link: enroll.link, boxes: enroll.boxes), by: nil)
     }

@@ -5,7 +5,7 @@ import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultStore
 
-/// Short-lived state of recovery enrolment: challenges, one-enrolment tokens, and
+/// Short-lived state of recovery enrollment: challenges, one-enrollment tokens, and
 /// failure counts per account and per client address.
 ///
 /// Nothing here grows with what strangers send, and nothing scans it all per call:
@@ -100,7 +100,7 @@ actor RecoveryGate {
         return (token, expires)
     }
 
-    /// Takes an enrolment token (single use).
+    /// Takes an enrollment token (single use).
     func take(token: String, for account: AccountID) -> Bool {
         sweep(Self.now())
         guard tokens.remove(token), let owner = tokenAccounts.removeValue(forKey: token) else { return false }

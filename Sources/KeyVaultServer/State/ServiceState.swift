@@ -32,7 +32,7 @@ struct ServiceState: Sendable {
 
     /// Checks a link (and its boxes and wraps) against the chain and stores it in one
     /// transaction, if the head has not moved. `device` is the authenticated sender
-    /// (nil for recovery enrolment, where the recovery key signed the link).
+    /// (nil for recovery enrollment, where the recovery key signed the link).
     func appendVerified(_ account: AccountID, _ append: AppendRequest, by device: StoredDevice?,
                         approving code: String? = nil) async throws -> Response {
         var before = try await chainState(account)
