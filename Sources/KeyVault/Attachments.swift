@@ -11,11 +11,13 @@ extension Vault {
 
     /// The content address of a file under the member's newest key (nothing is uploaded).
     package func address(ofFileAt path: String, member: Member) async throws -> ContentAddress {
-        let keys = try await memberKeys(member.id, generation: member.generation)
-        do {
-            return try keys.contentAddressKey.address(ofFileAt: path)
-        } catch let error as CryptoError {
-            throw KeyVaultError(.io, "cannot read \(path): \(error.message)", hint: "check the path and its permissions")
+        try await exclusively {
+            let keys = try await memberKeys(member.id, generation: member.generation)
+            do {
+                return try keys.contentAddressKey.address(ofFileAt: path)
+            } catch let error as CryptoError {
+                throw KeyVaultError(.io, "cannot read \(path): \(error.message)", hint: "check the path and its permissions")
+            }
         }
     }
 
@@ -27,12 +29,14 @@ extension Vault {
 
     /// Seals a file for a member and uploads it under its content address.
     package func put(fileAt path: String, member: Member) async throws -> PutResult {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw KeyVaultError(.io, "cannot read \(path)", hint: "check the path and its permissions")
+        try await exclusively {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw KeyVaultError(.io, "cannot read \(path)", hint: "check the path and its permissions")
+            }
+            var plaintext = [UInt8](data)
+            defer { secureWipe(&plaintext) }
+            return try await put(plaintext, member: member)
         }
-        var plaintext = [UInt8](data)
-        defer { secureWipe(&plaintext) }
-        return try await put(plaintext, member: member)
     }
 
     /// Seals `plaintext` for `member` under the member's newest key and uploads it
@@ -40,41 +44,47 @@ extension Vault {
     /// A rotation an earlier revocation left undone is finished first, so nothing new
     /// is sealed under a key a revoked device knows.
     public func put(_ plaintext: [UInt8], member: Member) async throws -> PutResult {
-        try await finishRevocationFirst()
-        // The member's newest generation from the chain, which finishing a rotation may have moved.
-        let generation = try chain.members[member.id]?.generation ?? member.generation
-        let keys = try await memberKeys(member.id, generation: generation)
-        let address = try keys.contentAddressKey.address(of: plaintext)
-        let object = try AttachmentCrypto.seal(plaintext, address: address, account: account, keys: keys)
-        let info = try await api.putAttachment(member: member.id, address: address, object: object)
-        return PutResult(address: address, size: plaintext.count, existed: info.existed ?? false)
+        try await exclusively {
+            try await finishRevocationFirst()
+            // The member's newest generation from the chain, which finishing a rotation may have moved.
+            let generation = try chain.members[member.id]?.generation ?? member.generation
+            let keys = try await memberKeys(member.id, generation: generation)
+            let address = try keys.contentAddressKey.address(of: plaintext)
+            let object = try AttachmentCrypto.seal(plaintext, address: address, account: account, keys: keys)
+            let info = try await api.putAttachment(member: member.id, address: address, object: object)
+            return PutResult(address: address, size: plaintext.count, existed: info.existed ?? false)
+        }
     }
 
     /// Downloads an attachment, opens it and checks it against its address.
     public func get(_ address: ContentAddress, member: Member) async throws -> SecureBytes {
-        let bytes = try await api.attachment(member: member.id, address: address)
-        let object: AttachmentObject
-        do {
-            object = try AttachmentObject(bytes: bytes)
-        } catch {
-            throw KeyVaultError.verification(error, "the attachment \(address) from the server")
-        }
-        let keyGeneration = try AttachmentCrypto.keyGeneration(of: object.key)
-        guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
-            throw KeyVaultError(.addressMismatch,
-                              "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
-        }
-        do {
-            return try AttachmentCrypto.open(object, address: address, account: account,
-                                             keyKeys: try await memberKeys(member.id, generation: keyGeneration),
-                                             addressKeys: try await memberKeys(member.id, generation: address.generation))
-        } catch let error as VaultError {
-            throw KeyVaultError.verification(error, "the attachment is refused")
+        try await exclusively {
+            let bytes = try await api.attachment(member: member.id, address: address)
+            let object: AttachmentObject
+            do {
+                object = try AttachmentObject(bytes: bytes)
+            } catch {
+                throw KeyVaultError.verification(error, "the attachment \(address) from the server")
+            }
+            let keyGeneration = try AttachmentCrypto.keyGeneration(of: object.key)
+            guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
+                throw KeyVaultError(.addressMismatch,
+                                  "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
+            }
+            do {
+                return try AttachmentCrypto.open(object, address: address, account: account,
+                                                 keyKeys: try await memberKeys(member.id, generation: keyGeneration),
+                                                 addressKeys: try await memberKeys(member.id, generation: address.generation))
+            } catch let error as VaultError {
+                throw KeyVaultError.verification(error, "the attachment is refused")
+            }
         }
     }
 
     public func attachments(member: Member) async throws -> [AttachmentInfo] {
-        try await api.attachments(member: member.id)
+        try await exclusively {
+            try await api.attachments(member: member.id)
+        }
     }
 
     public struct RewrapResult: Sendable {
@@ -86,37 +96,39 @@ extension Vault {
     /// generation. Each attachment is one small request; running it again after an
     /// interruption picks up where it stopped.
     public func rewrap(member: Member) async throws -> RewrapResult {
-        let list = try await api.attachments(member: member.id)
-        let newest = try await memberKeys(member.id, generation: member.generation)
-        var result = RewrapResult()
-        for (index, info) in list.enumerated() {
-            progress("re-wrapping attachment keys: \(index + 1)/\(list.count)")
-            guard let address = ContentAddress(info.address) else {
-                throw KeyVaultError(.badResponse, "the server listed a malformed address \(info.address.prefix(80))")
+        try await exclusively {
+            let list = try await api.attachments(member: member.id)
+            let newest = try await memberKeys(member.id, generation: member.generation)
+            var result = RewrapResult()
+            for (index, info) in list.enumerated() {
+                progress("re-wrapping attachment keys: \(index + 1)/\(list.count)")
+                guard let address = ContentAddress(info.address) else {
+                    throw KeyVaultError(.badResponse, "the server listed a malformed address \(info.address.prefix(80))")
+                }
+                let key = try await api.attachmentKey(member: member.id, address: address)
+                let generation: UInt32
+                do {
+                    generation = try AttachmentCrypto.keyGeneration(of: key)
+                } catch {
+                    throw KeyVaultError.verification(error, "the key of attachment \(address)")
+                }
+                guard generation != member.generation else { result.current += 1; continue }
+                guard (1..<member.generation).contains(generation) else {
+                    throw KeyVaultError(.addressMismatch,
+                                      "the key of attachment \(address) names generation \(generation), which member \(member.name) does not have",
+                                      kind: .verification)
+                }
+                let rewrapped: [UInt8]
+                do {
+                    rewrapped = try AttachmentCrypto.rewrap(key, address: address, account: account,
+                                                            from: try await memberKeys(member.id, generation: generation), to: newest)
+                } catch let error as VaultError {
+                    throw KeyVaultError.verification(error, "the key of attachment \(address)")
+                }
+                try await api.replaceAttachmentKey(member: member.id, address: address, key: rewrapped)
+                result.rewrapped += 1
             }
-            let key = try await api.attachmentKey(member: member.id, address: address)
-            let generation: UInt32
-            do {
-                generation = try AttachmentCrypto.keyGeneration(of: key)
-            } catch {
-                throw KeyVaultError.verification(error, "the key of attachment \(address)")
-            }
-            guard generation != member.generation else { result.current += 1; continue }
-            guard (1..<member.generation).contains(generation) else {
-                throw KeyVaultError(.addressMismatch,
-                                  "the key of attachment \(address) names generation \(generation), which member \(member.name) does not have",
-                                  kind: .verification)
-            }
-            let rewrapped: [UInt8]
-            do {
-                rewrapped = try AttachmentCrypto.rewrap(key, address: address, account: account,
-                                                        from: try await memberKeys(member.id, generation: generation), to: newest)
-            } catch let error as VaultError {
-                throw KeyVaultError.verification(error, "the key of attachment \(address)")
-            }
-            try await api.replaceAttachmentKey(member: member.id, address: address, key: rewrapped)
-            result.rewrapped += 1
+            return result
         }
-        return result
     }
 }

@@ -251,56 +251,60 @@ extension Vault {
 
     /// Fetches the pending link request the new device shows `code` for.
     public func linkCandidate(code raw: String) async throws -> LinkCandidate {
-        let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
-        guard LinkCode.isValid(code) else {
-            throw KeyVaultError(.invalidInput, "\(code.printable.debugDescription) is not a link code")
+        try await exclusively {
+            let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
+            guard LinkCode.isValid(code) else {
+                throw KeyVaultError(.invalidInput, "\(code.printable.debugDescription) is not a link code")
+            }
+            let info: LinkRequestInfo
+            do {
+                info = try await api.linkRequest(code)
+            } catch let error as KeyVaultError where error.status == 404 {
+                throw KeyVaultError(.linkClosed, "there is no link request \(code)",
+                                  hint: "check the code the new device shows; requests expire after 10 minutes", kind: .input)
+            }
+            guard info.code == code, info.request.isWellFormed else {
+                throw KeyVaultError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)
+            }
+            guard info.status == .pending, info.approverNonce == nil else {
+                throw KeyVaultError(.linkClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)", kind: .rejected)
+            }
+            return LinkCandidate(code: code, request: info.request, sas: nil)
         }
-        let info: LinkRequestInfo
-        do {
-            info = try await api.linkRequest(code)
-        } catch let error as KeyVaultError where error.status == 404 {
-            throw KeyVaultError(.linkClosed, "there is no link request \(code)",
-                              hint: "check the code the new device shows; requests expire after 10 minutes", kind: .input)
-        }
-        guard info.code == code, info.request.isWellFormed else {
-            throw KeyVaultError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)
-        }
-        guard info.status == .pending, info.approverNonce == nil else {
-            throw KeyVaultError(.linkClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)", kind: .rejected)
-        }
-        return LinkCandidate(code: code, request: info.request, sas: nil)
     }
 
     /// Posts this device's random value r_A, waits for the new device to reveal r_N,
     /// checks r_N against the commitment fetched before r_A was drawn, and computes the
     /// SAS. A reveal that does not open the commitment refuses the request.
     public func exchange(_ candidate: LinkCandidate, pollInterval: Duration = .seconds(1)) async throws -> LinkCandidate {
-        let approverNonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
-        try await api.respondToLinkRequest(candidate.code, nonce: approverNonce)
-        let deadline = Int64(Date().timeIntervalSince1970) + 15 * 60
-        while true {
-            try await Task.sleep(for: pollInterval)
-            let info = try await api.linkRequest(candidate.code)
-            guard info.status == .pending else {
-                throw KeyVaultError(.linkClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
+        try await exclusively {
+            let approverNonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
+            try await api.respondToLinkRequest(candidate.code, nonce: approverNonce)
+            let deadline = Int64(Date().timeIntervalSince1970) + 15 * 60
+            while true {
+                try await Task.sleep(for: pollInterval)
+                let info = try await api.linkRequest(candidate.code)
+                guard info.status == .pending else {
+                    throw KeyVaultError(.linkClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
+                }
+                guard let reveal = info.deviceNonce else {
+                    guard Int64(Date().timeIntervalSince1970) <= deadline else { throw Self.linkExpired }
+                    progress("waiting for the new device to show its code")
+                    continue
+                }
+                guard let deviceNonce = try? Hex.decode(reveal),
+                      LinkCommitment.opens(account: account, request: candidate.request, nonce: deviceNonce),
+                      let sas = LinkSAS.compute(account: account, code: candidate.code, request: candidate.request,
+                                                deviceNonce: deviceNonce, approverNonce: approverNonce)
+                else {
+                    try? await api.refuseLinkRequest(candidate.code)
+                    throw KeyVaultError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
+                                      kind: .verification)
+                }
+                var done = candidate
+                done.sas = sas
+                return done
             }
-            guard let reveal = info.deviceNonce else {
-                guard Int64(Date().timeIntervalSince1970) <= deadline else { throw Self.linkExpired }
-                progress("waiting for the new device to show its code")
-                continue
-            }
-            guard let deviceNonce = try? Hex.decode(reveal),
-                  LinkCommitment.opens(account: account, request: candidate.request, nonce: deviceNonce),
-                  let sas = LinkSAS.compute(account: account, code: candidate.code, request: candidate.request,
-                                            deviceNonce: deviceNonce, approverNonce: approverNonce)
-            else {
-                try? await api.refuseLinkRequest(candidate.code)
-                throw KeyVaultError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
-                                  kind: .verification)
-            }
-            var done = candidate
-            done.sas = sas
-            return done
         }
     }
 
@@ -311,31 +315,35 @@ extension Vault {
     ///
     /// - Throws: `sas_mismatch` (kind `.rejected`) on a mismatch; `invalid_input` before `exchange`.
     public func approve(_ candidate: LinkCandidate, typedSAS: String) async throws {
-        guard let sas = candidate.sas, let expected = LinkSAS.digits(sas) else {
-            throw KeyVaultError(.invalidInput, "exchange values with the new device before approving it")
-        }
-        guard let typed = LinkSAS.digits(typedSAS), constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
-            try await refuse(candidate)
-            throw KeyVaultError(.sasMismatch, "the code typed does not match: the request was refused and no device was added")
-        }
-        let request = candidate.request
-        let signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey
-        do {
-            signingKey = try Ed25519.PublicKey(rawRepresentation: Hex.decode(request.signingKey))
-            boxKey = try X25519.PublicKey(rawRepresentation: Hex.decode(request.boxKey))
-        } catch {
-            throw KeyVaultError(.badResponse, "the link request's keys do not parse")
-        }
-        let fields = ChainLink.deviceFields(signingKey: signingKey, boxKey: boxKey, name: request.name)
-        let newDevice = DeviceID(unchecked: fields["device"]!)
-        try await write("device approve", send: { try await self.api.approveLinkRequest(candidate.code, $0) }) { state in
-            let (master, g) = try await masterKey()
-            let link = makeLink(.deviceAdd, fields, after: state)
-            return (AppendRequest(link: link, boxes: [try box(master, generation: g, at: link.sequence, to: newDevice.rawValue, boxKey: boxKey)]), {})
+        try await exclusively {
+            guard let sas = candidate.sas, let expected = LinkSAS.digits(sas) else {
+                throw KeyVaultError(.invalidInput, "exchange values with the new device before approving it")
+            }
+            guard let typed = LinkSAS.digits(typedSAS), constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
+                try await refuse(candidate)
+                throw KeyVaultError(.sasMismatch, "the code typed does not match: the request was refused and no device was added")
+            }
+            let request = candidate.request
+            let signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey
+            do {
+                signingKey = try Ed25519.PublicKey(rawRepresentation: Hex.decode(request.signingKey))
+                boxKey = try X25519.PublicKey(rawRepresentation: Hex.decode(request.boxKey))
+            } catch {
+                throw KeyVaultError(.badResponse, "the link request's keys do not parse")
+            }
+            let fields = ChainLink.deviceFields(signingKey: signingKey, boxKey: boxKey, name: request.name)
+            let newDevice = DeviceID(unchecked: fields["device"]!)
+            try await write("device approve", send: { try await self.api.approveLinkRequest(candidate.code, $0) }) { state in
+                let (master, g) = try await masterKey()
+                let link = makeLink(.deviceAdd, fields, after: state)
+                return (AppendRequest(link: link, boxes: [try box(master, generation: g, at: link.sequence, to: newDevice.rawValue, boxKey: boxKey)]), {})
+            }
         }
     }
 
     public func refuse(_ candidate: LinkCandidate) async throws {
-        try await api.refuseLinkRequest(candidate.code)
+        try await exclusively {
+            try await api.refuseLinkRequest(candidate.code)
+        }
     }
 }

@@ -157,7 +157,9 @@ extension Vault {
 
     /// The content address `data` gets for `member` (nothing is uploaded).
     public func address(of data: [UInt8], member: Member) async throws -> ContentAddress {
-        let keys = try await memberKeys(member.id, generation: member.generation)
-        return try keys.contentAddressKey.address(of: data)
+        try await exclusively {
+            let keys = try await memberKeys(member.id, generation: member.generation)
+            return try keys.contentAddressKey.address(of: data)
+        }
     }
 }

@@ -43,6 +43,32 @@ public actor Vault {
         self.progress = progress
     }
 
+    // MARK: One operation at a time
+
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    /// The vaults whose operation the current task is running (a nested call runs at once).
+    @TaskLocal private static var holding: Set<ObjectIdentifier> = []
+
+    /// Runs `body` when no other operation of this vault is running, in the order
+    /// the calls came. An actor alone would let calls interleave at every `await`:
+    /// one could build a link on a chain another is extending, or save an older head
+    /// over a newer one. A call made from inside an operation (a revocation that sets
+    /// a new code, then rotates) runs at once.
+    func exclusively<T>(_ body: () async throws -> T) async throws -> T {
+        let me = ObjectIdentifier(self)
+        if Self.holding.contains(me) { return try await body() }
+        if busy {
+            await withCheckedContinuation { waiting.append($0) }  // handed over by the one before
+        } else {
+            busy = true
+        }
+        defer {
+            if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+        }
+        return try await Self.$holding.withValue(Self.holding.union([me])) { try await body() }
+    }
+
     /// Sets what the chain fetched when the vault was made (before any other call).
     func start(links: [ChainLink], state: ChainState) {
         self.links = links
@@ -82,24 +108,26 @@ public actor Vault {
     /// Fetches the chain, replays it from genesis and checks it against the newest
     /// head this device has seen: a chain that forks or goes back is refused.
     public func sync() async throws {
-        let response = try await api.chain()
-        let verified = try Self.verify(response.links, account: record.account, seenHead: record.head, seenSequence: record.sequence)
-        guard let me = verified.devices[record.device] else {
-            throw KeyVaultError(.chainInvalid, "the account chain does not contain this device",
-                              hint: "the server's chain is not this device's account; do not trust it", kind: .verification)
-        }
-        guard me.isActive else {
-            throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")
-        }
-        guard me.boxKey == record.keys.boxKey.publicKey else {
-            throw KeyVaultError(.chainInvalid, "the chain names other keys for this device", kind: .verification)
-        }
-        links = response.links
-        state = verified
-        if verified.head != record.head {
-            record.head = verified.head
-            record.sequence = verified.sequence
-            try home.save(record)
+        try await exclusively {
+            let response = try await api.chain()
+            let verified = try Self.verify(response.links, account: record.account, seenHead: record.head, seenSequence: record.sequence)
+            guard let me = verified.devices[record.device] else {
+                throw KeyVaultError(.chainInvalid, "the account chain does not contain this device",
+                                  hint: "the server's chain is not this device's account; do not trust it", kind: .verification)
+            }
+            guard me.isActive else {
+                throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")
+            }
+            guard me.boxKey == record.keys.boxKey.publicKey else {
+                throw KeyVaultError(.chainInvalid, "the chain names other keys for this device", kind: .verification)
+            }
+            links = response.links
+            state = verified
+            if verified.head != record.head {
+                record.head = verified.head
+                record.sequence = verified.sequence
+                try home.save(record)
+            }
         }
     }
 
@@ -135,17 +163,19 @@ public actor Vault {
 
     /// The current master key: from the cache, else from this device's box, verified.
     package func masterKey() async throws -> (key: SymmetricKey, generation: UInt32) {
-        let state = try chain
-        let g = state.masterGeneration
-        if let cached = record.masterKeys[g] { return (cached, g) }
-        let boxes = try await api.boxes(generation: g)
-        guard let box = boxes.first(where: { $0.recipient == record.device.rawValue && $0.generation == g }) else {
-            throw KeyVaultError(.missingKey, "the server has no master key box of generation \(g) for this device", kind: .verification)
+        try await exclusively {
+            let state = try chain
+            let g = state.masterGeneration
+            if let cached = record.masterKeys[g] { return (cached, g) }
+            let boxes = try await api.boxes(generation: g)
+            guard let box = boxes.first(where: { $0.recipient == record.device.rawValue && $0.generation == g }) else {
+                throw KeyVaultError(.missingKey, "the server has no master key box of generation \(g) for this device", kind: .verification)
+            }
+            let key = try Self.open(box, in: state, with: record.keys.boxKey)
+            record.masterKeys[g] = key
+            try home.save(record)
+            return (key, g)
         }
-        let key = try Self.open(box, in: state, with: record.keys.boxKey)
-        record.masterKeys[g] = key
-        try home.save(record)
-        return (key, g)
     }
 
     /// Verifies a key box against the chain and opens it.
@@ -179,26 +209,28 @@ public actor Vault {
 
     /// A member key generation: from the cache, else from its wrap under the current master key.
     package func memberKey(_ member: MemberID, generation: UInt32) async throws -> SymmetricKey {
-        if let cached = record.memberKeys[member]?[generation] { return cached }
-        let state = try chain
-        guard let current = state.members[member], (1...current.generation).contains(generation) else {
-            throw KeyVaultError(.noSuchMember, "member \(member) has no key generation \(generation)")
+        try await exclusively {
+            if let cached = record.memberKeys[member]?[generation] { return cached }
+            let state = try chain
+            guard let current = state.members[member], (1...current.generation).contains(generation) else {
+                throw KeyVaultError(.noSuchMember, "member \(member) has no key generation \(generation)")
+            }
+            let (master, g) = try await masterKey()
+            let wraps = try await api.wraps(member: member)
+            guard let wrap = wraps.first(where: { $0.member == member && $0.memberGeneration == generation && $0.masterGeneration == g }) else {
+                throw KeyVaultError(.missingKey, "the server has no wrap of member \(member.rawValue.prefix(8))… generation \(generation) under master key \(g)",
+                                  kind: .verification)
+            }
+            let key: SymmetricKey
+            do {
+                key = try MemberKeyWrap.open(wrap, account: account, masterKey: master, masterGeneration: g)
+            } catch {
+                throw KeyVaultError.verification(error, "member key refused")
+            }
+            record.memberKeys[member, default: [:]][generation] = key
+            try home.save(record)
+            return key
         }
-        let (master, g) = try await masterKey()
-        let wraps = try await api.wraps(member: member)
-        guard let wrap = wraps.first(where: { $0.member == member && $0.memberGeneration == generation && $0.masterGeneration == g }) else {
-            throw KeyVaultError(.missingKey, "the server has no wrap of member \(member.rawValue.prefix(8))… generation \(generation) under master key \(g)",
-                              kind: .verification)
-        }
-        let key: SymmetricKey
-        do {
-            key = try MemberKeyWrap.open(wrap, account: account, masterKey: master, masterGeneration: g)
-        } catch {
-            throw KeyVaultError.verification(error, "member key refused")
-        }
-        record.memberKeys[member, default: [:]][generation] = key
-        try home.save(record)
-        return key
     }
 
     public struct Member: Sendable, Equatable {
@@ -209,26 +241,30 @@ public actor Vault {
 
     /// The account's members with their names opened.
     public func members() async throws -> [Member] {
-        let state = try chain
-        var out = [Member]()
-        for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
-            let first = try await memberKey(member.id, generation: 1)
-            let name: String
-            do {
-                name = try MemberName.open(member.name, account: account, member: member.id, firstKey: first)
-            } catch {
-                throw KeyVaultError.verification(error, "a member name")
+        try await exclusively {
+            let state = try chain
+            var out = [Member]()
+            for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
+                let first = try await memberKey(member.id, generation: 1)
+                let name: String
+                do {
+                    name = try MemberName.open(member.name, account: account, member: member.id, firstKey: first)
+                } catch {
+                    throw KeyVaultError.verification(error, "a member name")
+                }
+                out.append(Member(id: member.id, name: name, generation: member.generation))
             }
-            out.append(Member(id: member.id, name: name, generation: member.generation))
+            return out.sorted { $0.name < $1.name }
         }
-        return out.sorted { $0.name < $1.name }
     }
 
     /// The member called `name` (or with this id).
     public func member(named name: String) async throws -> Member {
-        let all = try await members()
-        if let found = all.first(where: { $0.name == name || $0.id.rawValue == name }) { return found }
-        throw KeyVaultError(.noSuchMember, "there is no member called \(name.debugDescription)")
+        try await exclusively {
+            let all = try await members()
+            if let found = all.first(where: { $0.name == name || $0.id.rawValue == name }) { return found }
+            throw KeyVaultError(.noSuchMember, "there is no member called \(name.debugDescription)")
+        }
     }
 
     // MARK: Writing links
@@ -265,9 +301,14 @@ public actor Vault {
     /// Appends a link built on the newest chain. When another device wrote first
     /// (`stale_chain`), fetches the chain again and rebuilds on top, so that two
     /// devices writing at once both land, one after the other.
-    func write(_ what: String, send: ((AppendRequest) async throws -> Void)? = nil,
+    ///
+    /// With `afterRotations`, each attempt first finishes the rotations a revocation
+    /// left undone (also one another device's revocation left, seen only on a retry):
+    /// what it makes must never be sealed under a generation a revoked device knows.
+    func write(_ what: String, afterRotations: Bool = false, send: ((AppendRequest) async throws -> Void)? = nil,
                _ build: nonisolated(nonsending) (ChainState) async throws -> (AppendRequest, () -> Void)) async throws {
         for attempt in 1...Self.maxAttempts {
+            if afterRotations { try await finishRevocationFirst() }
             let state = try chain
             let (request, commit) = try await build(state)
             do {
@@ -298,39 +339,43 @@ public actor Vault {
     // MARK: Members
 
     public func addMember(name: String) async throws -> Member {
-        guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a member name has 1 to 100 characters") }
-        try await finishRevocationFirst()
-        if try await members().contains(where: { $0.name == name }) {
-            throw KeyVaultError(.memberExists, "there is already a member called \(name.debugDescription)",
-                              hint: "choose another name", kind: .input)
+        try await exclusively {
+            guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a member name has 1 to 100 characters") }
+            try await finishRevocationFirst()
+            if try await members().contains(where: { $0.name == name }) {
+                throw KeyVaultError(.memberExists, "there is already a member called \(name.debugDescription)",
+                                  hint: "choose another name", kind: .input)
+            }
+            let id = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+            let key = SymmetricKey()
+            try await write("member add", afterRotations: true) { state in
+                let (master, g) = try await masterKey()
+                let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: 1, under: master, masterGeneration: g)
+                let sealedName = try MemberName.seal(name, account: account, member: id, firstKey: key)
+                let link = makeLink(.memberAdd, ["member": id.rawValue, "memberGeneration": "1", "name": sealedName], after: state)
+                return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id] = [1: key] })
+            }
+            return Member(id: id, name: name, generation: 1)
         }
-        let id = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
-        let key = SymmetricKey()
-        try await write("member add") { state in
-            let (master, g) = try await masterKey()
-            let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: 1, under: master, masterGeneration: g)
-            let sealedName = try MemberName.seal(name, account: account, member: id, firstKey: key)
-            let link = makeLink(.memberAdd, ["member": id.rawValue, "memberGeneration": "1", "name": sealedName], after: state)
-            return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id] = [1: key] })
-        }
-        return Member(id: id, name: name, generation: 1)
     }
 
     /// A new generation of a member key, wrapped under the current master key.
     @discardableResult
     public func rotateMember(_ id: MemberID) async throws -> UInt32 {
-        var made: UInt32 = 0
-        try await write("member rotate") { state in
-            guard let member = state.members[id] else { throw KeyVaultError(.noSuchMember, "no such member \(id)") }
-            let (master, g) = try await masterKey()
-            let h = member.generation + 1
-            let key = SymmetricKey()
-            let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: h, under: master, masterGeneration: g)
-            let link = makeLink(.memberRotate, ["member": id.rawValue, "memberGeneration": String(h)], after: state)
-            made = h  // the last build is the one that landed
-            return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id, default: [:]][h] = key })
+        try await exclusively {
+            var made: UInt32 = 0
+            try await write("member rotate") { state in
+                guard let member = state.members[id] else { throw KeyVaultError(.noSuchMember, "no such member \(id)") }
+                let (master, g) = try await masterKey()
+                let h = member.generation + 1
+                let key = SymmetricKey()
+                let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: h, under: master, masterGeneration: g)
+                let link = makeLink(.memberRotate, ["member": id.rawValue, "memberGeneration": String(h)], after: state)
+                made = h  // the last build is the one that landed
+                return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id, default: [:]][h] = key })
+            }
+            return made
         }
-        return made
     }
 
     // MARK: Master key
@@ -339,27 +384,29 @@ public actor Vault {
     /// key; every generation of every member key is wrapped under it.
     @discardableResult
     public func rotateMaster() async throws -> UInt32 {
-        var made: UInt32 = 0
-        try await write("master rotate") { state in
-            let g = state.masterGeneration + 1
-            let key = SymmetricKey()
-            var wraps = [MemberWrap]()
-            for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
-                for h in 1...member.generation {
-                    let memberKey = try await memberKey(member.id, generation: h)
-                    wraps.append(try MemberKeyWrap.seal(memberKey, account: account, member: member.id, memberGeneration: h,
-                                                        under: key, masterGeneration: g))
+        try await exclusively {
+            var made: UInt32 = 0
+            try await write("master rotate") { state in
+                let g = state.masterGeneration + 1
+                let key = SymmetricKey()
+                var wraps = [MemberWrap]()
+                for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
+                    for h in 1...member.generation {
+                        let memberKey = try await memberKey(member.id, generation: h)
+                        wraps.append(try MemberKeyWrap.seal(memberKey, account: account, member: member.id, memberGeneration: h,
+                                                            under: key, masterGeneration: g))
+                    }
                 }
+                let link = makeLink(.masterRotate, ["masterGeneration": String(g),
+                                                    "masterKeyCheck": try MasterKeyCheck.compute(key, generation: g)], after: state)
+                var after = state
+                try after.apply(link)
+                made = g  // the last build is the one that landed
+                return (AppendRequest(link: link, boxes: try boxes(key, generation: g, in: after), wraps: wraps),
+                        { self.record.masterKeys[g] = key })
             }
-            let link = makeLink(.masterRotate, ["masterGeneration": String(g),
-                                                "masterKeyCheck": try MasterKeyCheck.compute(key, generation: g)], after: state)
-            var after = state
-            try after.apply(link)
-            made = g  // the last build is the one that landed
-            return (AppendRequest(link: link, boxes: try boxes(key, generation: g, in: after), wraps: wraps),
-                    { self.record.masterKeys[g] = key })
+            return made
         }
-        return made
     }
 
     /// Work a revocation or recovery rotation left undone (interrupted): a master key
@@ -400,18 +447,20 @@ public actor Vault {
 
     /// Finishes pending rotations, with progress.
     public func finishPendingRotations() async throws {
-        let pending = try pendingRotation()
-        let total = (pending.master ? 1 : 0) + pending.members.count
-        var done = 0
-        if pending.master {
-            progress("rotating the master key (\(done + 1)/\(total))")
-            try await rotateMaster()
-            done += 1
-        }
-        for member in pending.members where try pendingRotation().members.contains(member) {
-            progress("rotating member key \(member.rawValue.prefix(8))… (\(done + 1)/\(total))")
-            try await rotateMember(member)
-            done += 1
+        try await exclusively {
+            let pending = try pendingRotation()
+            let total = (pending.master ? 1 : 0) + pending.members.count
+            var done = 0
+            if pending.master {
+                progress("rotating the master key (\(done + 1)/\(total))")
+                try await rotateMaster()
+                done += 1
+            }
+            for member in pending.members where try pendingRotation().members.contains(member) {
+                progress("rotating member key \(member.rawValue.prefix(8))… (\(done + 1)/\(total))")
+                try await rotateMember(member)
+                done += 1
+            }
         }
     }
 
@@ -478,7 +527,9 @@ public actor Vault {
 
     /// Revokes a device and the devices it added (``revocationPlan(for:keeping:)``).
     public func revoke(_ target: ChainState.Device) async throws {
-        try await revoke(try revocationPlan(for: target))
+        try await exclusively {
+            try await revoke(try revocationPlan(for: target))
+        }
     }
 
     /// Revokes every device of `plan`, then every device that descends from them and
@@ -494,54 +545,56 @@ public actor Vault {
     @discardableResult
     public func revoke(_ plan: RevocationPlan, newRecoveryCode: () throws -> Mnemonic? = { nil },
                        parameters: Argon2id.Parameters = .recovery) async throws -> RevocationPlan {
-        let kept = Set(plan.kept.map(\.id))
-        var done = plan
-        var next = plan.targets
-        var rounds = 0
-        while !next.isEmpty {
-            // Each round revokes at least one device for good, so the account's size bounds
-            // the rounds; a server that keeps undoing them is not followed for ever.
-            rounds += 1
-            guard rounds <= (try chain.devices.count) + 1 else {
-                throw KeyVaultError(.tooManyConflicts, "the devices to revoke kept coming back active", kind: .verification)
-            }
-            for target in next where try chain.devices[target.id]?.isActive == true {
-                progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
-                do {
-                    try await write("device revoke") { state in
-                        (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
+        try await exclusively {
+            let kept = Set(plan.kept.map(\.id))
+            var done = plan
+            var next = plan.targets
+            var rounds = 0
+            while !next.isEmpty {
+                // Each round revokes at least one device for good, so the account's size bounds
+                // the rounds; a server that keeps undoing them is not followed for ever.
+                rounds += 1
+                guard rounds <= (try chain.devices.count) + 1 else {
+                    throw KeyVaultError(.tooManyConflicts, "the devices to revoke kept coming back active", kind: .verification)
+                }
+                for target in next where try chain.devices[target.id]?.isActive == true {
+                    progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
+                    do {
+                        try await write("device revoke") { state in
+                            (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
+                        }
+                    } catch let error as KeyVaultError where error.code == .alreadyRevoked {
+                        // Another device (perhaps the thief's, to make this stop) revoked it first: done.
+                        try await sync()
                     }
-                } catch let error as KeyVaultError where error.code == .alreadyRevoked {
-                    // Another device (perhaps the thief's, to make this stop) revoked it first: done.
-                    try await sync()
+                }
+                // The same rule as the plan's, on the chain as it is now; and any target a
+                // server claimed was revoked already but is not.
+                let state = try chain
+                let added = cascade(from: done.targets, keeping: kept, in: state).targets
+                next = done.targets.filter { state.devices[$0.id]?.isActive == true } + added
+                done.targets += added
+            }
+            // The new code first, so that the master key made next is sealed to it.
+            if try chain.recovery?.isCompromised == true {
+                done.compromisesRecovery = true
+                let code: Mnemonic?
+                do {
+                    code = try newRecoveryCode()
+                } catch {
+                    // Every revocation has landed: rotate away from the revoked devices anyway
+                    // (sealed to devices only), then report why the code was not replaced.
+                    try await finishPendingRotations()
+                    throw error
+                }
+                if let code {
+                    try await setRecoveryCode(code, parameters: parameters)
+                    done.replacedRecoveryCode = true
                 }
             }
-            // The same rule as the plan's, on the chain as it is now; and any target a
-            // server claimed was revoked already but is not.
-            let state = try chain
-            let added = cascade(from: done.targets, keeping: kept, in: state).targets
-            next = done.targets.filter { state.devices[$0.id]?.isActive == true } + added
-            done.targets += added
+            try await finishPendingRotations()
+            return done
         }
-        // The new code first, so that the master key made next is sealed to it.
-        if try chain.recovery?.isCompromised == true {
-            done.compromisesRecovery = true
-            let code: Mnemonic?
-            do {
-                code = try newRecoveryCode()
-            } catch {
-                // Every revocation has landed: rotate away from the revoked devices anyway
-                // (sealed to devices only), then report why the code was not replaced.
-                try await finishPendingRotations()
-                throw error
-            }
-            if let code {
-                try await setRecoveryCode(code, parameters: parameters)
-                done.replacedRecoveryCode = true
-            }
-        }
-        try await finishPendingRotations()
-        return done
     }
 
     // MARK: Recovery code
@@ -549,31 +602,33 @@ public actor Vault {
     /// Sets a new recovery code (the old one stops working), and rotates the master
     /// key so that nothing the old code could open is current.
     public func setRecoveryCode(_ code: Mnemonic, parameters: Argon2id.Parameters = .recovery) async throws {
-        // Open every key first, so that the rotation after the new code needs nothing more from the server.
-        let state = try chain
-        _ = try await masterKey()
-        for member in state.members.values {
-            for h in 1...member.generation { _ = try await memberKey(member.id, generation: h) }
-        }
-        let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
-        progress("deriving the recovery keys (Argon2id \(parameters))")
-        let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
-        guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
-        var generation: UInt32 = 0
-        try await write("recovery rotate") { state in
-            generation = (state.recovery?.generation ?? 0) + 1
-            let anchor = try RecoveryAnchor(account: account, genesis: genesis).seal(under: keys, generation: generation)
-            let link = makeLink(.recoverySet, ["authKey": Hex.encode(keys.authKey.publicKey.rawRepresentation),
-                                           "boxKey": Hex.encode(keys.boxKey.publicKey.rawRepresentation),
-                                           "recoveryGeneration": String(generation)], after: state)
-            // The generation current where the link lands: after a retry, another device may have rotated it.
-            let (master, g) = try await masterKey()
-            let recoveryBox = try box(master, generation: g, at: link.sequence, to: ChainLink.recoverySigner, boxKey: keys.boxKey.publicKey)
-            return (AppendRequest(link: link, boxes: [recoveryBox], recovery: keys.slot(salt: salt, parameters: parameters, anchor: anchor)), {})
-        }
-        if generation > 1 {
-            progress("rotating the master key away from the old recovery code")
-            try await finishPendingRotations()
+        try await exclusively {
+            // Open every key first, so that the rotation after the new code needs nothing more from the server.
+            let state = try chain
+            _ = try await masterKey()
+            for member in state.members.values {
+                for h in 1...member.generation { _ = try await memberKey(member.id, generation: h) }
+            }
+            let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
+            progress("deriving the recovery keys (Argon2id \(parameters))")
+            let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
+            guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
+            var generation: UInt32 = 0
+            try await write("recovery rotate") { state in
+                generation = (state.recovery?.generation ?? 0) + 1
+                let anchor = try RecoveryAnchor(account: account, genesis: genesis).seal(under: keys, generation: generation)
+                let link = makeLink(.recoverySet, ["authKey": Hex.encode(keys.authKey.publicKey.rawRepresentation),
+                                               "boxKey": Hex.encode(keys.boxKey.publicKey.rawRepresentation),
+                                               "recoveryGeneration": String(generation)], after: state)
+                // The generation current where the link lands: after a retry, another device may have rotated it.
+                let (master, g) = try await masterKey()
+                let recoveryBox = try box(master, generation: g, at: link.sequence, to: ChainLink.recoverySigner, boxKey: keys.boxKey.publicKey)
+                return (AppendRequest(link: link, boxes: [recoveryBox], recovery: keys.slot(salt: salt, parameters: parameters, anchor: anchor)), {})
+            }
+            if generation > 1 {
+                progress("rotating the master key away from the old recovery code")
+                try await finishPendingRotations()
+            }
         }
     }
 
@@ -585,7 +640,9 @@ public actor Vault {
     // MARK: Account
 
     public func deleteAccount() async throws {
-        try await api.deleteAccount()
-        try home.remove()
+        try await exclusively {
+            try await api.deleteAccount()
+            try home.remove()
+        }
     }
 }
