@@ -85,7 +85,14 @@ package final class DeviceHome: Sendable {
     /// Where the device lives, for messages.
     package var directory: String { storage.location }
 
-    package var exists: Bool { (try? storage.read()) != nil }
+    /// Whether a device is stored. A storage that cannot be read throws: that is not "no device".
+    package var exists: Bool {
+        get throws {
+            guard var document = try storage.read() else { return false }
+            secureWipe(&document)
+            return true
+        }
+    }
 
     /// Takes the storage's lock so that two processes never work on one device at once.
     package func lock() throws { try storage.lock() }
@@ -149,7 +156,7 @@ package final class DeviceHome: Sendable {
     }
 
     func corrupt(_ why: String) -> KeyVaultError {
-        KeyVaultError(.home, "the device record in \(directory) is damaged: \(why)")
+        KeyVaultError(.homeDamaged, "the device record in \(directory) is damaged: \(why)")
     }
 
     // MARK: Save
@@ -235,11 +242,11 @@ struct SealedSecrets: Codable {
                               "the device file's passphrase parameters are refused: \(error.message)")
         }
         guard let salt = try? Hex.decode(self.salt), let envelope = try? Envelope(base64: self.envelope) else {
-            throw KeyVaultError(.home, "the sealed keys of the device file do not parse")
+            throw KeyVaultError(.homeDamaged, "the sealed keys of the device file do not parse")
         }
         let key = try SymmetricKey(Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters, outputByteCount: 32))
         guard let plain = try? envelope.open(using: key, context: Self.context) else {
-            throw KeyVaultError(.home, "that passphrase does not open this device's keys", hint: "type it again; it is case-sensitive",
+            throw KeyVaultError(.wrongPassphrase, "that passphrase does not open this device's keys", hint: "type it again; it is case-sensitive",
                               kind: .rejected)
         }
         return plain.unprotectedCopy()

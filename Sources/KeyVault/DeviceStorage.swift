@@ -1,12 +1,14 @@
 import Foundation
+import KeyVaultCrypto
 import Synchronization
 
 /// Where a device keeps what it remembers between runs: one document holding its
 /// keys, the newest chain head it has verified and the key generations it has
 /// opened (docs/formats/device-home.md).
 ///
-/// The document is secret: keep it where secrets go (the Keychain on Apple
-/// platforms, a 0600 file, memory). KeyVault writes it whole each time and reads it
+/// The document is secret: it holds the device's private keys and every key
+/// generation it has opened, in the clear. Keep it where secrets go (the Keychain
+/// on Apple platforms, a 0600 file, memory). KeyVault writes it whole each time and reads it
 /// whole; an implementation only stores bytes. ``FileDeviceStorage`` and
 /// ``MemoryDeviceStorage`` come with the library; an app adds its own (for example
 /// one backed by the Keychain) by conforming to this protocol.
@@ -31,20 +33,33 @@ extension DeviceStorage {
     public func unlock() {}
 }
 
-/// A device kept in memory only: for tests, and for previews of an app. Its keys are
-/// gone when it is freed.
+/// A device kept in memory only: for tests, and for previews of an app. The
+/// document is wiped when it is replaced, erased, or the storage is freed. It has no
+/// lock: keep one `Vault` on it at a time.
 public final class MemoryDeviceStorage: DeviceStorage {
     private let document = Mutex<[UInt8]?>(nil)
 
     public init() {}
 
+    deinit { try? erase() }
+
     public var location: String { "memory" }
 
     public func read() throws -> [UInt8]? { document.withLock { $0 } }
 
-    public func write(_ document: [UInt8]) throws { self.document.withLock { $0 = document } }
+    public func write(_ document: [UInt8]) throws {
+        self.document.withLock { stored in
+            if stored != nil { secureWipe(&stored!) }
+            stored = document
+        }
+    }
 
-    public func erase() throws { document.withLock { $0 = nil } }
+    public func erase() throws {
+        document.withLock { stored in
+            if stored != nil { secureWipe(&stored!) }
+            stored = nil
+        }
+    }
 }
 
 /// A device kept in a directory (what `keyctl` uses): the directory is created 0700,

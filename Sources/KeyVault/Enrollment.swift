@@ -13,39 +13,40 @@ extension Vault {
     package static func createAccount(home: DeviceHome, server: String, transport: any HTTPTransport, name: String,
                                      code: Mnemonic, parameters: Argon2id.Parameters,
                                      progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try home.lock()
-        if home.exists {
-            let existing = try? home.load()
-            throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds a device\(existing.map { " of account \($0.account)" } ?? "")")
+        try await locked(home) {
+            if try home.exists {
+                let existing = try? home.load()
+                throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds a device\(existing.map { " of account \($0.account)" } ?? "")")
+            }
+            guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a device name has 1 to 100 characters") }
+            let keys = DeviceKeys()
+            let master = SymmetricKey()
+            let genesis = ChainLink.genesis(signingKey: keys.signing, boxKey: keys.boxKey.publicKey, name: name,
+                                            time: Int64(Date().timeIntervalSince1970),
+                                            masterKeyCheck: try MasterKeyCheck.compute(master, generation: 1))
+            let state = try ChainState(genesis: genesis)
+            var box = KeyBox(generation: 1, sequence: 0, recipient: keys.id.rawValue, box: base64Encode(try keys.boxKey.publicKey.sealedBox(for: master)),
+                             signer: keys.id.rawValue, signature: "")
+            box.sign(with: keys.signing, account: state.account)
+            let api = ServerAPI(transport: transport)
+            progress("creating the account on \(server)")
+            let created = try await api.createAccount(CreateAccountRequest(genesis: genesis, boxes: [box], recovery: nil))
+            guard created.account == state.account, created.head == state.head else {
+                throw KeyVaultError(.wrongAccount, "the server answered with another account than the one this device made",
+                                  kind: .verification)
+            }
+            let record = DeviceRecord(server: server, account: state.account, name: name, head: state.head, sequence: 0, enrolled: true,
+                                      keys: keys, masterKeys: [1: master])
+            try home.save(record)
+            let vault = Vault(home: home, record: record, transport: transport, progress: progress)
+            await vault.start(links: [genesis], state: state)
+            do {
+                try await vault.setRecoveryCode(code, parameters: parameters)
+            } catch let error as KeyVaultError {
+                throw KeyVaultError(error.code, "account \(state.account) was created and this device is in it, but setting the recovery code failed: \(error.message)", kind: error.kind, status: error.status)
+            }
+            return vault
         }
-        guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a device name has 1 to 100 characters") }
-        let keys = DeviceKeys()
-        let master = SymmetricKey()
-        let genesis = ChainLink.genesis(signingKey: keys.signing, boxKey: keys.boxKey.publicKey, name: name,
-                                        time: Int64(Date().timeIntervalSince1970),
-                                        masterKeyCheck: try MasterKeyCheck.compute(master, generation: 1))
-        let state = try ChainState(genesis: genesis)
-        var box = KeyBox(generation: 1, sequence: 0, recipient: keys.id.rawValue, box: base64Encode(try keys.boxKey.publicKey.sealedBox(for: master)),
-                         signer: keys.id.rawValue, signature: "")
-        box.sign(with: keys.signing, account: state.account)
-        let api = ServerAPI(transport: transport)
-        progress("creating the account on \(server)")
-        let created = try await api.createAccount(CreateAccountRequest(genesis: genesis, boxes: [box], recovery: nil))
-        guard created.account == state.account, created.head == state.head else {
-            throw KeyVaultError(.wrongAccount, "the server answered with another account than the one this device made",
-                              kind: .verification)
-        }
-        let record = DeviceRecord(server: server, account: state.account, name: name, head: state.head, sequence: 0, enrolled: true,
-                                  keys: keys, masterKeys: [1: master])
-        try home.save(record)
-        let vault = Vault(home: home, record: record, transport: transport, progress: progress)
-        await vault.start(links: [genesis], state: state)
-        do {
-            try await vault.setRecoveryCode(code, parameters: parameters)
-        } catch let error as KeyVaultError {
-            throw KeyVaultError(error.code, "account \(state.account) was created and this device is in it, but setting the recovery code failed: \(error.message)", kind: error.kind, status: error.status)
-        }
-        return vault
     }
 
     /// Enrolls a new device with the account's recovery code: proves the code to the
@@ -54,79 +55,86 @@ extension Vault {
     package static func enrollWithRecoveryCode(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID,
                                               name: String, code: Mnemonic,
                                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try prepareNewDevice(home: home, name: name)
-        let api = ServerAPI(transport: transport, account: account)
-        let slot = try await api.recoverySlot()
-        let parameters: Argon2id.Parameters
-        do {
-            parameters = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
-        } catch let error as CryptoError where error.code == .parametersAboveCeiling {
-            throw KeyVaultError(.kdfAboveCeiling, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
-                              hint: "a server may not make this device spend unbounded time and memory; do not use this server", kind: .verification)
-        } catch let error as CryptoError {
-            throw KeyVaultError(.weakKDF, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
-                              hint: "a server may not lower the cost of guessing your code; do not use this server", kind: .verification)
-        }
-        guard let salt = try? Hex.decode(slot.salt), salt.count == Argon2id.saltByteCount, let anchorEnvelope = try? Envelope(base64: slot.anchor) else {
-            throw KeyVaultError(.badResponse, "the server's recovery slot does not parse")
-        }
-        progress("deriving keys from the recovery code (Argon2id \(parameters))")
-        let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
-        let anchor: RecoveryAnchor
-        do {
-            anchor = try RecoveryAnchor.open(anchorEnvelope, with: keys, account: account)
-        } catch let error as VaultError {
-            throw KeyVaultError(error.code, error.message,
-                              kind: .rejected)
-        }
-        progress("proving the recovery code to the server")
-        let challenge = try await api.recoveryChallenge()
-        let session = try await api.recoveryProof(keys.proof(for: challenge.challenge, account: account))
-        let state = try verify(session.chain.links, account: account, seenHead: "", seenSequence: 0)
-        guard session.chain.links.first?.hash == anchor.genesis else {
-            throw KeyVaultError(.wrongAccount, "the chain the server sent does not start at the genesis link your recovery code names",
-                              hint: "the server is not trustworthy; nothing was changed", kind: .verification)
-        }
-        guard let recovery = state.recovery, recovery.authKey == keys.authKey.publicKey, recovery.boxKey == keys.boxKey.publicKey else {
-            throw KeyVaultError(.chainInvalid, "the account chain names another recovery code than this one", kind: .verification)
-        }
-        let g = state.masterGeneration
-        // Sealed to this code: made at or after the link that set it (an earlier code may hold a box of the same generation).
-        guard let recoveryBox = session.boxes.first(where: { $0.recipient == ChainLink.recoverySigner && $0.generation == g && $0.sequence >= recovery.set }) else {
-            throw KeyVaultError(.missingKey, "the server has no master key box of generation \(g) for the recovery code", kind: .verification)
-        }
-        let master = try open(recoveryBox, in: state, with: keys.boxKey)
+        try await locked(home) {
+            try prepareNewDevice(home: home, name: name)
+            let api = ServerAPI(transport: transport, account: account)
+            let slot = try await api.recoverySlot()
+            let parameters: Argon2id.Parameters
+            do {
+                parameters = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
+            } catch let error as CryptoError where error.code == .parametersAboveCeiling {
+                throw KeyVaultError(.kdfAboveCeiling, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
+                                  hint: "a server may not make this device spend unbounded time and memory; do not use this server", kind: .verification)
+            } catch let error as CryptoError {
+                throw KeyVaultError(.weakKDF, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
+                                  hint: "a server may not lower the cost of guessing your code; do not use this server", kind: .verification)
+            }
+            guard let salt = try? Hex.decode(slot.salt), salt.count == Argon2id.saltByteCount, let anchorEnvelope = try? Envelope(base64: slot.anchor) else {
+                throw KeyVaultError(.badResponse, "the server's recovery slot does not parse")
+            }
+            progress("deriving keys from the recovery code (Argon2id \(parameters))")
+            let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
+            let anchor: RecoveryAnchor
+            do {
+                anchor = try RecoveryAnchor.open(anchorEnvelope, with: keys, account: account)
+            } catch let error as VaultError {
+                throw KeyVaultError(error.code, error.message,
+                                  kind: .rejected)
+            }
+            progress("proving the recovery code to the server")
+            let challenge = try await api.recoveryChallenge()
+            let session = try await api.recoveryProof(keys.proof(for: challenge.challenge, account: account))
+            let state = try verify(session.chain.links, account: account, seenHead: "", seenSequence: 0)
+            guard session.chain.links.first?.hash == anchor.genesis else {
+                throw KeyVaultError(.wrongAccount, "the chain the server sent does not start at the genesis link your recovery code names",
+                                  hint: "the server is not trustworthy; nothing was changed", kind: .verification)
+            }
+            guard let recovery = state.recovery, recovery.authKey == keys.authKey.publicKey, recovery.boxKey == keys.boxKey.publicKey else {
+                throw KeyVaultError(.chainInvalid, "the account chain names another recovery code than this one", kind: .verification)
+            }
+            let g = state.masterGeneration
+            // Sealed to this code: made at or after the link that set it (an earlier code may hold a box of the same generation).
+            guard let recoveryBox = session.boxes.first(where: { $0.recipient == ChainLink.recoverySigner && $0.generation == g && $0.sequence >= recovery.set }) else {
+                throw KeyVaultError(.missingKey, "the server has no master key box of generation \(g) for the recovery code", kind: .verification)
+            }
+            let master = try open(recoveryBox, in: state, with: keys.boxKey)
 
-        let device = DeviceKeys()
-        var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
-                             time: Int64(Date().timeIntervalSince1970), body: device.fields(name: name))
-        link.sign(with: keys.authKey)
-        var box = KeyBox(generation: g, sequence: link.sequence, recipient: device.id.rawValue, box: base64Encode(try device.boxKey.publicKey.sealedBox(for: master)),
-                         signer: ChainLink.recoverySigner, signature: "")
-        box.sign(with: keys.authKey, account: account)
-        var after = state
-        try after.apply(link)
-        // Keep the keys before the server knows the device: a crash after enrollment must not lose them.
-        var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
-        try home.save(record)
-        progress("adding this device to the account")
-        try await api.recoveryEnroll(RecoveryEnrollRequest(token: session.token, link: link, boxes: [box]))
-        record.enrolled = true
-        record.head = after.head
-        record.sequence = after.sequence
-        record.masterKeys[g] = master
-        try home.save(record)
-        let vault = Vault(home: home, record: record, transport: transport, progress: progress)
-        try await vault.sync()
-        return vault
+            let device = DeviceKeys()
+            var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
+                                 time: Int64(Date().timeIntervalSince1970), body: device.fields(name: name))
+            link.sign(with: keys.authKey)
+            var box = KeyBox(generation: g, sequence: link.sequence, recipient: device.id.rawValue, box: base64Encode(try device.boxKey.publicKey.sealedBox(for: master)),
+                             signer: ChainLink.recoverySigner, signature: "")
+            box.sign(with: keys.authKey, account: account)
+            var after = state
+            try after.apply(link)
+            // Keep the keys before the server knows the device: a crash after enrollment must not lose them.
+            var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
+            try home.save(record)
+            progress("adding this device to the account")
+            try await api.recoveryEnroll(RecoveryEnrollRequest(token: session.token, link: link, boxes: [box]))
+            record.enrolled = true
+            record.head = after.head
+            record.sequence = after.sequence
+            record.masterKeys[g] = master
+            try home.save(record)
+            let vault = Vault(home: home, record: record, transport: transport, progress: progress)
+            try await vault.sync()
+            return vault
+        }
     }
 
-    /// Locks the home of a device about to join, which must not hold an enrolled device already.
+    /// Checks the home of a device about to join (locked by the caller), which must not hold an enrolled device already.
     static func prepareNewDevice(home: DeviceHome, name: String) throws {
-        try home.lock()
-        if let existing = try? home.load(), existing.enrolled {
-            throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)")
-        }
+        // Only an empty home, or one a link left unfinished, may take a new device: a
+        // device whose record cannot be read now (sealed, damaged, a storage error) is
+        // never overwritten.
+        do {
+            let existing = try home.load()
+            if existing.enrolled {
+                throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)")
+            }
+        } catch let error as KeyVaultError where error.code == .notInitialized {}
         guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a device name has 1 to 100 characters") }
     }
 
@@ -152,68 +160,70 @@ extension Vault {
     package static func link(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID, name: String,
                             pollInterval: Duration = .seconds(1), events: (LinkEvent) -> Void,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try prepareNewDevice(home: home, name: name)
-        var device = DeviceKeys()
-        if let earlier = try? home.load(), earlier.account == account, earlier.server == server, !earlier.enrolled {
-            // A request made from this home may still be approved: keep the keys it named,
-            // so that its approval never leaves a device nobody holds the keys of.
-            device = earlier.keys
-            if let code = earlier.linkCode {
-                let info: LinkRequestInfo?
-                do {
-                    info = try await ServerAPI(transport: transport, account: account).linkRequest(code)
-                } catch let error as KeyVaultError where error.status == 404 {
-                    info = nil
-                }
-                if let info, info.status == .approved, info.request.device == earlier.device {
-                    events(.resumed(code: code))
-                    return try await finishLink(home: home, record: earlier, transport: transport, progress: progress)
+        try await locked(home) {
+            try prepareNewDevice(home: home, name: name)
+            var device = DeviceKeys()
+            if let earlier = try? home.load(), earlier.account == account, earlier.server == server, !earlier.enrolled {
+                // A request made from this home may still be approved: keep the keys it named,
+                // so that its approval never leaves a device nobody holds the keys of.
+                device = earlier.keys
+                if let code = earlier.linkCode {
+                    let info: LinkRequestInfo?
+                    do {
+                        info = try await ServerAPI(transport: transport, account: account).linkRequest(code)
+                    } catch let error as KeyVaultError where error.status == 404 {
+                        info = nil
+                    }
+                    if let info, info.status == .approved, info.request.device == earlier.device {
+                        events(.resumed(code: code))
+                        return try await finishLink(home: home, record: earlier, transport: transport, progress: progress)
+                    }
                 }
             }
-        }
-        var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
-        try home.save(record)
-        let api = ServerAPI(transport: transport, account: account, keys: device)
-        let nonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
-        let signingKey = device.signing.publicKey.rawRepresentation, boxKey = device.boxKey.publicKey.rawRepresentation
-        let commitment = LinkCommitment.compute(account: account, device: device.id, signingKey: signingKey, boxKey: boxKey,
-                                                name: name, nonce: nonce)
-        let request = LinkRequestCreate(device: device.id, name: name, signingKey: Hex.encode(signingKey), boxKey: Hex.encode(boxKey),
-                                        commitment: Hex.encode(commitment))
-        let info = try await api.createLinkRequest(request)
-        guard LinkCode.isValid(info.code) else { throw KeyVaultError(.badResponse, "the server's link request code is malformed") }
-        record.linkCode = info.code
-        try home.save(record)
-        events(.requested(code: info.code, expires: info.expires))
-        // The server says when the request expires; a server that keeps saying "pending" is not waited on for ever.
-        let deadline = min(info.expires, Int64(Date().timeIntervalSince1970) + 15 * 60) + 30
-        var revealed = false
-        while true {
-            try await Task.sleep(for: pollInterval)
-            let status = try await api.linkRequest(info.code)
-            switch status.status {
-            case .pending:
-                guard Int64(Date().timeIntervalSince1970) <= deadline else { throw linkExpired }
-                // Reveal only once the approver's value is fixed: the server then chose it without knowing r_N.
-                if !revealed, let answer = status.approverNonce {
-                    guard let approverNonce = try? Hex.decode(answer), approverNonce.count == LinkCommitment.nonceByteCount,
-                          let sas = LinkSAS.compute(account: account, code: info.code, request: request, deviceNonce: nonce,
-                                                    approverNonce: approverNonce)
-                    else { throw KeyVaultError(.badResponse, "the approver's value in link request \(info.code) is malformed") }
-                    try await api.revealLinkRequest(info.code, nonce: nonce)
-                    revealed = true
-                    events(.sas(sas))
+            var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
+            try home.save(record)
+            let api = ServerAPI(transport: transport, account: account, keys: device)
+            let nonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
+            let signingKey = device.signing.publicKey.rawRepresentation, boxKey = device.boxKey.publicKey.rawRepresentation
+            let commitment = LinkCommitment.compute(account: account, device: device.id, signingKey: signingKey, boxKey: boxKey,
+                                                    name: name, nonce: nonce)
+            let request = LinkRequestCreate(device: device.id, name: name, signingKey: Hex.encode(signingKey), boxKey: Hex.encode(boxKey),
+                                            commitment: Hex.encode(commitment))
+            let info = try await api.createLinkRequest(request)
+            guard LinkCode.isValid(info.code) else { throw KeyVaultError(.badResponse, "the server's link request code is malformed") }
+            record.linkCode = info.code
+            try home.save(record)
+            events(.requested(code: info.code, expires: info.expires))
+            // The server says when the request expires; a server that keeps saying "pending" is not waited on for ever.
+            let deadline = min(info.expires, Int64(Date().timeIntervalSince1970) + 15 * 60) + 30
+            var revealed = false
+            while true {
+                try await Task.sleep(for: pollInterval)
+                let status = try await api.linkRequest(info.code)
+                switch status.status {
+                case .pending:
+                    guard Int64(Date().timeIntervalSince1970) <= deadline else { throw linkExpired }
+                    // Reveal only once the approver's value is fixed: the server then chose it without knowing r_N.
+                    if !revealed, let answer = status.approverNonce {
+                        guard let approverNonce = try? Hex.decode(answer), approverNonce.count == LinkCommitment.nonceByteCount,
+                              let sas = LinkSAS.compute(account: account, code: info.code, request: request, deviceNonce: nonce,
+                                                        approverNonce: approverNonce)
+                        else { throw KeyVaultError(.badResponse, "the approver's value in link request \(info.code) is malformed") }
+                        try await api.revealLinkRequest(info.code, nonce: nonce)
+                        revealed = true
+                        events(.sas(sas))
+                    }
+                    let left = max(0, status.expires - Int64(Date().timeIntervalSince1970))
+                    progress(revealed ? "waiting for the code to be typed on the other device (\(left / 60):\(String(format: "%02d", left % 60)) left)"
+                                      : "waiting for a device of the account to answer (\(left / 60):\(String(format: "%02d", left % 60)) left)")
+                case .refused:
+                    throw KeyVaultError(.linkClosed, "the request was refused on the other device",
+                                      kind: .rejected)
+                case .expired:
+                    throw linkExpired
+                case .approved:
+                    return try await finishLink(home: home, record: record, transport: transport, progress: progress)
                 }
-                let left = max(0, status.expires - Int64(Date().timeIntervalSince1970))
-                progress(revealed ? "waiting for the code to be typed on the other device (\(left / 60):\(String(format: "%02d", left % 60)) left)"
-                                  : "waiting for a device of the account to answer (\(left / 60):\(String(format: "%02d", left % 60)) left)")
-            case .refused:
-                throw KeyVaultError(.linkClosed, "the request was refused on the other device",
-                                  kind: .rejected)
-            case .expired:
-                throw linkExpired
-            case .approved:
-                return try await finishLink(home: home, record: record, transport: transport, progress: progress)
             }
         }
     }

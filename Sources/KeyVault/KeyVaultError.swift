@@ -48,10 +48,10 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
     static func defaultKind(_ code: Code) -> Kind {
         switch code {
         case .network, .badResponse, .responseTooLarge: .network
-        case .home, .notInitialized, .alreadyInitialized, .passphraseRequired, .deviceBusy: .home
+        case .home, .homeDamaged, .notInitialized, .enrollmentIncomplete, .alreadyInitialized, .passphraseRequired, .deviceBusy: .home
         case .deviceRevoked: .revoked
         case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal: .verification
-        case .sasMismatch, .linkClosed: .rejected
+        case .sasMismatch, .linkClosed, .wrongPassphrase: .rejected
         case .io, .invalidInput, .noSuchMember, .noSuchDevice, .insecureHTTP: .input
         default: .server
         }
@@ -100,4 +100,10 @@ extension ErrorCode {
     public static let insecureHTTP = ErrorCode(rawValue: "insecure_http")
     public static let passphraseRequired = ErrorCode(rawValue: "passphrase_required")
     public static let deviceBusy = ErrorCode(rawValue: "device_busy")
+    /// The stored device record does not parse (a damaged file, a changed document).
+    public static let homeDamaged = ErrorCode(rawValue: "home_damaged")
+    /// The passphrase given does not open the device's sealed keys.
+    public static let wrongPassphrase = ErrorCode(rawValue: "wrong_passphrase")
+    /// The device's enrollment or link did not finish: it has keys but is not in the account yet.
+    public static let enrollmentIncomplete = ErrorCode(rawValue: "enrollment_incomplete")
 }

@@ -75,24 +75,34 @@ public actor Vault {
         self.state = state
     }
 
-    /// Opens the device in `home` and verifies the account chain.
-    package static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport,
-                            progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        guard home.exists else { throw home.notFound }  // before the lock, which would create the directory
+    /// Runs `body` with `home` locked; when it fails, the lock is released (the vault
+    /// it returns holds the lock until it is freed).
+    static func locked(_ home: DeviceHome, _ body: () async throws -> Vault) async throws -> Vault {
         try home.lock()
-        let record: DeviceRecord
         do {
-            record = try home.load()
+            return try await body()
         } catch {
             home.unlock()
             throw error
         }
-        guard record.enrolled else {
-            throw KeyVaultError(.notInitialized, "this device's enrollment in account \(record.account) did not finish")
+    }
+
+    deinit { home.unlock() }
+
+    /// Opens the device in `home` and verifies the account chain.
+    package static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport,
+                            progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
+        // Before the lock, which would create the directory.
+        guard try home.exists else { throw home.notFound }
+        return try await locked(home) {
+            let record = try home.load()
+            guard record.enrolled else {
+                throw KeyVaultError(.enrollmentIncomplete, "this device's enrollment in account \(record.account) did not finish")
+            }
+            let vault = Vault(home: home, record: record, transport: try transport(record.server), progress: progress)
+            try await vault.sync()
+            return vault
         }
-        let vault = Vault(home: home, record: record, transport: try transport(record.server), progress: progress)
-        try await vault.sync()
-        return vault
     }
 
     /// The verified chain state (after `sync`).
@@ -234,9 +244,10 @@ public actor Vault {
     }
 
     public struct Member: Sendable, Equatable {
-        public var id: MemberID
-        public var name: String
-        public var generation: UInt32
+        public internal(set) var id: MemberID
+        public internal(set) var name: String
+        /// The member key's newest generation when this value was read.
+        public internal(set) var generation: UInt32
     }
 
     /// The account's members with their names opened.
@@ -263,7 +274,8 @@ public actor Vault {
         try await exclusively {
             let all = try await members()
             if let found = all.first(where: { $0.name == name || $0.id.rawValue == name }) { return found }
-            throw KeyVaultError(.noSuchMember, "there is no member called \(name.debugDescription)")
+            throw KeyVaultError(.noSuchMember, "there is no member called \(name.debugDescription)"
+                                    + (all.isEmpty ? " (the account has no members yet)" : "; the members are \(all.map(\.name).joined(separator: ", "))"))
         }
     }
 
@@ -482,13 +494,13 @@ public actor Vault {
     public struct RevocationPlan: Sendable, Equatable {
         /// The device asked for, then every active device it added (directly or with
         /// a recovery code it set), and theirs in turn, less those kept.
-        public var targets: [ChainState.Device]
+        public internal(set) var targets: [ChainState.Device]
         /// Devices it added that stay: kept by the person, or this device.
-        public var kept: [ChainState.Device]
+        public internal(set) var kept: [ChainState.Device]
         /// Whether the recovery code is (or will be) compromised: it needs replacing.
-        public var compromisesRecovery: Bool
+        public internal(set) var compromisesRecovery: Bool
         /// Set by ``Vault/revoke(_:newRecoveryCode:parameters:)``: a new code was set.
-        public var replacedRecoveryCode = false
+        public internal(set) var replacedRecoveryCode = false
     }
 
     /// The devices revoking `target` revokes, keeping those in `keep`.
@@ -503,7 +515,7 @@ public actor Vault {
         let (added, kept) = cascade(from: [target], keeping: keep, in: state)
         let targets = [target] + added
         for id in keep where !kept.contains(where: { $0.id == id }) {
-            throw KeyVaultError(.invalidInput, "--keep \(id): \(target.name.debugDescription) did not add that device, so revoking it does not revoke that one; nothing was changed")
+            throw KeyVaultError(.invalidInput, "\(id) is to be kept, but \(target.name.debugDescription) did not add it, so revoking it does not revoke that device; nothing was changed")
         }
         let compromised = state.recovery?.isCompromised == true || targets.contains { $0.isActive && state.recoveryCompromised(byRevoking: $0.id) }
         return RevocationPlan(targets: targets, kept: kept, compromisesRecovery: compromised)
@@ -546,6 +558,10 @@ public actor Vault {
     public func revoke(_ plan: RevocationPlan, newRecoveryCode: () throws -> Mnemonic? = { nil },
                        parameters: Argon2id.Parameters = .recovery) async throws -> RevocationPlan {
         try await exclusively {
+            // The plan is the caller's value: whatever it says, this device is never among the revoked.
+            guard !plan.targets.contains(where: { $0.id == device }) else {
+                throw KeyVaultError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
+            }
             let kept = Set(plan.kept.map(\.id))
             var done = plan
             var next = plan.targets
@@ -603,6 +619,10 @@ public actor Vault {
     /// key so that nothing the old code could open is current.
     public func setRecoveryCode(_ code: Mnemonic, parameters: Argon2id.Parameters = .recovery) async throws {
         try await exclusively {
+            // DESIGN: a recovery code is 24 words (256 bits); shorter BIP39 codes are not enough for a key that opens everything.
+            guard code.wordCount == 24 else {
+                throw KeyVaultError(.invalidInput, "a recovery code has 24 words; this one has \(code.wordCount)")
+            }
             // Open every key first, so that the rotation after the new code needs nothing more from the server.
             let state = try chain
             _ = try await masterKey()

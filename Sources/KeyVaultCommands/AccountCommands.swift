@@ -42,7 +42,7 @@ struct Init: AsyncParsableCommand {
     func run() async throws {
         let transport = try options.transport(for: server.server)  // before any prompt
         let home = options.deviceHome()
-        if home.exists {
+        if try home.exists {
             throw KeyctlError(.invalidInput, "\(home.directory) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
         }
         try seal.apply(to: home)

@@ -15,14 +15,16 @@ enum Hints {
             "run keyctl on a terminal to be asked for it, or set KEYCTL_PASSPHRASE_FILE to a file holding it"
         case .deviceBusy:
             "another keyctl command is using this device home: wait for it to finish, then try again"
-        case .home where error.message.contains("damaged"):
+        case .homeDamaged:
             "restore it from a backup, or move it away and enroll this computer again (`keyctl device enroll` with the recovery code)"
         case .home:
             "choose another directory with --home or KEYCTL_HOME"
+        case .enrollmentIncomplete:
+            "run `keyctl device enroll` or `keyctl device link` again with the same --home: a link request approved meanwhile is picked up"
         case .deviceRevoked:
             "to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home"
         case .missingKey, .badBox:
-            "another device must rotate the master key (`keyctl master rotate`) to include this one; \(error.hint ?? "")"
+            [error.hint, "another device must rotate the master key (`keyctl master rotate`) to include this one"].compactMap { $0 }.joined(separator: "; ")
         case .linkClosed:
             "start again with `keyctl device link` on the new device, and approve it within 10 minutes"
         case .badReveal, .sasMismatch:

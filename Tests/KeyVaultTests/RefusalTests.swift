@@ -238,7 +238,7 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
 
     let reader = DeviceHome(directory: directory.path)
     reader.passphrase = SecureBytes(copying: Array("wrong horse".utf8))
-    #expect(throws: KeyVaultError.self) { try reader.load() }
+    #expect { try reader.load() } throws: { ($0 as? KeyVaultError)?.code == .wrongPassphrase }
     reader.passphrase = SecureBytes(copying: Array("correct horse".utf8))
     let loaded = try reader.load()
     #expect(loaded.device == record.device && loaded.masterKeys[1] == record.masterKeys[1])

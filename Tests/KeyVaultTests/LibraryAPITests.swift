@@ -1,0 +1,73 @@
+import Foundation
+import KeyVault
+import KeyVaultMnemonic
+import Synchronization
+import Testing
+
+/// A storage whose document cannot be read (a locked Keychain, a file this user
+/// may not read): that is not an empty storage.
+final class UnreadableStorage: DeviceStorage {
+    let writes = Mutex(0)
+    var location: String { "unreadable" }
+    func read() throws -> [UInt8]? { throw KeyVaultError(.home, "the keychain is locked") }
+    func write(_ document: [UInt8]) throws { writes.withLock { $0 += 1 } }
+    func erase() throws {}
+}
+
+/// The public entry points through the in-process service.
+@Suite struct LibraryAPITests {
+    static let server = URL(string: "http://127.0.0.1:1")!  // the fixture's transport answers; nothing listens there
+
+    @Test func aStorageThatCannotBeReadIsNeverTakenForAnEmptyOne() async throws {
+        try await Fixture.run { fixture, laptop in
+            let storage = UnreadableStorage()
+            await expectRefusal("home", kind: .home) {
+                _ = try await Vault.create(server: Self.server, deviceName: "tablet", recoveryCode: try RecoveryCode.generate(),
+                                           storage: storage, transport: fixture.transport)
+            }
+            await expectRefusal("home", kind: .home) {
+                _ = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
+                                           recoveryCode: fixture.code, storage: storage, transport: fixture.transport)
+            }
+            #expect(storage.writes.withLock { $0 } == 0, "nothing was written over the device that is there")
+        }
+    }
+
+    @Test func anOpenThatFailsReleasesTheStoragesLock() async throws {
+        try await Fixture.run { fixture, laptop in
+            laptop.home.unlock()
+            let directory = fixture.root.appendingPathComponent("laptop").path
+            let storage = FileDeviceStorage(directory: directory)
+            fixture.transport.answer { _ in HTTPReply(status: 503, body: Array(#"{"error":{"code":"unavailable","message":"down"}}"#.utf8)) }
+            await #expect(throws: KeyVaultError.self) { _ = try await Vault.open(storage: storage, transport: fixture.transport) }
+            fixture.transport.answer(nil)
+            // The app keeps its storage; another process (another storage) may open the device now.
+            let vault = try await Vault.open(storage: FileDeviceStorage(directory: directory), transport: fixture.transport)
+            #expect(vault.account == laptop.account)
+            withExtendedLifetime(storage) {}
+        }
+    }
+
+    @Test func aRecoveryCodeHasTwentyFourWords() async throws {
+        try await Fixture.run { _, laptop in
+            await expectRefusal("invalid_input", kind: .input) {
+                try await laptop.setRecoveryCode(try RecoveryCode.generate(wordCount: 12), parameters: .interactive)
+            }
+        }
+    }
+
+    @Test func theFamilyStoryWorksOnMemoryStorage() async throws {
+        try await Fixture.run { fixture, laptop in
+            let storage = MemoryDeviceStorage()
+            let tablet = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
+                                                recoveryCode: fixture.code, storage: storage, transport: fixture.transport)
+            let emma = try await tablet.addMember(name: "Emma")
+            let upload = try await tablet.put(Array("card".utf8), member: emma)
+            try await laptop.sync()
+            let opened = try await laptop.get(upload.address, member: try await laptop.member(named: "Emma"))
+            #expect(opened.withUnsafeBytes { Array($0) } == Array("card".utf8))
+            #expect(try await tablet.status().members == 1)
+            #expect(try storage.read() != nil)
+        }
+    }
+}
