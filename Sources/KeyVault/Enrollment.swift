@@ -217,7 +217,7 @@ extension Vault {
                     progress(revealed ? "waiting for the code to be typed on the other device (\(left / 60):\(String(format: "%02d", left % 60)) left)"
                                       : "waiting for a device of the account to answer (\(left / 60):\(String(format: "%02d", left % 60)) left)")
                 case .refused:
-                    throw KeyVaultError(.linkClosed, "the request was refused on the other device",
+                    throw KeyVaultError(.linkRequestClosed, "the request was refused on the other device",
                                       kind: .rejected)
                 case .expired:
                     throw linkExpired
@@ -229,7 +229,7 @@ extension Vault {
     }
 
     static var linkExpired: KeyVaultError {
-        KeyVaultError(.linkClosed, "the request expired before it was approved", kind: .rejected)
+        KeyVaultError(.linkRequestClosed, "the request expired before it was approved", kind: .rejected)
     }
 
     /// Joins after an approval: the chain must now hold this device with its keys.
@@ -270,14 +270,14 @@ extension Vault {
             do {
                 info = try await api.linkRequest(code)
             } catch let error as KeyVaultError where error.status == 404 {
-                throw KeyVaultError(.linkClosed, "there is no link request \(code)",
+                throw KeyVaultError(.linkRequestClosed, "there is no link request \(code)",
                                   hint: "check the code the new device shows; requests expire after 10 minutes", kind: .input)
             }
             guard info.code == code, info.request.isWellFormed else {
                 throw KeyVaultError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)
             }
             guard info.status == .pending, info.approverNonce == nil else {
-                throw KeyVaultError(.linkClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)", kind: .rejected)
+                throw KeyVaultError(.linkRequestClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)", kind: .rejected)
             }
             return LinkCandidate(code: code, request: info.request, sas: nil)
         }
@@ -295,7 +295,7 @@ extension Vault {
                 try await Task.sleep(for: pollInterval)
                 let info = try await api.linkRequest(candidate.code)
                 guard info.status == .pending else {
-                    throw KeyVaultError(.linkClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
+                    throw KeyVaultError(.linkRequestClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
                 }
                 guard let reveal = info.deviceNonce else {
                     guard Int64(Date().timeIntervalSince1970) <= deadline else { throw Self.linkExpired }

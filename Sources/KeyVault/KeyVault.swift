@@ -39,6 +39,10 @@ extension Vault {
 
     // MARK: Starting
 
+    /// URLSession, refusing plain HTTP off this machine and reading no answer past its limit.
+    /// A transport an app gives instead must do both itself (``HTTPTransport``).
+    static func defaultTransport(_ server: URL) -> any HTTPTransport { URLSessionTransport(baseURL: server) }
+
     /// Creates an account whose first device is this one, sets `recoveryCode` as the
     /// account's recovery code, and keeps the device in `storage`.
     ///
@@ -57,7 +61,7 @@ extension Vault {
                               transport: (any HTTPTransport)? = nil, parameters: KDFParameters = .recovery,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await createAccount(home: DeviceHome(storage: storage), server: server.absoluteString,
-                                transport: transport ?? URLSessionTransport(baseURL: server), name: deviceName,
+                                transport: transport ?? defaultTransport(server), name: deviceName,
                                 code: recoveryCode, parameters: parameters, progress: progress)
     }
 
@@ -73,7 +77,7 @@ extension Vault {
                               storage: any DeviceStorage, transport: (any HTTPTransport)? = nil,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await enrollWithRecoveryCode(home: DeviceHome(storage: storage), server: server.absoluteString,
-                                         transport: transport ?? URLSessionTransport(baseURL: server), account: account,
+                                         transport: transport ?? defaultTransport(server), account: account,
                                          name: deviceName, code: recoveryCode, progress: progress)
     }
 
@@ -88,7 +92,7 @@ extension Vault {
                             transport: (any HTTPTransport)? = nil, pollInterval: Duration = .seconds(1),
                             events: (LinkEvent) -> Void, progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await link(home: DeviceHome(storage: storage), server: server.absoluteString,
-                       transport: transport ?? URLSessionTransport(baseURL: server), account: account, name: deviceName,
+                       transport: transport ?? defaultTransport(server), account: account, name: deviceName,
                        pollInterval: pollInterval, events: events, progress: progress)
     }
 
@@ -102,8 +106,8 @@ extension Vault {
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await open(home: DeviceHome(storage: storage), transport: { server in
             if let transport { return transport }
-            guard let url = URL(string: server) else { throw KeyVaultError(.home, "the stored server \(server.printable) is not a URL") }
-            return URLSessionTransport(baseURL: url)
+            guard let url = URL(string: server) else { throw KeyVaultError(.homeDamaged, "the stored server \(server.printable) is not a URL") }
+            return defaultTransport(url)
         }, progress: progress)
     }
 

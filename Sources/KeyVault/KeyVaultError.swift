@@ -27,7 +27,7 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
         case input
     }
 
-    /// The wire codes, with the client's own below (``ErrorCode``).
+    /// The wire codes (`ErrorCode`), with the client's own below.
     public typealias Code = ErrorCode
 
     public let kind: Kind
@@ -51,7 +51,7 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
         case .home, .homeDamaged, .notInitialized, .enrollmentIncomplete, .alreadyInitialized, .passphraseRequired, .deviceBusy: .home
         case .deviceRevoked: .revoked
         case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal: .verification
-        case .sasMismatch, .linkClosed, .wrongPassphrase: .rejected
+        case .sasMismatch, .linkRequestClosed, .wrongPassphrase: .rejected
         case .io, .invalidInput, .noSuchMember, .noSuchDevice, .insecureHTTP: .input
         default: .server
         }
@@ -90,8 +90,6 @@ extension ErrorCode {
     public static let missingKey = ErrorCode(rawValue: "missing_key")
     public static let noSuchMember = ErrorCode(rawValue: "no_such_member")
     public static let sasMismatch = ErrorCode(rawValue: "sas_mismatch")
-    /// The client's name for ``ErrorCode/linkRequestClosed``.
-    public static let linkClosed = ErrorCode.linkRequestClosed
     public static let io = ErrorCode(rawValue: "io")
     public static let invalidInput = ErrorCode(rawValue: "invalid_input")
     public static let badResponse = ErrorCode(rawValue: "bad_response")

@@ -42,8 +42,14 @@ public struct HTTPReply: Sendable {
     }
 }
 
-/// How requests reach the server. The real one is HTTP; tests put a tampering
-/// double in between to play a dishonest server.
+/// How requests reach the server: ``URLSessionTransport`` by default; tests put a
+/// tampering double in between to play a dishonest server.
+///
+/// An app's own transport takes over two duties of the default one: refuse plain
+/// `http://` to anything but this machine (everything KeyVault sends is signed, but
+/// its metadata is not secret from the network otherwise), and stop reading an
+/// answer at the exchange's `maxReplyBytes` (KeyVault checks the size again, but
+/// only after the transport has buffered it).
 public protocol HTTPTransport: Sendable {
     /// - Throws: `response_too_large` for an answer beyond `request.maxReplyBytes`.
     func send(_ request: HTTPExchange) async throws -> HTTPReply

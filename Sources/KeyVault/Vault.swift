@@ -479,7 +479,7 @@ public actor Vault {
     // MARK: Devices
 
     /// The device `text` names: a whole id, a unique prefix of one, or a unique name.
-    public func device(matching text: String) throws -> ChainState.Device {
+    public func device(matching text: String) throws -> Device {
         let devices = try chain.devices.values
         if let id = DeviceID(rawValue: text), let device = devices.first(where: { $0.id == id }) { return device }
         let matches = devices.filter { (text.count >= 4 && $0.id.rawValue.hasPrefix(text)) || $0.name == text }
@@ -494,9 +494,9 @@ public actor Vault {
     public struct RevocationPlan: Sendable, Equatable {
         /// The device asked for, then every active device it added (directly or with
         /// a recovery code it set), and theirs in turn, less those kept.
-        public internal(set) var targets: [ChainState.Device]
+        public internal(set) var targets: [Device]
         /// Devices it added that stay: kept by the person, or this device.
-        public internal(set) var kept: [ChainState.Device]
+        public internal(set) var kept: [Device]
         /// Whether the recovery code is (or will be) compromised: it needs replacing.
         public internal(set) var compromisesRecovery: Bool
         /// Set by ``Vault/revoke(_:newRecoveryCode:parameters:)``: a new code was set.
@@ -507,7 +507,7 @@ public actor Vault {
     ///
     /// - Throws: `invalid_input` when `target` is this device, or when `keep` names a
     ///   device that `target` (or a device revoked with it) did not add.
-    public func revocationPlan(for target: ChainState.Device, keeping keep: Set<DeviceID> = []) throws -> RevocationPlan {
+    public func revocationPlan(for target: Device, keeping keep: Set<DeviceID> = []) throws -> RevocationPlan {
         let state = try chain
         guard target.id != device else {
             throw KeyVaultError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
@@ -538,7 +538,7 @@ public actor Vault {
     }
 
     /// Revokes a device and the devices it added (``revocationPlan(for:keeping:)``).
-    public func revoke(_ target: ChainState.Device) async throws {
+    public func revoke(_ target: Device) async throws {
         try await exclusively {
             try await revoke(try revocationPlan(for: target))
         }
@@ -555,7 +555,7 @@ public actor Vault {
     ///
     /// - Returns: the plan as carried out: every device revoked, and those kept.
     @discardableResult
-    public func revoke(_ plan: RevocationPlan, newRecoveryCode: () throws -> Mnemonic? = { nil },
+    public func revoke(_ plan: RevocationPlan, newRecoveryCode: () throws -> RecoveryCode? = { nil },
                        parameters: Argon2id.Parameters = .recovery) async throws -> RevocationPlan {
         try await exclusively {
             // The plan is the caller's value: whatever it says, this device is never among the revoked.
@@ -617,7 +617,7 @@ public actor Vault {
 
     /// Sets a new recovery code (the old one stops working), and rotates the master
     /// key so that nothing the old code could open is current.
-    public func setRecoveryCode(_ code: Mnemonic, parameters: Argon2id.Parameters = .recovery) async throws {
+    public func setRecoveryCode(_ code: RecoveryCode, parameters: KDFParameters = .recovery) async throws {
         try await exclusively {
             // DESIGN: a recovery code is 24 words (256 bits); shorter BIP39 codes are not enough for a key that opens everything.
             guard code.wordCount == 24 else {

@@ -25,7 +25,7 @@ enum Hints {
             "to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home"
         case .missingKey, .badBox:
             [error.hint, "another device must rotate the master key (`keyctl master rotate`) to include this one"].compactMap { $0 }.joined(separator: "; ")
-        case .linkClosed:
+        case .linkRequestClosed:
             "start again with `keyctl device link` on the new device, and approve it within 10 minutes"
         case .badReveal, .sasMismatch:
             "someone may have swapped the keys; start again with `keyctl device link` on the new device; if this repeats, do not trust this server"
