@@ -50,7 +50,7 @@ extension Vault {
                 }
             }
             if let recovery = state.recovery, let link = recovery.compromised {
-                finding("recovery", "the recovery code was compromised at link \(link) (the device it comes from was revoked): it opens nothing new and a new one is needed (`keyctl recovery rotate`)")
+                finding("recovery", "the recovery code was compromised at link \(link) (the device it comes from was revoked): it opens nothing new and a new one is needed")
             } else if state.recovery != nil, !boxes.contains(where: { $0.generation == g && $0.recipient == ChainLink.recoverySigner }) {
                 finding("boxes", "the recovery code has no box of the current master key \(g)")
             }

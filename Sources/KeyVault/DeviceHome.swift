@@ -66,13 +66,6 @@ package final class DeviceHome: Sendable {
         set { sealing.withLock { $0.provider = newValue } }
     }
 
-    /// `--home`, else `KEYCTL_HOME`, else `~/.keyctl`.
-    package static func defaultDirectory(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let option, !option.isEmpty { return option }
-        if let env = environment["KEYCTL_HOME"], !env.isEmpty { return env }
-        return (environment["HOME"] ?? NSHomeDirectory()) + "/.keyctl"
-    }
-
     package init(storage: any DeviceStorage) {
         self.storage = storage
     }

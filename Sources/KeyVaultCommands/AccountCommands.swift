@@ -153,6 +153,9 @@ struct Audit: AsyncParsableCommand {
         guard ok else {
             if !options.json {
                 KeyctlMain.console.writeError("keyctl: error: the audit found \(report.findings.count) problem(s)\n")
+                if report.findings.contains(where: { $0.area == "recovery" }) {
+                    KeyctlMain.console.writeError("keyctl: hint: set a new recovery code from a device you trust: `keyctl recovery rotate`\n")
+                }
                 KeyctlMain.console.writeError("keyctl: hint: do not trust this server's data until they are explained\n")
             }
             throw ExitCode(KeyctlError.ExitCode.rejected.rawValue)

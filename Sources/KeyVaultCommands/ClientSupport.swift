@@ -18,7 +18,14 @@ struct HomeOptions: ParsableArguments {
         discussion: "Without TLS, the server's host and anyone on the network path see every request's metadata and can rewrite answers, and a device-link exchange would cross the network in the clear. Without this flag, plain http:// reaches only loopback (127.0.0.0/8, ::1, localhost)."))
     var insecureHTTP = false
 
-    var directory: String { DeviceHome.defaultDirectory(home) }
+    var directory: String { Self.defaultDirectory(home) }
+
+    /// `--home`, else `KEYCTL_HOME`, else `~/.keyctl`.
+    static func defaultDirectory(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let option, !option.isEmpty { return option }
+        if let env = environment["KEYCTL_HOME"], !env.isEmpty { return env }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/.keyctl"
+    }
 
     /// How this command reaches `server` (given with --server, or saved in the device
     /// home): plain HTTP only to loopback, unless --insecure-http.
