@@ -285,7 +285,9 @@ extension Vault {
 
     /// Posts this device's random value r_A, waits for the new device to reveal r_N,
     /// checks r_N against the commitment fetched before r_A was drawn, and computes the
-    /// SAS. A reveal that does not open the commitment refuses the request.
+    /// SAS. A reveal that does not open the commitment refuses the request. Like every
+    /// operation it holds the vault while it runs: other calls wait until the new device
+    /// has revealed (at most the request's lifetime).
     public func exchange(_ candidate: LinkCandidate, pollInterval: Duration = .seconds(1)) async throws -> LinkCandidate {
         try await exclusively {
             let approverNonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
