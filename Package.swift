@@ -71,36 +71,41 @@ let package = Package(
             dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultStore", "CSodium"],
             path: "Benchmarks/Sources/keyvault-bench"),
 
+        // What every test target shares (vector files, temporary directories, the built
+        // binaries and a process runner, a real `keyctl serve`): Foundation only, so the
+        // fast targets stay fast.
+        .target(name: "KeyVaultTestSupport", path: "Tests/Support"),
         .testTarget(name: "KeyVaultCryptoTests", dependencies: [
-            "KeyVaultCrypto",
+            "KeyVaultCrypto", "KeyVaultTestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ], resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultMnemonicTests", dependencies: [
-            "KeyVaultMnemonic",
+            "KeyVaultMnemonic", "KeyVaultTestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ], resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultModelTests", dependencies: ["KeyVaultModel"]),
         .testTarget(name: "KeyVaultStoreTests", dependencies: [
-            "KeyVaultStore", "KeyVaultModel",
+            "KeyVaultStore", "KeyVaultModel", "KeyVaultTestSupport",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "KeyVaultVaultTests", dependencies: ["KeyVaultVault", "KeyVaultMnemonic", "KeyVaultCrypto"],
+        .testTarget(name: "KeyVaultVaultTests", dependencies: ["KeyVaultVault", "KeyVaultMnemonic", "KeyVaultCrypto", "KeyVaultTestSupport"],
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "KeyVaultProtocolTests", dependencies: ["KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultModel"],
+        .testTarget(name: "KeyVaultProtocolTests", dependencies: ["KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultModel", "KeyVaultTestSupport"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultServerTests", dependencies: [
-            "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto",
+            "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultTestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "KeyVaultTests", dependencies: [
             "KeyVault", "KeyVaultServer", "KeyVaultStore", "KeyVaultProtocol", "KeyVaultVault", "KeyVaultMnemonic",
-            "KeyVaultCrypto", "KeyVaultModel",
+            "KeyVaultCrypto", "KeyVaultModel", "KeyVaultTestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .testTarget(name: "KeyVaultCommandsTests", dependencies: [
             "KeyVaultCommands", "keyctl", "FamilyRecords", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultCrypto",
+            "KeyVaultTestSupport",
         ]),
     ],
     swiftLanguageModes: [.v6]

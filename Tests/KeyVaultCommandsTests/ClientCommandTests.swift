@@ -1,21 +1,18 @@
 import Foundation
 import KeyVaultCommands
+import KeyVaultTestSupport
 import Testing
 
 /// Runs keyctl in-process; returns exit code, stdout and stderr.
-func runKeyctl(_ arguments: [String], input: String = "", terminal: Bool = false) async -> (Int32, String, String) {
+func runKeyctl(_ arguments: [String], input: String = "", terminal: Bool = false) async -> (code: Int32, out: String, err: String) {
     let console = BufferConsole(input: input, terminal: terminal)
     let code = await KeyctlMain.run(arguments, console: console)
     return (code, console.output, console.errorOutput)
 }
 
-func emptyHome() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("kv-empty-\(UUID().uuidString)").path
-}
-
-@Test func aMissingHomeSaysHowToStart() async {
-    let home = emptyHome()
-    defer { try? FileManager.default.removeItem(atPath: home) }
+@Test func aMissingHomeSaysHowToStart() async throws {
+    let scratch = try TemporaryDirectory("kv-empty")
+    let home = scratch.path("home")  // not made: no device lives there
     for command in [["status"], ["device", "list"], ["member", "add", "Emma"], ["audit"]] {
         let (code, _, err) = await runKeyctl(command + ["--home", home])
         #expect(code == 2, "\(command)")
@@ -40,9 +37,9 @@ func emptyHome() -> String {
     }
 }
 
-@Test func anUnreachableServerIsAFailureWithAHint() async {
-    let home = emptyHome()
-    defer { try? FileManager.default.removeItem(atPath: home) }
+@Test func anUnreachableServerIsAFailureWithAHint() async throws {
+    let scratch = try TemporaryDirectory("kv-empty")
+    let home = scratch.path("home")
     let (code, _, err) = await runKeyctl(["init", "--server", "http://127.0.0.1:1", "--name", "laptop", "--home", home, "--yes"])
     #expect(code == 2)
     #expect(err.contains("cannot reach the server") && err.contains("keyctl serve"), "\(err)")

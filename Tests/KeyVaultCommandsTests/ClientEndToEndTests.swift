@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultTestSupport
 import Testing
 
 /// The last JSON line a command printed.
@@ -15,7 +16,7 @@ final class BackgroundKeyctl {
     private var buffered = ""
 
     init(_ arguments: [String]) throws {
-        process.executableURL = keyctlBinary
+        process.executableURL = BuiltProducts.keyctl
         process.arguments = arguments
         process.standardOutput = stdout
         process.standardError = stderr

@@ -5,6 +5,7 @@ import FoundationNetworking
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultTestSupport
 import Synchronization
 import Testing
 

@@ -1,11 +1,11 @@
 import Foundation
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCommands
 
 /// docs/completions and docs/man are made by Scripts/generate-completions.sh for
 /// keyctl installed as kvctl; they must equal what the command tree makes now.
-private let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("docs")
+private let docs = repositoryRoot.appendingPathComponent("docs")
 
 @Test(arguments: [(["completion", "bash"], "completions/kvctl.bash"), (["completion", "zsh"], "completions/_kvctl"),
                   (["completion", "fish"], "completions/kvctl.fish"), (["manual"], "man/kvctl.1")])

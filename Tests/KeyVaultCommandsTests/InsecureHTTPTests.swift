@@ -2,6 +2,7 @@ import Foundation
 import KeyVault
 import KeyVaultMnemonic
 import KeyVaultModel
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCommands
 
@@ -21,8 +22,8 @@ struct UnreachableStub: HTTPTransport {
                         ["device", "enroll", "--server", server, "--account", account, "--name", "phone"],
                         ["device", "link", "--server", server, "--account", account, "--name", "phone"]] {
             for json in [false, true] {
-                let home = emptyHome()
-                defer { try? FileManager.default.removeItem(atPath: home) }
+                let scratch = try TemporaryDirectory("kv-empty")
+                let home = scratch.path("home")  // not made: no device lives there yet
                 let (code, out, err) = await KeyctlMain.$transport.withValue({ _ in UnreachableStub() }) {
                     await runKeyctl(command + ["--home", home] + (json ? ["--json"] : []), input: "")
                 }
@@ -39,8 +40,8 @@ struct UnreachableStub: HTTPTransport {
 @Test func plainHTTPToLoopbackOrWithInsecureHTTPReachesTheServer() async throws {
     for (server, extra) in [("http://127.0.0.1:8080", [String]()), ("http://127.45.6.7:8080", []), ("http://localhost:8080", []),
                             ("http://[::1]:8080", []), ("https://example.org", []), ("http://example.org", ["--insecure-http"])] {
-        let home = emptyHome()
-        defer { try? FileManager.default.removeItem(atPath: home) }
+        let scratch = try TemporaryDirectory("kv-empty")
+        let home = scratch.path("home")  // not made: no device lives there yet
         let (code, _, err) = await KeyctlMain.$transport.withValue({ _ in UnreachableStub() }) {
             await runKeyctl(["init", "--server", server, "--name", "laptop", "--yes", "--home", home] + extra)
         }
@@ -49,8 +50,8 @@ struct UnreachableStub: HTTPTransport {
 }
 
 @Test func aSavedPlainHTTPServerIsRefusedUnlessInsecureHTTPIsGiven() async throws {
-    let home = emptyHome()
-    defer { try? FileManager.default.removeItem(atPath: home) }
+    let scratch = try TemporaryDirectory("kv-empty")
+    let home = scratch.path("home")  // not made: no device lives there yet
     try DeviceHome(directory: home).save(DeviceRecord(server: "http://example.org:8080", account: AccountID(rawValue: String(repeating: "ab", count: 16))!,
                                                       name: "laptop", head: "", sequence: 0, enrolled: true, keys: DeviceKeys()))
     let refused = await KeyctlMain.$transport.withValue({ _ in UnreachableStub() }) { await runKeyctl(["status", "--home", home]) }

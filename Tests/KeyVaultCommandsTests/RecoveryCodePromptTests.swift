@@ -2,6 +2,7 @@ import Foundation
 import KeyVault
 import KeyVaultMnemonic
 import KeyVaultModel
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCommands
 
@@ -31,8 +32,8 @@ private func tokens(_ text: String) -> Set<String> {
             suggested = Set(error.suggestions.map(\.word))
         }
         for json in [false, true] {
-            let home = emptyHome()
-            defer { try? FileManager.default.removeItem(atPath: home) }
+            let scratch = try TemporaryDirectory("kv-empty")
+            let home = scratch.path("home")  // not made: no device lives there yet
             let result = await runKeyctl(["device", "enroll", "--server", "http://127.0.0.1:1", "--account", account, "--name", "phone",
                                           "--home", home] + (json ? ["--json"] : []), input: phrase)
             #expect(result.0 == 1, "\(result.2)")

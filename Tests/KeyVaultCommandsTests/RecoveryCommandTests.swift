@@ -1,13 +1,8 @@
 import Foundation
 import KeyVaultMnemonic
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCommands
-
-func run(_ arguments: [String], input: String = "", terminal: Bool = false) async -> (code: Int32, out: String, err: String) {
-    let console = BufferConsole(input: input, terminal: terminal)
-    let code = await KeyctlMain.run(arguments, console: console)
-    return (code, console.output, console.errorOutput)
-}
 
 func json(_ line: Substring) throws -> [String: Any] {
     try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -15,13 +10,13 @@ func json(_ line: Substring) throws -> [String: Any] {
 
 @Test(arguments: MnemonicLanguage.allCases)
 func generateThenVerifyRoundTrips(_ language: MnemonicLanguage) async throws {
-    let generated = await run(["recovery", "generate", "--language", language.rawValue, "--json"])
+    let generated = await runKeyctl(["recovery", "generate", "--language", language.rawValue, "--json"])
     #expect(generated.code == 0)
     let object = try json(generated.out.split(separator: "\n").last!)
     #expect(object["language"] as? String == language.rawValue)
     #expect(object["words"] as? Int == 24)
     let mnemonic = try #require(object["mnemonic"] as? String)
-    let verified = await run(["recovery", "verify", "--json", "--language", language.rawValue], input: mnemonic)
+    let verified = await runKeyctl(["recovery", "verify", "--json", "--language", language.rawValue], input: mnemonic)
     #expect(verified.code == 0)
     let result = try json(verified.out.split(separator: "\n").last!)
     #expect(result["valid"] as? Bool == true)
@@ -30,12 +25,12 @@ func generateThenVerifyRoundTrips(_ language: MnemonicLanguage) async throws {
 }
 
 @Test func verifyPrintsEntropyAndSeedOnlyWhenAsked() async throws {
-    let passphrase = FileManager.default.temporaryDirectory.appendingPathComponent("kv-pass-\(UUID().uuidString)")
+    let directory = try TemporaryDirectory("kv-pass")
+    let passphrase = directory.url("passphrase")
     try "TREZOR\n".write(to: passphrase, atomically: true, encoding: .utf8)
-    defer { try? FileManager.default.removeItem(at: passphrase) }
     // Trezor vector 1.
     let phrase = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
-    let result = await run(["recovery", "verify", "--json", "--show-entropy", "--seed", "--passphrase-file", passphrase.path], input: phrase)
+    let result = await runKeyctl(["recovery", "verify", "--json", "--show-entropy", "--seed", "--passphrase-file", passphrase.path], input: phrase)
     #expect(result.code == 0)
     let object = try json(result.out.split(separator: "\n").last!)
     #expect(object["entropy"] as? String == "00000000000000000000000000000000")
@@ -43,8 +38,8 @@ func generateThenVerifyRoundTrips(_ language: MnemonicLanguage) async throws {
 }
 
 @Test func verifyReportsAnUnknownWordWithPositionAndSuggestions() async throws {
-    let result = await run(["recovery", "verify", "--json"],
-                           input: "abandon abandon abandn abandon abandon abandon abandon abandon abandon abandon abandon about")
+    let result = await runKeyctl(["recovery", "verify", "--json"],
+                                 input: "abandon abandon abandn abandon abandon abandon abandon abandon abandon abandon abandon about")
     #expect(result.code == 1)
     let error = try #require(try json(result.out.split(separator: "\n").last!)["error"] as? [String: Any])
     #expect(error["code"] as? String == "unknown_word")
@@ -58,8 +53,8 @@ func generateThenVerifyRoundTrips(_ language: MnemonicLanguage) async throws {
 
 @Test func verifyReportsAChecksumFailureWithRepairs() async throws {
     // "about" → "above": both list words, one letter apart.
-    let result = await run(["recovery", "verify", "--json"],
-                           input: "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon above")
+    let result = await runKeyctl(["recovery", "verify", "--json"],
+                                 input: "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon above")
     #expect(result.code == 1)
     let error = try #require(try json(result.out.split(separator: "\n").last!)["error"] as? [String: Any])
     #expect(error["code"] as? String == "checksum")
@@ -68,7 +63,7 @@ func generateThenVerifyRoundTrips(_ language: MnemonicLanguage) async throws {
 }
 
 @Test func verifyReportsTheWordCount() async throws {
-    let result = await run(["recovery", "verify", "--json"], input: "abandon ability able")
+    let result = await runKeyctl(["recovery", "verify", "--json"], input: "abandon ability able")
     #expect(result.code == 1)
     let object = try json(result.out.split(separator: "\n").last!)
     #expect(object["valid"] as? Bool == false)
@@ -77,34 +72,34 @@ func generateThenVerifyRoundTrips(_ language: MnemonicLanguage) async throws {
 }
 
 @Test func verifyAcceptsTheNumberedGridThatGenerateShows() async throws {
-    let shown = await run(["recovery", "generate"], terminal: true)
+    let shown = await runKeyctl(["recovery", "generate"], terminal: true)
     #expect(shown.out.contains("  1. "))
     let grid = shown.out.split(separator: "\n").filter { $0.contains(". ") && $0.first == " " }.joined(separator: "\n")
     #expect(grid.split(separator: "\n").count == 6)
-    let result = await run(["recovery", "verify"], input: grid)
+    let result = await runKeyctl(["recovery", "verify"], input: grid)
     #expect(result.code == 0, "\(result.err)")
 }
 
 @Test func verifyOnATerminalPromptsWithoutEchoingTheCode() async throws {
     let phrase = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
-    let result = await run(["recovery", "verify"], input: phrase + "\n", terminal: true)
+    let result = await runKeyctl(["recovery", "verify"], input: phrase + "\n", terminal: true)
     #expect(result.code == 0)
     #expect(result.err.contains("input hidden"))
     #expect(!result.out.contains("abandon") && !result.err.contains("abandon"))
 }
 
 @Test func badCommandLinesAreUsageErrors() async {
-    #expect(await run(["recovery", "generate", "--words", "13"]).code == 64)
-    #expect(await run(["recovery", "generate", "--language", "klingon"]).code == 64)
-    #expect(await run(["recovery", "verify", "--passphrase-file", "/tmp/x"]).code == 64)
-    #expect(await run(["recovery", "frobnicate"]).code == 64)
+    #expect(await runKeyctl(["recovery", "generate", "--words", "13"]).code == 64)
+    #expect(await runKeyctl(["recovery", "generate", "--language", "klingon"]).code == 64)
+    #expect(await runKeyctl(["recovery", "verify", "--passphrase-file", "/tmp/x"]).code == 64)
+    #expect(await runKeyctl(["recovery", "frobnicate"]).code == 64)
 }
 
 @Test func helpTeachesAndExitsZero() async {
-    let help = await run(["recovery", "verify", "--help"])
+    let help = await runKeyctl(["recovery", "verify", "--help"])
     #expect(help.code == 0)
     #expect(help.out.contains("standard input"))
-    let top = await run(["--help"])
+    let top = await runKeyctl(["--help"])
     #expect(top.out.contains("keyutils"))
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultTestSupport
 import Testing
 
 /// An end-to-end story with the real binaries: a `keyctl serve` on a free loopback
@@ -8,16 +9,14 @@ import Testing
 final class Story: @unchecked Sendable {
     let server: RunningServer
     let url: String
-    let root: URL
+    private let homes: TemporaryDirectory
+    var root: URL { homes.url }
 
     init(_ name: String) throws {
         server = try RunningServer()
-        url = "http://127.0.0.1:\(server.port)"
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("kv-\(name)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        url = server.url
+        homes = try TemporaryDirectory("kv-\(name)")
     }
-
-    deinit { try? FileManager.default.removeItem(at: root) }
 
     /// `--home` of the device called `name`, and `--json`.
     func home(_ name: String) -> [String] { ["--home", path(name), "--json"] }

@@ -2,6 +2,7 @@ import Foundation
 import KeyVault
 import KeyVaultMnemonic
 import KeyVaultModel
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCommands
 
@@ -17,8 +18,8 @@ private struct HostileStub: HTTPTransport {
 
 @Test func errorsPrintNoTerminalControlsWhateverTheServerSent() async throws {
     for json in [false, true] {
-        let home = emptyHome()
-        defer { try? FileManager.default.removeItem(atPath: home) }
+        let scratch = try TemporaryDirectory("kv-empty")
+        let home = scratch.path("home")  // not made: no device lives there yet
         let (code, out, err) = await KeyctlMain.$transport.withValue({ _ in HostileStub() }) {
             await runKeyctl(["init", "--server", "http://127.0.0.1:1", "--name", "laptop", "--yes", "--home", home] + (json ? ["--json"] : []))
         }

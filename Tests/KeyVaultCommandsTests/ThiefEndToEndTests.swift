@@ -1,5 +1,6 @@
 import Foundation
 import KeyVault
+import KeyVaultTestSupport
 import Testing
 
 /// Issue 8, item 2, with the real binaries: a thief holding the owner's unlocked

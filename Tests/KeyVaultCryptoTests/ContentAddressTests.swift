@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultTestSupport
 import PropertyBased
 import Testing
 @testable import KeyVaultCrypto
@@ -14,7 +15,7 @@ struct ContentAddressFile: Decodable {
     let invalid: [String]
 }
 
-@Test(arguments: try Vectors.load("content-address-v1", as: ContentAddressFile.self).tests)
+@Test(arguments: try vectors.load("content-address-v1", as: ContentAddressFile.self).tests)
 func contentAddressMatchesIndependentImplementation(_ v: ContentAddressFile.Vector) throws {
     let cak = try ContentAddressKey(memberKey: key(v.memberKey), generation: v.generation)
     let address = try cak.address(of: hex(v.content))
@@ -23,11 +24,11 @@ func contentAddressMatchesIndependentImplementation(_ v: ContentAddressFile.Vect
 }
 
 @Test func contentAddressOfAFileStreamsAndMatchesTheVector() throws {
-    let large = try Vectors.load("content-address-v1", as: ContentAddressFile.self).large
+    let large = try vectors.load("content-address-v1", as: ContentAddressFile.self).large
     let content = (0..<large.length).map { UInt8(($0 * 31 + 7) % 251) }
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("kv-ca-\(UUID().uuidString)").path
+    let directory = try TemporaryDirectory("kv-ca")
+    let path = directory.path("content")
     try Data(content).write(to: URL(fileURLWithPath: path))
-    defer { try? FileManager.default.removeItem(atPath: path) }
     let cak = try ContentAddressKey(memberKey: key(large.memberKey), generation: large.generation)
     var reports = [UInt64]()
     let address = try cak.address(ofFileAt: path) { reports.append($0) }
@@ -46,7 +47,7 @@ func contentAddressMatchesIndependentImplementation(_ v: ContentAddressFile.Vect
     }
 }
 
-@Test(arguments: try Vectors.load("content-address-v1", as: ContentAddressFile.self).invalid)
+@Test(arguments: try vectors.load("content-address-v1", as: ContentAddressFile.self).invalid)
 func contentAddressParserRefuses(_ text: String) {
     #expect(ContentAddress(text) == nil)
     #expect(throws: CryptoError.self) { try ContentAddress(parsing: text) }
@@ -64,9 +65,9 @@ func contentAddressParserRefuses(_ text: String) {
 
 @Test func readAheadOfALargeFileGivesTheSameAddressAsMemory() throws {
     let content = SystemRandom.bytes(count: 9 << 20 | 123)  // over the 4 MiB read-ahead threshold
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("kv-ra-\(UUID().uuidString)").path
+    let directory = try TemporaryDirectory("kv-ra")
+    let path = directory.path("content")
     try Data(content).write(to: URL(fileURLWithPath: path))
-    defer { try? FileManager.default.removeItem(atPath: path) }
     let cak = try ContentAddressKey(memberKey: SymmetricKey(), generation: 2)
     var last: UInt64 = 0
     #expect(try cak.address(ofFileAt: path) { last = $0 } == cak.address(of: content))
@@ -76,9 +77,9 @@ func contentAddressParserRefuses(_ text: String) {
 struct StopHere: Error {}
 
 @Test func aFailingConsumerStopsTheReadAheadCleanly() throws {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("kv-stop-\(UUID().uuidString)").path
+    let directory = try TemporaryDirectory("kv-stop")
+    let path = directory.path("content")
     try Data(count: 12 << 20).write(to: URL(fileURLWithPath: path))
-    defer { try? FileManager.default.removeItem(atPath: path) }
     for stopAfter in [1, 2, 5] {
         var chunks = 0
         #expect(throws: StopHere.self) {
@@ -95,9 +96,9 @@ struct StopHere: Error {}
     // /dev/zero through `head` is not a regular file: the plain read path.
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("kv-fifo-\(UUID().uuidString)").path
+    let directory = try TemporaryDirectory("kv-fifo")
+    let fifo = directory.path("fifo")
     #expect(mkfifo(fifo, 0o600) == 0)
-    defer { try? FileManager.default.removeItem(atPath: fifo) }
     process.arguments = ["-c", "head -c 3000000 /dev/zero > '\(fifo)'"]
     try process.run()
     var total: UInt64 = 0

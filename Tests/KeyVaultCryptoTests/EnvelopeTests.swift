@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultTestSupport
 import PropertyBased
 import Testing
 @testable import KeyVaultCrypto
@@ -13,7 +14,7 @@ struct EnvelopeVector: Decodable, Sendable, CustomTestStringConvertible {
 
 struct EnvelopeFile: Decodable { let tests: [EnvelopeVector] }
 
-@Test(arguments: try Vectors.load("envelope-v1", as: EnvelopeFile.self).tests)
+@Test(arguments: try vectors.load("envelope-v1", as: EnvelopeFile.self).tests)
 func envelopeMatchesIndependentImplementation(_ v: EnvelopeVector) throws {
     let openIt = { try Envelope(bytes: hex(v.envelope)).open(using: key(v.key), context: v.context()) }
     switch v.outcome {
@@ -35,7 +36,7 @@ func envelopeMatchesIndependentImplementation(_ v: EnvelopeVector) throws {
 }
 
 @Test func envelopeVectorsCoverEveryOutcome() throws {
-    let outcomes = Set(try Vectors.load("envelope-v1", as: EnvelopeFile.self).tests.map(\.outcome))
+    let outcomes = Set(try vectors.load("envelope-v1", as: EnvelopeFile.self).tests.map(\.outcome))
     #expect(outcomes == ["valid", "authentication_failure", "key_mismatch", "malformed", "unsupported_version", "unsupported_algorithm"])
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCrypto
 
@@ -11,7 +12,7 @@ struct HMACVector: Decodable, Sendable, CustomTestStringConvertible {
 
 struct HMACFile: Decodable { let tests: [HMACVector] }
 
-@Test(arguments: try Vectors.load("hmac-sha256-rfc4231", as: HMACFile.self).tests)
+@Test(arguments: try vectors.load("hmac-sha256-rfc4231", as: HMACFile.self).tests)
 func hmacSHA256MatchesRFC4231(_ v: HMACVector) throws {
     let mac = try HMACSHA256.authenticationCode(for: hex(v.data), using: hex(v.key))
     let expected = try hex(v.hmacSha256)
@@ -43,7 +44,7 @@ struct HKDFVector: Decodable, Sendable, CustomTestStringConvertible {
 
 struct HKDFFile: Decodable { let tests: [HKDFVector] }
 
-@Test(arguments: try Vectors.load("hkdf-sha256-rfc5869", as: HKDFFile.self).tests)
+@Test(arguments: try vectors.load("hkdf-sha256-rfc5869", as: HKDFFile.self).tests)
 func hkdfMatchesRFC5869(_ v: HKDFVector) throws {
     let prk = try HKDF.extract(from: hex(v.ikm), salt: hex(v.salt))
     #expect(prk.unprotectedCopy() == (try hex(v.prk)))
@@ -67,7 +68,7 @@ struct Argon2Vector: Decodable, Sendable, CustomTestStringConvertible {
 
 struct Argon2File: Decodable { let vectors: [Argon2Vector] }
 
-@Test(arguments: try Vectors.load("argon2id-libsodium-compatible", as: Argon2File.self).vectors)
+@Test(arguments: try vectors.load("argon2id-libsodium-compatible", as: Argon2File.self).vectors)
 func argon2idMatchesArgon2Cffi(_ v: Argon2Vector) throws {
     // Vectors go below the floor on purpose (libsodium's minimums), hence `unchecked`.
     let out = try Argon2id.deriveKey(from: hex(v.password), salt: hex(v.salt),
@@ -85,7 +86,7 @@ struct RFC9106File: Decodable {
 /// the RFC 9106 tag cannot be produced through it. What can be checked is the
 /// vector's H0 (section 3.2): BLAKE2b-512 over its parameters, through libsodium.
 @Test func argon2idRFC9106PreHashMatchesThroughLibsodiumBLAKE2b() throws {
-    let file = try Vectors.load("argon2id-rfc9106", as: RFC9106File.self)
+    let file = try vectors.load("argon2id-rfc9106", as: RFC9106File.self)
     #expect(file.vectors.count == 1)
     for v in file.vectors {
         func le(_ x: UInt32) -> [UInt8] { withUnsafeBytes(of: x.littleEndian, Array.init) }
@@ -132,7 +133,7 @@ struct Ed25519Vector: Decodable, Sendable, CustomTestStringConvertible {
 
 struct Ed25519File: Decodable { let tests: [Ed25519Vector] }
 
-@Test(arguments: try Vectors.load("ed25519-rfc8032", as: Ed25519File.self).tests)
+@Test(arguments: try vectors.load("ed25519-rfc8032", as: Ed25519File.self).tests)
 func ed25519MatchesRFC8032(_ v: Ed25519Vector) throws {
     var seed = try hex(v.secretKey)
     let key = try Ed25519.PrivateKey(seed: SecureBytes(wiping: &seed))
@@ -170,7 +171,7 @@ func x25519Key(_ text: String) throws -> X25519.PrivateKey {
 }
 
 @Test func x25519MatchesRFC7748() throws {
-    let file = try Vectors.load("x25519-rfc7748", as: X25519File.self)
+    let file = try vectors.load("x25519-rfc7748", as: X25519File.self)
     #expect(file.scalarMultiplication.count == 2)
     for v in file.scalarMultiplication {
         let shared = try x25519Key(v.scalar).sharedSecret(with: X25519.PublicKey(rawRepresentation: hex(v.uCoordinate)))
@@ -185,7 +186,7 @@ func x25519Key(_ text: String) throws -> X25519.PrivateKey {
 }
 
 @Test func x25519OpensASealedBoxMadeByPyNaCl() throws {
-    let v = try Vectors.load("x25519-rfc7748", as: X25519File.self).sealedBox
+    let v = try vectors.load("x25519-rfc7748", as: X25519File.self).sealedBox
     let opened = try x25519Key(v.recipientPrivate).openSealedBox(hex(v.box))
     #expect(opened.unprotectedCopy() == (try hex(v.plaintext)))
     #expect(throws: CryptoError.authenticationFailure) { try X25519.PrivateKey().openSealedBox(hex(v.box)) }
@@ -207,7 +208,7 @@ struct AEADVector: Decodable, Sendable, CustomTestStringConvertible {
 
 struct AEADFile: Decodable { let tests: [AEADVector] }
 
-@Test(arguments: try Vectors.load("aead", as: AEADFile.self).tests)
+@Test(arguments: try vectors.load("aead", as: AEADFile.self).tests)
 func aeadMatchesVectors(_ v: AEADVector) throws {
     let box = try SealedBox(combined: hex(v.nonce) + hex(v.ciphertext) + hex(v.tag), algorithm: v.aead)
     if v.outcome == "valid" {

@@ -1,20 +1,12 @@
 import Foundation
 import KeyVaultCrypto
+import KeyVaultTestSupport
 import PropertyBased
 import Testing
 @testable import KeyVaultMnemonic
 
-enum Vectors {
-    static func load<T: Decodable>(_ name: String, as type: T.Type = T.self) throws -> T {
-        guard let url = Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Vectors") else {
-            throw CryptoError(.io, "vector file \(name).json is not in the test bundle")
-        }
-        return try JSONDecoder().decode(T.self, from: Data(contentsOf: url))
-    }
-}
-
-/// The repository root, for checks against files that are not bundled (wordlists/).
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+/// This target's JSON vector files (its `Vectors` resources).
+let vectors = Vectors(in: .module)
 
 struct TrezorVector: Sendable, CustomTestStringConvertible {
     let entropy: String, mnemonic: String, seed: String
@@ -22,7 +14,7 @@ struct TrezorVector: Sendable, CustomTestStringConvertible {
 }
 
 func trezorVectors() throws -> [TrezorVector] {
-    try Vectors.load("bip39-trezor-english", as: [String: [[String]]].self)["english", default: []]
+    try vectors.load("bip39-trezor-english", as: [String: [[String]]].self)["english", default: []]
         .map { TrezorVector(entropy: $0[0], mnemonic: $0[1], seed: $0[2]) }
 }
 
@@ -46,7 +38,7 @@ struct LanguageVector: Decodable, Sendable, CustomTestStringConvertible {
 
 struct LanguageFile: Decodable { let tests: [LanguageVector] }
 
-@Test(arguments: try Vectors.load("bip39-all-languages", as: LanguageFile.self).tests)
+@Test(arguments: try vectors.load("bip39-all-languages", as: LanguageFile.self).tests)
 func everyLanguageMatchesPythonMnemonic(_ v: LanguageVector) throws {
     let language = try #require(MnemonicLanguage(rawValue: v.language))
     var entropyBytes = try Hex.decode(v.entropy)
@@ -62,7 +54,7 @@ func everyLanguageMatchesPythonMnemonic(_ v: LanguageVector) throws {
 }
 
 @Test func allLanguageVectorsCoverTenLanguages() throws {
-    let languages = Set(try Vectors.load("bip39-all-languages", as: LanguageFile.self).tests.map(\.language))
+    let languages = Set(try vectors.load("bip39-all-languages", as: LanguageFile.self).tests.map(\.language))
     #expect(languages == Set(MnemonicLanguage.allCases.map(\.rawValue)))
 }
 
@@ -95,7 +87,7 @@ struct UnicodePassphraseFile: Decodable { let tests: [UnicodePassphraseVector] }
 /// voiced marks. Foundation's NFKD on Linux left U+3099/U+309A (from U+FF9E/U+FF9F)
 /// out of canonical order, so such a passphrase gave another seed than every other
 /// BIP39 implementation. The vectors are python-mnemonic's.
-@Test(arguments: try Vectors.load("bip39-unicode-passphrases", as: UnicodePassphraseFile.self).tests)
+@Test(arguments: try vectors.load("bip39-unicode-passphrases", as: UnicodePassphraseFile.self).tests)
 func unicodePassphrasesGiveTheSeedPythonMnemonicGives(_ v: UnicodePassphraseVector) throws {
     #expect(NFKD.normalize(v.passphrase).unicodeScalars.elementsEqual(v.nfkd.unicodeScalars))
     #expect(Hex.encode(try Mnemonic(phrase: v.mnemonic).seed(passphrase: v.passphrase)) == v.seed)

@@ -1,17 +1,12 @@
 import Foundation
 import KeyVaultCrypto
 import KeyVaultModel
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultProtocol
 
-enum Vectors {
-    static func load<T: Decodable>(_ name: String, as type: T.Type = T.self) throws -> T {
-        guard let url = Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Vectors") else {
-            throw CryptoError(.io, "vector file \(name).json is not in the test bundle")
-        }
-        return try JSONDecoder().decode(T.self, from: Data(contentsOf: url))
-    }
-}
+/// This target's JSON vector files (its `Vectors` resources).
+let vectors = Vectors(in: .module)
 
 struct ChainFile: Decodable {
     struct Step: Decodable {
@@ -24,7 +19,7 @@ struct ChainFile: Decodable {
 /// Replays the independently built chain step by step: each valid link must give
 /// the same signed bytes and hash, each refused one the same error code.
 @Test func accountChainMatchesIndependentImplementation() throws {
-    let file = try Vectors.load("account-chain-v1", as: ChainFile.self)
+    let file = try vectors.load("account-chain-v1", as: ChainFile.self)
     #expect(Set(file.steps.map(\.outcome)) == ["valid", "bad_signature", "unknown_signer", "stale_chain", "stale_generation",
                                                 "signer_revoked", "last_device"])
     var state: ChainState?
@@ -59,7 +54,7 @@ struct KeyBoxFile: Decodable {
 /// with it, then was revoked; each box is judged at the link it names, each
 /// refused link or box with the code the independent implementation expects.
 @Test func keyBoxesAreJudgedByChainHistoryAsTheIndependentImplementationDoes() throws {
-    let file = try Vectors.load("key-box-v2", as: KeyBoxFile.self)
+    let file = try vectors.load("key-box-v2", as: KeyBoxFile.self)
     var state: ChainState?
     for step in file.steps {
         if step.outcome == "valid" {
@@ -98,7 +93,7 @@ struct RequestFile: Decodable {
 }
 
 @Test func requestSignaturesMatchIndependentImplementation() throws {
-    let file = try Vectors.load("request-signature-v1", as: RequestFile.self)
+    let file = try vectors.load("request-signature-v1", as: RequestFile.self)
     #expect(file.tests.count == 4)
     var seed = try Hex.decode(file.seed)
     let key = try Ed25519.PrivateKey(seed: SecureBytes(wiping: &seed))
@@ -157,7 +152,7 @@ struct MACFile: Decodable {
 }
 
 @Test func sessionMACsMatchIndependentImplementation() throws {
-    let file = try Vectors.load("request-mac-v1", as: MACFile.self)
+    let file = try vectors.load("request-mac-v1", as: MACFile.self)
     #expect(file.tests.count == 3)
     var keyBytes = try Hex.decode(file.key)
     let key = try SymmetricKey(SecureBytes(wiping: &keyBytes))
@@ -184,7 +179,7 @@ struct DeviceLinkFile: Decodable {
 /// independent implementation computes them; a reveal that does not open the
 /// commitment, or any changed key, name or code, gives something else.
 @Test func deviceLinkCommitmentAndSASMatchTheIndependentImplementation() throws {
-    let file = try Vectors.load("device-link-v2", as: DeviceLinkFile.self)
+    let file = try vectors.load("device-link-v2", as: DeviceLinkFile.self)
     #expect(file.tests.count == 3)
     for v in file.tests {
         let account = try #require(AccountID(rawValue: v.account))

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultStore
 
@@ -6,9 +7,8 @@ import Testing
 /// writer syncs that commit (synchronous=FULL), not only at the next WAL checkpoint;
 /// other writes (last-seen, nonces, audit rows) stay NORMAL.
 @Test func chainWritesSyncTheirCommitAndOtherWritesDoNot() async throws {
-    let directory = try temporaryDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let database = try KeyVaultDatabase.open(path: directory.appendingPathComponent("keyvault.sqlite").path)
+    let directory = try TemporaryDirectory("kv-server")
+    let database = try KeyVaultDatabase.open(path: directory.path("keyvault.sqlite"))
     let modes = try await database.synchronousModes()
     #expect(modes.chainWrite == 2 && modes.other == 1)  // 2 FULL, 1 NORMAL
 }

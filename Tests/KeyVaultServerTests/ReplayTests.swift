@@ -5,15 +5,15 @@ import HummingbirdTesting
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultServer
 @testable import KeyVaultStore
 
 /// Item 6 of issue 8: the nonce ledger of Ed25519-signed requests outlives the process.
 @Test func aSignedRequestCapturedBeforeARestartIsRefusedAfterIt() async throws {
-    let directory = try temporaryDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let path = directory.appendingPathComponent("keyvault.sqlite").path
+    let directory = try TemporaryDirectory("kv-server")
+    let path = directory.path("keyvault.sqlite")
     let phone = TestDevice("phone")
     let account = ChainLink.genesis(signingKey: phone.signing, boxKey: phone.agreement.publicKey, name: phone.name, time: 1_700_000_000)
     let uri = "/v1/accounts/\(try ChainState(genesis: account).account)/chain"

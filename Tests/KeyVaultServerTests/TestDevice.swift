@@ -91,13 +91,6 @@ func testApplication(onFile path: String) throws -> some ApplicationProtocol {
     return try buildApplication(configuration, logger: logger)
 }
 
-/// A fresh temporary directory, removed by the caller.
-func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("kv-server-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
 func jsonBody(_ value: some Encodable) throws -> ByteBuffer { ByteBuffer(bytes: try JSONEncoder().encode(value)) }
 
 func decode<T: Decodable>(_ type: T.Type, _ response: TestResponse) throws -> T {

@@ -6,6 +6,7 @@ import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultStore
+import KeyVaultTestSupport
 import Logging
 import Testing
 @testable import KeyVaultServer
@@ -14,9 +15,8 @@ import Testing
 /// every file the database left is scanned for those bytes in the forms a bug
 /// would store them: raw, hex and base64.
 @Test func theDatabaseNeverHoldsAKeyOrPlaintextInTheClear() async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kv-scan-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let scan = try TemporaryDirectory("kv-scan")
+    let directory = scan.url
 
     let masterKey = SymmetricKey(), memberKey = SymmetricKey(), attachmentKey = SymmetricKey()
     let recoveryEntropy = SecureBytes(randomCount: 32)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeyVaultModel
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultStore
 
@@ -100,8 +101,8 @@ private struct StoreFixture {
 
 /// A database file keeps working when it is opened again: the migrations are not run twice.
 @Test func aDatabaseFileOpensAgainWithItsData() async throws {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("kv-store-\(UUID().uuidString).sqlite").path
-    defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+    let directory = try TemporaryDirectory("kv-store")
+    let path = directory.path("keyvault.sqlite")  // its -wal and -shm go with the directory
     let account = AccountID(unchecked: hex(1))
     do {
         let database = try KeyVaultDatabase.open(path: path)

@@ -3,6 +3,7 @@ import KeyVault
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultTestSupport
 import KeyVaultVault
 import Testing
 
@@ -204,8 +205,8 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
 }
 
 @Test func aCorruptOrMissingHomeGivesAClearErrorWithAWayOut() async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kv-home-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let scratch = try TemporaryDirectory("kv-home")
+    let directory = scratch.url("home")  // made by the first save
     let home = DeviceHome(directory: directory.path)
     do {
         _ = try home.load()
@@ -226,8 +227,8 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
 }
 
 @Test func aSealedHomeOpensOnlyWithItsPassphrase() async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kv-home-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let scratch = try TemporaryDirectory("kv-home")
+    let directory = scratch.url("home")  // made by the first save
     let home = DeviceHome(directory: directory.path)
     home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
     let record = DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",

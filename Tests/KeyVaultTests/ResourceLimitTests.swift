@@ -3,6 +3,7 @@ import KeyVault
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultTestSupport
 import Testing
 
 // Issue 8 item 7: a dishonest server cannot make the client burn unbounded time and
@@ -36,8 +37,8 @@ import Testing
 }
 
 @Test func aSealedHomeAskingForMoreThanTheArgon2idCeilingIsRefused() async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kv-home-\(UUID().uuidString)")
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let scratch = try TemporaryDirectory("kv-home")
+    let directory = scratch.url("home")  // made by the first save
     let home = DeviceHome(directory: directory.path)
     home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
     try home.save(DeviceRecord(server: "http://127.0.0.1:1", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",

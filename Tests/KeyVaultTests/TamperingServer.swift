@@ -6,6 +6,7 @@ import KeyVault
 import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
+import KeyVaultTestSupport
 import Logging
 import NIOCore
 import Synchronization
@@ -87,13 +88,11 @@ struct Fixture {
         var logger = Logger(label: "client-tests")
         logger.logLevel = .critical
         let app = buildApplication(configuration, database: try KeyVaultDatabase.inMemory(), logger: logger)
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("kv-client-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: root) }
+        let root = try TemporaryDirectory("kv-client")
         try await app.test(.router) { client in
             let transport = TamperingTransport(RouterTransport(client: client))
             let code = try Mnemonic.generate(wordCount: 24, language: .english)
-            let fixture = Fixture(transport: transport, code: code, root: root)
+            let fixture = Fixture(transport: transport, code: code, root: root.url)
             let laptop = try await Vault.createAccount(home: fixture.home("laptop"), server: "test", transport: transport, name: "laptop",
                                                        code: code, parameters: .interactive)
             try await body(fixture, laptop)

@@ -1,6 +1,7 @@
 import Foundation
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCrypto
 @testable import KeyVaultVault
@@ -19,8 +20,7 @@ struct HierarchyFile: Decodable {
     let attachment: Attachment
 
     static func load() throws -> HierarchyFile {
-        let url = try #require(Bundle.module.url(forResource: "key-hierarchy-v1", withExtension: "json", subdirectory: "Vectors"))
-        return try JSONDecoder().decode(HierarchyFile.self, from: Data(contentsOf: url))
+        try vectors.load("key-hierarchy-v1", as: HierarchyFile.self)
     }
 }
 
@@ -95,8 +95,7 @@ struct MasterKeyCheckFile: Decodable {
 /// docs/formats/member-keys.md, "Master key check", as Python's hmac computes it;
 /// another key or generation gives another value.
 @Test func masterKeyChecksMatchTheIndependentImplementation() throws {
-    let url = try #require(Bundle.module.url(forResource: "master-key-check-v1", withExtension: "json", subdirectory: "Vectors"))
-    let file = try JSONDecoder().decode(MasterKeyCheckFile.self, from: Data(contentsOf: url))
+    let file = try vectors.load("master-key-check-v1", as: MasterKeyCheckFile.self)
     #expect(file.tests.count == 4)
     for v in file.tests {
         let k = try key(v.key)

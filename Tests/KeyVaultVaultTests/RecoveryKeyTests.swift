@@ -1,6 +1,7 @@
 import Foundation
 import KeyVaultMnemonic
 import KeyVaultModel
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCrypto
 @testable import KeyVaultVault
@@ -15,11 +16,11 @@ struct RecoveryFile: Decodable {
     let tests: [Vector]
 }
 
+/// This target's JSON vector files (its `Vectors` resources).
+let vectors = Vectors(in: .module)
+
 func loadRecoveryVectors() throws -> [RecoveryFile.Vector] {
-    guard let url = Bundle.module.url(forResource: "recovery-keys-v1", withExtension: "json", subdirectory: "Vectors") else {
-        throw CryptoError(.io, "recovery-keys-v1.json is not in the test bundle")
-    }
-    return try JSONDecoder().decode(RecoveryFile.self, from: Data(contentsOf: url)).tests
+    try vectors.load("recovery-keys-v1", as: RecoveryFile.self).tests
 }
 
 @Test(arguments: try loadRecoveryVectors())

@@ -1,0 +1,42 @@
+import Foundation
+
+/// How a process ended: its exit code and what it wrote.
+package typealias ProcessResult = (code: Int32, out: String, err: String)
+
+/// Runs `executable` to its end with `input` on standard input and `environment` added
+/// to this process's; returns its exit code, standard output and standard error.
+package func runProcess(_ executable: URL, _ arguments: [String], input: Data = Data(),
+                        environment: [String: String] = [:]) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    }
+    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    stdin.fileHandleForWriting.write(input)
+    try stdin.fileHandleForWriting.close()
+    // Standard error is drained beside standard output, so a process that fills one
+    // pipe while the other is being read cannot stall.
+    let error = Drained()
+    let group = DispatchGroup()
+    DispatchQueue.global().async(group: group) { error.data = stderr.fileHandleForReading.readDataToEndOfFile() }
+    let out = stdout.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: error.data, as: UTF8.self))
+}
+
+/// Runs the built `keyctl` as a real process.
+package func keyctl(_ arguments: [String], input: Data = Data(), environment: [String: String] = [:]) throws -> ProcessResult {
+    try runProcess(BuiltProducts.keyctl, arguments, input: input, environment: environment)
+}
+
+/// Written by one reader thread before `DispatchGroup.wait()` returns, read after.
+private final class Drained: @unchecked Sendable {
+    var data = Data()
+}

@@ -1,0 +1,63 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A running `keyctl serve` on a free loopback port with a fresh database.
+package final class RunningServer {
+    package let process = Process()
+    package let directory: URL
+    package let port: Int
+    private let output = Pipe()
+
+    /// The directory this server made (nil when it runs on another server's).
+    private let temporary: TemporaryDirectory?
+
+    /// Starts a server; on a fresh directory unless `directory` (another server's) is given.
+    package init(arguments: [String] = [], environment: [String: String] = [:], directory existing: URL? = nil,
+                 binary: URL = BuiltProducts.keyctl) throws {
+        temporary = existing == nil ? try TemporaryDirectory("kv-serve") : nil
+        directory = existing ?? temporary!.url
+        process.executableURL = binary
+        process.arguments = ["serve", "--port", "0", "--database", directory.appendingPathComponent("keyvault.sqlite").path] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first line says where it listens: "keyctl: serving on http://127.0.0.1:PORT (…)".
+        var text = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !text.contains("\n"), Date() < deadline, process.isRunning {
+            text += String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+              let port = Int(text[range].split(separator: ":").last!) else {
+            process.terminate()
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "keyctl serve did not start: \(text)"])
+        }
+        self.port = port
+    }
+
+    /// `http://127.0.0.1:PORT`, for `--server`.
+    package var url: String { "http://127.0.0.1:\(port)" }
+
+    package func request(_ method: String, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.httpBody = body
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as! HTTPURLResponse).statusCode, data)
+    }
+
+    /// Sends `signal` and waits for the exit status.
+    package func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    // The process goes before the directory it writes in (`temporary` is released after).
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+}
