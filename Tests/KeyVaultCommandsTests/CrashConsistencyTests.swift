@@ -61,7 +61,8 @@ final class Counter: Sendable {
         return (acknowledged, attempted)
     }
     // Kill it mid-stream: after some appends were acknowledged (however slow the machine), while more are in flight.
-    let deadline = Date().addingTimeInterval(30)
+    // A loaded machine with synchronous=FULL commits can take seconds per append: wait long, leave at 10.
+    let deadline = Date().addingTimeInterval(120)
     while counter.current < 10, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
     try await Task.sleep(for: .milliseconds(Int.random(in: 0..<50)))
     _ = server.stop(SIGKILL)  // no graceful shutdown: the process dies wherever it is
