@@ -56,9 +56,9 @@ public func buildApplication(
     return buildApplication(configuration, database: database, logger: logger, onServerRunning: onServerRunning)
 }
 
-/// The same on a given database (tests use an in-memory one).
+/// The same on a given store (tests use an in-memory database).
 public func buildApplication(
-    _ configuration: ServerConfiguration, database: KeyVaultDatabase, logger: Logger,
+    _ configuration: ServerConfiguration, database: any KeyVaultRepository, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = buildRouter(ServiceState(configuration: configuration, database: database))
