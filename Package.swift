@@ -96,7 +96,7 @@ let package = Package(
         .testTarget(name: "KeyVaultProtocolTests", dependencies: ["KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultModel"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultServerTests", dependencies: [
-            "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto",
+            "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultPostgres",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
