@@ -20,17 +20,27 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// Connects once to check that the database is there and to migrate it (under an
     /// advisory lock, so replicas that start together migrate once), then makes the pool.
     ///
+    /// - Parameter schema: the schema to use instead of the user's default (tests each take their own).
     /// - Throws: ``PostgresStartError`` saying why the database cannot be used (never
     ///   quoting the password).
-    /// - Parameter schema: the schema to use instead of the user's default (tests each take their own).
     public static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20,
                                schema: String? = nil) async throws -> PostgresKeyVaultDatabase {
-        let parameters = schema.map { [("search_path", $0)] } ?? []
-        var connectionConfiguration = url.connectionConfiguration
-        connectionConfiguration.options.additionalStartupParameters = parameters
+        try await migrate(url, logger: logger, schema: schema)
+        var configuration = url.clientConfiguration
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.additionalStartupParameters = startupParameters(schema)
+        return PostgresKeyVaultDatabase(client: PostgresClient(configuration: configuration, backgroundLogger: logger), logger: logger)
+    }
+
+    /// Connects, applies the migrations not applied yet, and disconnects.
+    ///
+    /// - Throws: ``PostgresStartError``.
+    package static func migrate(_ url: PostgresURL, logger: Logger = quietLogger, schema: String? = nil) async throws {
+        var configuration = url.connectionConfiguration
+        configuration.options.additionalStartupParameters = startupParameters(schema)
         let connection: PostgresConnection
         do {
-            connection = try await PostgresConnection.connect(configuration: connectionConfiguration, id: 1, logger: logger)
+            connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
         } catch {
             throw PostgresStartError(url: url, reason: Self.describe(error))
         }
@@ -41,10 +51,10 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
             try? await connection.close()
             throw PostgresStartError(url: url, reason: "migrating it failed: " + Self.describe(error))
         }
-        var configuration = url.clientConfiguration
-        configuration.options.maximumConnections = maximumConnections
-        configuration.options.additionalStartupParameters = parameters
-        return PostgresKeyVaultDatabase(client: PostgresClient(configuration: configuration, backgroundLogger: logger), logger: logger)
+    }
+
+    private static func startupParameters(_ schema: String?) -> [(String, String)] {
+        schema.map { [("search_path", $0)] } ?? []
     }
 
     /// Runs the pool until the task is cancelled (or a graceful shutdown, as a service).
@@ -206,24 +216,32 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
         _ url: PostgresURL, logger: Logger = quietLogger,
         _ body: (PostgresKeyVaultDatabase) async throws -> T
     ) async throws -> T {
-        let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try await PostgresConnection.connect(configuration: url.connectionConfiguration, id: 0, logger: logger)
-        do {
-            try await admin.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"), logger: logger)
+        try await withEmptySchema(url, logger: logger) { schema in
             let database = try await connect(url, logger: logger, maximumConnections: 8, schema: schema)
-            let result = try await withThrowingTaskGroup(of: Void.self) { group in
+            return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await database.run() }
                 defer { group.cancelAll() }
                 return try await body(database)
             }
-            try await admin.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE"), logger: logger)
-            try await admin.close()
-            return result
-        } catch {
-            _ = try? await admin.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE"), logger: logger)
-            try? await admin.close()
-            throw error
         }
+    }
+
+    /// Runs `body` with the name of a new, empty schema, then drops it.
+    package static func withEmptySchema<T: Sendable>(
+        _ url: PostgresURL, logger: Logger = quietLogger, _ body: (String) async throws -> T
+    ) async throws -> T {
+        let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try await PostgresConnection.connect(configuration: url.connectionConfiguration, id: 0, logger: logger)
+        let result: Result<T, any Error>
+        do {
+            try await admin.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"), logger: logger)
+            result = .success(try await body(schema))
+        } catch {
+            result = .failure(error)
+        }
+        _ = try? await admin.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \(schema) CASCADE"), logger: logger)
+        try? await admin.close()
+        return try result.get()
     }
 }
 

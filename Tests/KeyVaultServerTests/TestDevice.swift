@@ -60,10 +60,12 @@ struct TestDevice {
     }
 }
 
-/// A fresh service on an in-memory database.
-func testApplication(database: KeyVaultDatabase? = nil,
+/// A fresh service on `database`, by default a new in-memory one. Two services on one
+/// store are two replicas: each has its own memory, only the store is shared.
+func testApplication(database: (any KeyVaultRepository)? = nil,
                      _ configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> some ApplicationProtocol {
-    buildApplication(testConfiguration(configure), database: try database ?? KeyVaultDatabase.inMemory(), logger: testLogger)
+    let store: any KeyVaultRepository = if let database { database } else { try KeyVaultDatabase.inMemory() }
+    return buildApplication(testConfiguration(configure), database: store, logger: testLogger)
 }
 
 /// A fresh service on a fresh store of `backend`: the router tests run on SQLite, and

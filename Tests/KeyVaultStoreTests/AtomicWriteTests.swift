@@ -154,3 +154,20 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
         #expect(try await database.wraps(account, member: MemberID(unchecked: hex(6))).map(\.envelope) == ["e1"])
     }
 }
+
+/// Replicas that start at once on a new database migrate it once: the others wait on
+/// the advisory lock, then find every migration applied (without it, their CREATE
+/// TABLEs collide).
+@Test func replicasStartingTogetherMigrateOnce() async throws {
+    guard case .postgres(let url)? = StoreBackend.all.last else { return }
+    try await PostgresKeyVaultDatabase.withEmptySchema(url) { schema in
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { try await PostgresKeyVaultDatabase.migrate(url, schema: schema) }
+            }
+            try await group.waitForAll()
+        }
+        // And again, as a restart does.
+        try await PostgresKeyVaultDatabase.migrate(url, schema: schema)
+    }
+}
