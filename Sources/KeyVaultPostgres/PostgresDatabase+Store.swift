@@ -400,7 +400,7 @@ extension PostgresKeyVaultDatabase {
         return list
     }
 
-    private func collect<T: PostgresDecodable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> [T] {
+    private func collect<T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> [T] {
         var values: [T] = []
         for try await value in rows.decode(T.self) { values.append(value) }
         return values

@@ -10,6 +10,9 @@ public struct ServerConfiguration: Sendable {
     /// SQLite database file (WAL), created if missing; or a PostgreSQL URL,
     /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or `postgres://USER@/DB?host=/socket/dir`.
     public var databasePath = "keyvault.sqlite"
+    /// A file holding the PostgreSQL password (one trailing newline is ignored), so that
+    /// it need not stand in the URL, where `ps` shows it.
+    public var databasePasswordFile: String?
     /// Largest attachment accepted, in bytes.
     public var maxAttachmentBytes = 10 * 1024 * 1024
     /// Largest JSON body accepted, in bytes.
@@ -31,6 +34,7 @@ public struct ServerConfiguration: Sendable {
         ("KEYVAULT_HOST", "address to listen on (default 127.0.0.1)"),
         ("KEYVAULT_PORT", "port, 0-65535 (default 8080; 0 picks a free one)"),
         ("KEYVAULT_DATABASE", "SQLite file (default ./keyvault.sqlite), or postgres://USER[:PASSWORD]@HOST[:PORT]/DB or postgres://USER@/DB?host=/socket/dir"),
+        ("KEYVAULT_DATABASE_PASSWORD_FILE", "file holding the PostgreSQL password (instead of putting it in the URL)"),
         ("KEYVAULT_MAX_ATTACHMENT_BYTES", "largest attachment (default 10485760)"),
         ("KEYVAULT_SIGNATURE_WINDOW", "accepted clock difference in seconds (default 300)"),
         ("KEYVAULT_INVITE_TOKEN", "if set, account creation needs this token (KeyVault-Invite header)"),
@@ -45,6 +49,7 @@ public struct ServerConfiguration: Sendable {
         if let value = environment["KEYVAULT_HOST"] { host = value }
         if let value = environment["KEYVAULT_PORT"] { port = try Self.integer(value, "KEYVAULT_PORT", 0...65535) }
         if let value = environment["KEYVAULT_DATABASE"] { databasePath = value }
+        if let value = environment["KEYVAULT_DATABASE_PASSWORD_FILE"] { databasePasswordFile = value }
         if let value = environment["KEYVAULT_MAX_ATTACHMENT_BYTES"] {
             maxAttachmentBytes = try Self.integer(value, "KEYVAULT_MAX_ATTACHMENT_BYTES", 1...(1 << 30))
         }
@@ -85,12 +90,30 @@ public struct ServerConfiguration: Sendable {
     ///
     /// - Throws: `ConfigurationError` naming the setting for a PostgreSQL URL that does not parse.
     public func databaseLocation() throws -> DatabaseLocation {
-        guard PostgresURL.isURL(databasePath) else { return .sqlite(path: databasePath) }
+        guard PostgresURL.isURL(databasePath) else {
+            guard databasePasswordFile == nil else {
+                throw ConfigurationError("KEYVAULT_DATABASE_PASSWORD_FILE is set, but the database is a SQLite file, which has no password")
+            }
+            return .sqlite(path: databasePath)
+        }
+        var url: PostgresURL
         do {
-            return .postgres(try PostgresURL(databasePath))
+            url = try PostgresURL(databasePath)
         } catch let error as PostgresURLError {
             throw ConfigurationError("the database URL (--database or KEYVAULT_DATABASE) is not usable: \(error.message)")
         }
+        if let databasePasswordFile {
+            guard url.password == nil else {
+                throw ConfigurationError("the database URL has a password and KEYVAULT_DATABASE_PASSWORD_FILE is set: give it once")
+            }
+            guard var password = try? String(contentsOfFile: databasePasswordFile, encoding: .utf8) else {
+                throw ConfigurationError("KEYVAULT_DATABASE_PASSWORD_FILE: cannot read \(databasePasswordFile) as UTF-8 text")
+            }
+            if password.hasSuffix("\n") { password.removeLast() }
+            guard !password.isEmpty else { throw ConfigurationError("KEYVAULT_DATABASE_PASSWORD_FILE: \(databasePasswordFile) is empty") }
+            url.password = password
+        }
+        return .postgres(url)
     }
 
     private static func integer(_ text: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {

@@ -40,3 +40,32 @@ func anUnreachablePostgresStopsTheServerBeforeItListens(_ url: String) async thr
         #expect(!reason.isEmpty)
     }
 }
+
+/// The password can come from a file, so that it is not in the URL (argv, `ps`).
+@Test func thePostgresPasswordCanComeFromAFile() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let file = directory.appendingPathComponent("password").path
+    try "pw from a file\n".write(toFile: file, atomically: true, encoding: .utf8)
+    var configuration = ServerConfiguration()
+    try configuration.apply(environment: ["KEYVAULT_DATABASE": "postgres://kv@/keyvault?host=/run/postgresql",
+                                          "KEYVAULT_DATABASE_PASSWORD_FILE": file])
+    guard case .postgres(let url) = try configuration.databaseLocation() else { Issue.record("not PostgreSQL"); return }
+    #expect(url.password == "pw from a file")
+    #expect(!url.description.contains("pw from a file"))
+
+    for (database, passwordFile, says) in [
+        ("postgres://kv@/keyvault?host=/run/postgresql", directory.appendingPathComponent("missing").path, "cannot read"),
+        ("postgres://kv:inline@/keyvault?host=/run/postgresql", file, "give it once"),
+        (directory.appendingPathComponent("kv.sqlite").path, file, "SQLite"),
+    ] {
+        configuration.databasePath = database
+        configuration.databasePasswordFile = passwordFile
+        #expect {
+            try configuration.validate()
+        } throws: { error in
+            let message = (error as? ConfigurationError)?.message ?? ""
+            return message.contains(says) && message.contains("KEYVAULT_DATABASE_PASSWORD_FILE")
+        }
+    }
+}
