@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium",
@@ -42,10 +43,16 @@ let package = Package(
             "KeyVaultModel",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
+        // The same store on PostgreSQL (postgres-nio), for several replicas on one database.
+        .target(name: "KeyVaultPostgres", dependencies: [
+            "KeyVaultModel", "KeyVaultStore",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // The service. It depends on nothing that unwraps keys (no KeyVaultMnemonic,
         // no client vault): Scripts/check-layers.sh enforces it.
         .target(name: "KeyVaultServer", dependencies: [
-            "KeyVaultModel", "KeyVaultProtocol", "KeyVaultStore",
+            "KeyVaultModel", "KeyVaultProtocol", "KeyVaultStore", "KeyVaultPostgres",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -85,7 +92,7 @@ let package = Package(
         ], resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultModelTests", dependencies: ["KeyVaultModel"]),
         .testTarget(name: "KeyVaultStoreTests", dependencies: [
-            "KeyVaultStore", "KeyVaultModel", "KeyVaultTestSupport",
+            "KeyVaultStore", "KeyVaultPostgres", "KeyVaultModel", "KeyVaultTestSupport",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "KeyVaultVaultTests", dependencies: ["KeyVaultVault", "KeyVaultMnemonic", "KeyVaultCrypto", "KeyVaultTestSupport"],
@@ -93,7 +100,7 @@ let package = Package(
         .testTarget(name: "KeyVaultProtocolTests", dependencies: ["KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultModel", "KeyVaultTestSupport"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultServerTests", dependencies: [
-            "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultTestSupport",
+            "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultPostgres", "KeyVaultTestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),

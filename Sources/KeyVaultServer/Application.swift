@@ -4,6 +4,8 @@ import NIOCore
 import NIOPosix
 import Logging
 import KeyVaultStore
+import KeyVaultPostgres
+import ServiceLifecycle
 
 /// The event loops. After ``prepareServerProcess()`` they also run Swift's tasks,
 /// so a request never hops between an event loop thread and the task pool (that
@@ -42,8 +44,10 @@ func buildRoutes(_ service: ServiceState) -> (router: Router<KeyVaultRequestCont
     return (router, routes.routes)
 }
 
-/// The whole service on `configuration`: the database opened and migrated, the
-/// routes, and graceful shutdown on SIGINT/SIGTERM (through `runService()`).
+/// The whole service on `configuration` with a SQLite database: the database opened
+/// and migrated, the routes, and graceful shutdown on SIGINT/SIGTERM (through
+/// `runService()`). A PostgreSQL URL needs ``runServer(_:logger:onServerRunning:)``,
+/// which connects before it listens.
 ///
 /// - Parameter onServerRunning: called with the bound port once the server listens.
 /// - Throws: `ConfigurationError` for a bad setting; the database's error when it cannot be opened.
@@ -52,19 +56,24 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     try configuration.validate()
-    let database = try KeyVaultDatabase.open(path: configuration.databasePath)
+    guard case .sqlite(let path) = try configuration.databaseLocation() else {
+        throw ConfigurationError("buildApplication opens SQLite only; runServer connects to PostgreSQL")
+    }
+    let database = try KeyVaultDatabase.open(path: path)
     return buildApplication(configuration, database: database, logger: logger, onServerRunning: onServerRunning)
 }
 
-/// The same on a given database (tests use an in-memory one).
+/// The same on a given store (tests use an in-memory database). `services` run beside
+/// the server (a PostgreSQL store's connection pool).
 public func buildApplication(
-    _ configuration: ServerConfiguration, database: KeyVaultDatabase, logger: Logger,
+    _ configuration: ServerConfiguration, database: any KeyVaultRepository, logger: Logger, services: [any Service] = [],
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = buildRouter(ServiceState(configuration: configuration, database: database))
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "KeyVault"),
+        services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         eventLoopGroupProvider: .shared(eventLoops),
         logger: logger)
@@ -73,25 +82,41 @@ public func buildApplication(
 /// Why the service could not start.
 public enum StartError: Error, Sendable {
     case configuration(String)
+    /// `database` names it without a password.
     case database(path: String, reason: String)
 }
 
 /// Builds and runs the service until SIGINT or SIGTERM, then shuts down gracefully.
+/// A PostgreSQL database is connected to and migrated before the server listens.
 ///
 /// - Throws: `StartError` before listening; afterwards, what the server throws.
 public func runServer(_ configuration: ServerConfiguration, logger: Logger,
                       onServerRunning: @escaping @Sendable (Int) async -> Void) async throws {
+    let location: DatabaseLocation
     do {
         try configuration.validate()
+        location = try configuration.databaseLocation()
     } catch let error as ConfigurationError {
         throw StartError.configuration(error.message)
     }
-    let database: KeyVaultDatabase
-    do {
-        database = try KeyVaultDatabase.open(path: configuration.databasePath)
-    } catch {
-        throw StartError.database(path: configuration.databasePath, reason: String(describing: error))
+    let database: any KeyVaultRepository
+    var services: [any Service] = []
+    switch location {
+    case .sqlite(let path):
+        do {
+            database = try KeyVaultDatabase.open(path: path)
+        } catch {
+            throw StartError.database(path: path, reason: String(describing: error))
+        }
+    case .postgres(let url):
+        do {
+            let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger)
+            database = postgres
+            services.append(postgres.client)
+        } catch let error as PostgresStartError {
+            throw StartError.database(path: error.database, reason: error.reason)
+        }
     }
-    let app = buildApplication(configuration, database: database, logger: logger, onServerRunning: onServerRunning)
+    let app = buildApplication(configuration, database: database, logger: logger, services: services, onServerRunning: onServerRunning)
     try await app.runService()
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultPostgres
 
 /// How `keyctl serve` runs. Built from options and `KEYVAULT_*` environment
 /// variables, and validated before the server starts: a bad value stops it with a
@@ -6,8 +7,12 @@ import Foundation
 public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 8080
-    /// SQLite database file (WAL); created if missing.
+    /// SQLite database file (WAL), created if missing; or a PostgreSQL URL,
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or `postgres://USER@/DB?host=/socket/dir`.
     public var databasePath = "keyvault.sqlite"
+    /// A file holding the PostgreSQL password (one trailing newline is ignored), so that
+    /// it need not stand in the URL, where `ps` shows it.
+    public var databasePasswordFile: String?
     /// Largest attachment accepted, in bytes.
     public var maxAttachmentBytes = 10 * 1024 * 1024
     /// Largest JSON body accepted, in bytes.
@@ -28,7 +33,8 @@ public struct ServerConfiguration: Sendable {
     public static let environmentVariables: [(name: String, help: String)] = [
         ("KEYVAULT_HOST", "address to listen on (default 127.0.0.1)"),
         ("KEYVAULT_PORT", "port, 0-65535 (default 8080; 0 picks a free one)"),
-        ("KEYVAULT_DATABASE", "SQLite file (default ./keyvault.sqlite)"),
+        ("KEYVAULT_DATABASE", "SQLite file (default ./keyvault.sqlite), or postgres://USER[:PASSWORD]@HOST[:PORT]/DB or postgres://USER@/DB?host=/socket/dir"),
+        ("KEYVAULT_DATABASE_PASSWORD_FILE", "file holding the PostgreSQL password (instead of putting it in the URL)"),
         ("KEYVAULT_MAX_ATTACHMENT_BYTES", "largest attachment (default 10485760)"),
         ("KEYVAULT_SIGNATURE_WINDOW", "accepted clock difference in seconds (default 300)"),
         ("KEYVAULT_INVITE_TOKEN", "if set, account creation needs this token (KeyVault-Invite header)"),
@@ -43,6 +49,7 @@ public struct ServerConfiguration: Sendable {
         if let value = environment["KEYVAULT_HOST"] { host = value }
         if let value = environment["KEYVAULT_PORT"] { port = try Self.integer(value, "KEYVAULT_PORT", 0...65535) }
         if let value = environment["KEYVAULT_DATABASE"] { databasePath = value }
+        if let value = environment["KEYVAULT_DATABASE_PASSWORD_FILE"] { databasePasswordFile = value }
         if let value = environment["KEYVAULT_MAX_ATTACHMENT_BYTES"] {
             maxAttachmentBytes = try Self.integer(value, "KEYVAULT_MAX_ATTACHMENT_BYTES", 1...(1 << 30))
         }
@@ -70,11 +77,43 @@ public struct ServerConfiguration: Sendable {
         if let inviteToken, inviteToken.utf8.count < 16 {
             throw ConfigurationError("KEYVAULT_INVITE_TOKEN must be at least 16 characters")
         }
-        let directory = URL(fileURLWithPath: databasePath).deletingLastPathComponent().path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ConfigurationError("the database directory \(directory) does not exist")
+        if case .sqlite(let path) = try databaseLocation() {
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ConfigurationError("the database directory \(directory) does not exist")
+            }
         }
+    }
+
+    /// The database the setting names: a PostgreSQL URL, else a SQLite file.
+    ///
+    /// - Throws: `ConfigurationError` naming the setting for a PostgreSQL URL that does not parse.
+    public func databaseLocation() throws -> DatabaseLocation {
+        guard PostgresURL.isURL(databasePath) else {
+            guard databasePasswordFile == nil else {
+                throw ConfigurationError("KEYVAULT_DATABASE_PASSWORD_FILE is set, but the database is a SQLite file, which has no password")
+            }
+            return .sqlite(path: databasePath)
+        }
+        var url: PostgresURL
+        do {
+            url = try PostgresURL(databasePath)
+        } catch let error as PostgresURLError {
+            throw ConfigurationError("the database URL (--database or KEYVAULT_DATABASE) is not usable: \(error.message)")
+        }
+        if let databasePasswordFile {
+            guard url.password == nil else {
+                throw ConfigurationError("the database URL has a password and KEYVAULT_DATABASE_PASSWORD_FILE is set: give it once")
+            }
+            guard var password = try? String(contentsOfFile: databasePasswordFile, encoding: .utf8) else {
+                throw ConfigurationError("KEYVAULT_DATABASE_PASSWORD_FILE: cannot read \(databasePasswordFile) as UTF-8 text")
+            }
+            if password.hasSuffix("\n") { password.removeLast() }
+            guard !password.isEmpty else { throw ConfigurationError("KEYVAULT_DATABASE_PASSWORD_FILE: \(databasePasswordFile) is empty") }
+            url.password = password
+        }
+        return .postgres(url)
     }
 
     private static func integer(_ text: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {
@@ -89,4 +128,22 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public let message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+}
+
+/// Where the service keeps its data.
+public enum DatabaseLocation: Sendable, Equatable {
+    case sqlite(path: String)
+    case postgres(PostgresURL)
+
+    public var isPostgres: Bool {
+        if case .postgres = self { true } else { false }
+    }
+
+    /// For messages and logs: never the password.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): path
+        case .postgres(let url): url.description
+        }
+    }
 }

@@ -8,7 +8,7 @@ import KeyVaultModel
 /// This file owns the connection; the schema is in Migrations.swift, and the methods
 /// are grouped by concern in `KeyVaultDatabase+Chain`, `+Devices`, `+Attachments`,
 /// `+LinkRequests` and `+Audit`.
-public struct KeyVaultDatabase: Sendable {
+public struct KeyVaultDatabase: KeyVaultRepository {
     /// Internal (not private) only so that the concern files can use it.
     let writer: any DatabaseWriter
     private var syncChainWrites = true
@@ -69,5 +69,5 @@ public struct KeyVaultDatabase: Sendable {
         try Self.migrator.migrate(writer)
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+    package static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 }

@@ -26,11 +26,9 @@ extension KeyVaultDatabase {
         try await writer.write { db in try Self.audit(db, account: account, event: event, device: device, detail: detail) }
     }
 
-    /// Entries per page of the audit log: a client reads on with `after` the last id until a page is empty.
-    public static let auditPageSize = 1000
-
-    /// One page of the audit log, oldest first, after entry `after`.
-    public func audit(_ account: AccountID, after: Int64 = 0, limit: Int = auditPageSize) async throws -> [AuditEntry] {
+    /// One page of the audit log, oldest first, after entry `after` (ids are AUTOINCREMENT,
+    /// given in commit order by the single writer).
+    public func audit(_ account: AccountID, after: Int64, limit: Int) async throws -> [AuditEntry] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE account = ? AND id > ? ORDER BY id LIMIT ?",
                              arguments: [account.rawValue, after, limit]).map {

@@ -64,7 +64,7 @@ extension KeyVaultDatabase {
     }
 
     /// The chain's links from `after` (exclusive), in order, and the head.
-    public func links(_ account: AccountID, after: UInt64? = nil) async throws -> (links: [StoredLink], head: String)? {
+    public func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
         try await writer.read { db in
             guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
                 return nil
@@ -86,10 +86,6 @@ extension KeyVaultDatabase {
     }
 
     // MARK: Boxes, wraps, recovery
-
-    public func boxes(_ account: AccountID, recipient: String?, generation: UInt32?) throws -> [KeyBox] {
-        try boxesJSON(account, recipient: recipient, generation: generation).map { try JSONDecoder().decode(KeyBox.self, from: $0) }
-    }
 
     /// The stored JSON of each box, as this server encoded it when the box was
     /// written: the hot read path splices it into the response without decoding.

@@ -95,22 +95,28 @@ extension KeyVaultDatabase {
     }
 
     private static func linkRequest(_ row: Row) throws -> LinkRequestInfo {
-        let expires: Int64 = row["expires"]
-        let status: LinkRequestInfo.Status = switch LinkRequestStatus(rawValue: row["status"]) {
-        case .pending: expires < now() ? .expired : .pending
-        case .approved: .approved
-        case .refused: .refused
-        case nil: .expired
-        }
-        return LinkRequestInfo(code: row["code"], status: status, expires: expires,
-                               request: try JSONDecoder().decode(LinkRequestCreate.self, from: row["request"] as Data),
-                               approverNonce: row["approver_nonce"], deviceNonce: row["device_nonce"],
-                               approver: (row["approver"] as String?).map(DeviceID.init(unchecked:)))
+        try LinkRequestStatus.info(code: row["code"], status: row["status"], expires: row["expires"], request: row["request"],
+                                   approverNonce: row["approver_nonce"], deviceNonce: row["device_nonce"], approver: row["approver"])
     }
 }
 
 /// The `status` column of `link_requests`, as stored. A request past its expiry may
 /// still say `pending`: reads report it as expired (``LinkRequestInfo/Status``).
-enum LinkRequestStatus: String, DatabaseValueConvertible {
+package enum LinkRequestStatus: String, Sendable, DatabaseValueConvertible {
     case pending, approved, refused
+
+    /// A stored row as the API shows it (both backends store the same columns).
+    package static func info(code: String, status: String, expires: Int64, request: Data, approverNonce: String?,
+                             deviceNonce: String?, approver: String?) throws -> LinkRequestInfo {
+        let status: LinkRequestInfo.Status = switch LinkRequestStatus(rawValue: status) {
+        case .pending: expires < KeyVaultDatabase.now() ? .expired : .pending
+        case .approved: .approved
+        case .refused: .refused
+        case nil: .expired
+        }
+        return LinkRequestInfo(code: code, status: status, expires: expires,
+                               request: try JSONDecoder().decode(LinkRequestCreate.self, from: request),
+                               approverNonce: approverNonce, deviceNonce: deviceNonce,
+                               approver: approver.map(DeviceID.init(unchecked:)))
+    }
 }

@@ -6,7 +6,7 @@ import Logging
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the KeyVault service (HTTP, embedded SQLite).",
+        abstract: "Run the KeyVault service (HTTP, embedded SQLite or PostgreSQL).",
         discussion: """
             The service stores each account's chain, key boxes, wrapped keys and
             encrypted attachments, and can open none of them. With no options it
@@ -26,7 +26,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one).")
     var port: Int?
 
-    @Option(help: ArgumentHelp("SQLite database file, created if missing.", valueName: "path"))
+    @Option(help: ArgumentHelp("SQLite database file, created if missing; or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, or postgres://USER@/DB?host=/socket/dir.",
+                               valueName: "path-or-url"))
     var database: String?
 
     @Option(help: ArgumentHelp("Largest attachment accepted, in bytes.", valueName: "bytes"))
@@ -61,7 +62,7 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "keyvault") { JSONLogHandler(label: $0) }
         logger.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
         let host = configuration.host
-        let path = configuration.databasePath
+        let path = (try? configuration.databaseLocation().description) ?? ""  // never the password
         do {
             try await runServer(configuration, logger: logger) { port in
                 console.write("keyctl: serving on http://\(host):\(port) (database \(path))\n")
@@ -70,8 +71,10 @@ struct Serve: AsyncParsableCommand {
             throw KeyctlError(.invalidInput, "bad configuration: \(message)",
                               hint: "see `keyctl serve --help` for the settings and their ranges", exitCode: .usage)
         } catch StartError.database(let path, let reason) {
-            throw KeyctlError(.io, "cannot open the database \(path): \(reason)",
-                              hint: "check that the directory exists and is writable")
+            let postgres = (try? configuration.databaseLocation())?.isPostgres == true
+            throw KeyctlError(.io, "cannot open the database \(path) (--database or KEYVAULT_DATABASE): \(reason)",
+                              hint: postgres ? "check that PostgreSQL runs there and that the user, its password and the database are right"
+                                             : "check that the directory exists and is writable")
         }
     }
 }

@@ -14,19 +14,23 @@ import Testing
 @Test func aSignedRequestCapturedBeforeARestartIsRefusedAfterIt() async throws {
     let directory = try TemporaryDirectory("kv-server")
     let path = directory.path("keyvault.sqlite")
+    // A restart: a new service (new memory) on the same database file.
+    try await expectReplayRefused(sentTo: testApplication(onFile: path), replayedTo: testApplication(onFile: path))
+}
+
+/// Creates an account through `first` and sends it a signed request, then replays that
+/// request to `second`: refused as replayed, while a fresh request of the device goes through.
+func expectReplayRefused(sentTo first: some ApplicationProtocol, replayedTo second: some ApplicationProtocol) async throws {
     let phone = TestDevice("phone")
-    let account = ChainLink.genesis(signingKey: phone.signing, boxKey: phone.agreement.publicKey, name: phone.name, time: 1_700_000_000)
-    let uri = "/v1/accounts/\(try ChainState(genesis: account).account)/chain"
+    let uri = "/v1/accounts/\(try ChainState(genesis: phone.genesis()).account)/chain"
     let captured = phone.signedHeaders(.get, uri, body: [])
-    try await testApplication(onFile: path).test(.router) { client in
+    try await first.test(.router) { client in
         _ = try await client.createAccount(phone)
         #expect(try await client.execute(uri: uri, method: .get, headers: captured).status == .ok)
     }
-    // A restart: a new service (new memory) on the same database file.
-    try await testApplication(onFile: path).test(.router) { client in
+    try await second.test(.router) { client in
         let replayed = try await client.execute(uri: uri, method: .get, headers: captured)
         #expect(replayed.status == .unauthorized && errorCode(replayed) == "replayed_nonce")
-        // A fresh request of the same device still goes through.
         #expect(try await client.signed(phone, .get, uri).status == .ok)
     }
 }

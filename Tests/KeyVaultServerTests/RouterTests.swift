@@ -5,19 +5,20 @@ import HummingbirdTesting
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultPostgres
 import Testing
 @testable import KeyVaultServer
 
-@Test func healthAnswersOK() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func healthAnswersOK(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let response = try await client.execute(uri: "/health", method: .get)
         #expect(response.status == .ok)
         #expect(String(buffer: response.body) == #"{"status":"ok"}"#)
     }
 }
 
-@Test func openAPIDescribesExactlyTheRoutes() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func openAPIDescribesExactlyTheRoutes(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let response = try await client.execute(uri: "/openapi.json", method: .get)
         #expect(response.status == .ok)
         let spec = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
@@ -37,8 +38,8 @@ import Testing
     #expect(embedded == Array(try Data(contentsOf: source)), "run Scripts/embed-openapi.sh after editing openapi.json")
 }
 
-@Test func anAccountIsCreatedFromASelfSignedGenesis() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func anAccountIsCreatedFromASelfSignedGenesis(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         let state = try await client.createAccount(phone)
         let again = try await client.execute(uri: "/v1/accounts", method: .post,
@@ -51,8 +52,8 @@ import Testing
     }
 }
 
-@Test func aGenesisWithABadSignatureOrShapeIsRefused() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func aGenesisWithABadSignatureOrShapeIsRefused(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         var forged = TestDevice("phone").genesis()
         forged.body["name"] = "evil"
         var response = try await client.execute(uri: "/v1/accounts", method: .post,
@@ -66,8 +67,8 @@ import Testing
     }
 }
 
-@Test func accountCreationCanRequireAnInvite() async throws {
-    try await testApplication { $0.inviteToken = "family-invite-0123456789" }.test(.router) { client in
+@Test(arguments: StoreBackend.all) func accountCreationCanRequireAnInvite(_ backend: StoreBackend) async throws {
+    try await testApplication(backend) { $0.inviteToken = "family-invite-0123456789" }.test(.router) { client in
         let request = CreateAccountRequest(genesis: TestDevice("phone").genesis(), boxes: [], recovery: nil)
         var response = try await client.execute(uri: "/v1/accounts", method: .post, body: try jsonBody(request))
         #expect(response.status == .forbidden && errorCode(response) == "invite_required")
@@ -77,8 +78,8 @@ import Testing
     }
 }
 
-@Test func signedRequestsAreRefusedWithPreciseCodes() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func signedRequestsAreRefusedWithPreciseCodes(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         let state = try await client.createAccount(phone)
         let uri = "/v1/accounts/\(state.account)/chain"
@@ -119,8 +120,8 @@ import Testing
     }
 }
 
-@Test func aDeviceIsAddedAndARevokedDeviceIsRefusedOnItsNextRequest() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func aDeviceIsAddedAndARevokedDeviceIsRefusedOnItsNextRequest(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone"), tablet = TestDevice("tablet")
         var state = try await client.createAccount(phone)
         let masterKey = SymmetricKey()
@@ -158,8 +159,8 @@ import Testing
     }
 }
 
-@Test func aLinkThatDoesNotFollowIsRefusedAndChangesNothing() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func aLinkThatDoesNotFollowIsRefusedAndChangesNothing(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         var state = try await client.createAccount(phone)
         let head = state.head
@@ -182,8 +183,8 @@ import Testing
     }
 }
 
-@Test func twoDevicesRotatingAtOnceEndOnOneChain() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func twoDevicesRotatingAtOnceEndOnOneChain(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone"), tablet = TestDevice("tablet")
         var state = try await client.createAccount(phone)
         try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
@@ -207,8 +208,8 @@ import Testing
     }
 }
 
-@Test func attachmentsAreStoredOncePerMemberAndLimitedInSize() async throws {
-    try await testApplication { $0.maxAttachmentBytes = 4096 }.test(.router) { client in
+@Test(arguments: StoreBackend.all) func attachmentsAreStoredOncePerMemberAndLimitedInSize(_ backend: StoreBackend) async throws {
+    try await testApplication(backend) { $0.maxAttachmentBytes = 4096 }.test(.router) { client in
         let phone = TestDevice("phone")
         var state = try await client.createAccount(phone)
         let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
@@ -260,8 +261,8 @@ import Testing
     }
 }
 
-@Test func deletingAnAccountRemovesEverythingOfIt() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func deletingAnAccountRemovesEverythingOfIt(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         let state = try await client.createAccount(phone)
         let response = try await client.signed(phone, .delete, "/v1/accounts/\(state.account)")
@@ -273,8 +274,8 @@ import Testing
     }
 }
 
-@Test func badInputGetsA4xxWithAnErrorBodyAndNeverA500() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func badInputGetsA4xxWithAnErrorBodyAndNeverA500(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         let state = try await client.createAccount(phone)
         let chainURI = "/v1/accounts/\(state.account)/chain"
@@ -300,8 +301,8 @@ import Testing
     }
 }
 
-@Test func memberKeyWrapsAreStoredWithTheirLinkAndListedPerMember() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func memberKeyWrapsAreStoredWithTheirLinkAndListedPerMember(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         var state = try await client.createAccount(phone)
         let emma = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
@@ -337,8 +338,8 @@ import Testing
     }
 }
 
-@Test func unknownFieldsInSignedObjectsAreRefusedByName() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func unknownFieldsInSignedObjectsAreRefusedByName(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         let state = try await client.createAccount(phone)
         let link = phone.link(.masterRotate, after: state, body: ["masterGeneration": "2"])
@@ -357,8 +358,8 @@ import Testing
     }
 }
 
-@Test func extremeIntegersInHeadersAndQueriesAreRefusedNotFatal() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func extremeIntegersInHeadersAndQueriesAreRefusedNotFatal(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         let state = try await client.createAccount(phone)
         let uri = "/v1/accounts/\(state.account)/chain"
@@ -378,8 +379,8 @@ import Testing
 
 /// Every route the table marks as signed refuses a request without a signature,
 /// before looking at anything else: no route can be added unauthenticated by mistake.
-@Test func everySignedRouteRefusesAnUnsignedRequest() async throws {
-    try await testApplication().test(.router) { client in
+@Test(arguments: StoreBackend.all) func everySignedRouteRefusesAnUnsignedRequest(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
         let state = try await client.createAccount(TestDevice("phone"))
         let values = ["account": state.account.rawValue, "member": String(repeating: "a", count: 32),
                       "address": "ca1.1." + String(repeating: "0", count: 64), "code": "ABCDEFGH12"]

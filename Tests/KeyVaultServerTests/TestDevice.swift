@@ -9,6 +9,7 @@ import Logging
 import Testing
 @testable import KeyVaultServer
 import KeyVaultStore
+import KeyVaultPostgres
 
 /// A device as a client would be: its keys, and helpers that build signed links,
 /// boxes and requests exactly as the formats say.
@@ -59,16 +60,43 @@ struct TestDevice {
     }
 }
 
-/// A fresh service on an in-memory database.
-func testApplication(database: KeyVaultDatabase? = nil,
+/// A fresh service on `database`, by default a new in-memory one. Two services on one
+/// store are two replicas: each has its own memory, only the store is shared.
+func testApplication(database: (any KeyVaultRepository)? = nil,
                      _ configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> some ApplicationProtocol {
+    let store: any KeyVaultRepository = if let database { database } else { try KeyVaultDatabase.inMemory() }
+    return buildApplication(testConfiguration(configure), database: store, logger: testLogger)
+}
+
+/// A fresh service on a fresh store of `backend`: the router tests run on SQLite, and
+/// on PostgreSQL too when the run has one (`bash Scripts/with-postgres.sh swift test`).
+func testApplication(_ backend: StoreBackend, _ configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) -> BackendTestApplication {
+    BackendTestApplication(backend: backend, configuration: testConfiguration(configure))
+}
+
+struct BackendTestApplication {
+    let backend: StoreBackend
+    let configuration: ServerConfiguration
+
+    func test<Value: Sendable>(_ setup: TestingSetup, _ test: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
+        try await backend.withStore { store in
+            try await buildApplication(configuration, database: store, logger: testLogger).test(setup, test)
+        }
+    }
+}
+
+private func testConfiguration(_ configure: (inout ServerConfiguration) -> Void) -> ServerConfiguration {
     var configuration = ServerConfiguration()
     configuration.databasePath = "/unused"
     configure(&configuration)
+    return configuration
+}
+
+private let testLogger: Logger = {
     var logger = Logger(label: "test")
     logger.logLevel = .warning
-    return buildApplication(configuration, database: try database ?? KeyVaultDatabase.inMemory(), logger: logger)
-}
+    return logger
+}()
 
 /// A service built by the test (to set its test hooks), on the router.
 func testApplication(_ service: ServiceState) -> some ApplicationProtocol {
@@ -84,11 +112,7 @@ func testRoutes() throws -> [APIRoute] {
 
 /// A service on a database file (a restart is a second application on the same file).
 func testApplication(onFile path: String) throws -> some ApplicationProtocol {
-    var configuration = ServerConfiguration()
-    configuration.databasePath = path
-    var logger = Logger(label: "test")
-    logger.logLevel = .warning
-    return try buildApplication(configuration, logger: logger)
+    try buildApplication(testConfiguration { $0.databasePath = path }, logger: testLogger)
 }
 
 func jsonBody(_ value: some Encodable) throws -> ByteBuffer { ByteBuffer(bytes: try JSONEncoder().encode(value)) }

@@ -1,96 +1,113 @@
 import Foundation
 import GRDB
 import KeyVaultModel
+import KeyVaultPostgres
 import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultStore
 
 private func hex(_ n: Int) -> String { String(format: "%032x", n) }
 
-/// A stored account with one device, on a fresh in-memory database.
+/// SQLite always, PostgreSQL when `KEYVAULT_TEST_DATABASE_URL` names one
+/// (`bash Scripts/with-postgres.sh swift test`).
+typealias Backend = StoreBackend
+
+/// A stored account with one device, on a fresh store.
 private struct StoreFixture {
-    let database: KeyVaultDatabase
+    let database: any KeyVaultRepository
     let account = AccountID(unchecked: hex(1))
     let phone: StoredDevice
 
-    init() async throws {
-        database = try KeyVaultDatabase.inMemory()
+    init(_ database: any KeyVaultRepository) async throws {
+        self.database = database
         phone = StoredDevice(id: DeviceID(unchecked: hex(2)), account: account, name: "phone", signingKey: [1], boxKey: [2], added: 0)
         try await database.createAccount(account, genesis: StoredLink(sequence: 0, hash: "h0", json: Data("{}".utf8)),
                                          device: phone, boxes: [], recovery: nil)
     }
 
-    func write(_ sequence: UInt64, after head: String, event: LinkType = .masterRotate) -> ChainWrite {
-        ChainWrite(link: StoredLink(sequence: sequence, hash: "h\(sequence)", json: Data("{\"n\":\(sequence)}".utf8)),
+    func write(_ sequence: UInt64, after head: String, event: LinkType = .masterRotate, hash: String? = nil) -> ChainWrite {
+        ChainWrite(link: StoredLink(sequence: sequence, hash: hash ?? "h\(sequence)", json: Data("{\"n\":\(sequence)}".utf8)),
                    expectedHead: head, audit: (.link(event), phone.id.rawValue, nil))
     }
 
-    func linkRequest(_ code: String, expires: Int64) async throws {
+    func linkRequest(_ code: String, expires: Int64, client: String = "192.0.2.1", perClient: Int = 5) async throws {
         let request = LinkRequestCreate(device: DeviceID(unchecked: hex(9)), name: "new", signingKey: "k", boxKey: "b", commitment: "c")
-        try await database.createLinkRequest(account, code: code, expires: expires, request: request, client: "192.0.2.1",
-                                             perClient: 5, total: 100, perAccountOverTotal: 3)
+        try await database.createLinkRequest(account, code: code, expires: expires, request: request, client: client,
+                                             perClient: perClient, total: 100, perAccountOverTotal: 3)
     }
 }
 
-@Test func appendedLinksAreReadBackInOrderAfterAGivenSequence() async throws {
-    let store = try await StoreFixture()
-    try await store.database.append(store.account, store.write(1, after: "h0"))
-    try await store.database.append(store.account, store.write(2, after: "h1"))
-    let all = try #require(try await store.database.links(store.account))
-    #expect(all.links.map(\.sequence) == [0, 1, 2] && all.head == "h2")
-    #expect(all.links[2].json == Data("{\"n\":2}".utf8))
-    #expect(try await store.database.links(store.account, after: 1)?.links.map(\.sequence) == [2])
-    #expect(try await store.database.links(AccountID(unchecked: hex(7))) == nil)
+/// Runs `body` with a fresh fixture on each backend.
+private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws -> Void) async throws {
+    try await backend.withStore { try await body(StoreFixture($0)) }
 }
 
-@Test func anAppendOnAStaleHeadWritesNothing() async throws {
-    let store = try await StoreFixture()
-    try await store.database.append(store.account, store.write(1, after: "h0"))
-    await #expect(throws: StoreError.staleChain(currentHead: "h1")) {
+@Test(arguments: Backend.all) func appendedLinksAreReadBackInOrderAfterAGivenSequence(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
         try await store.database.append(store.account, store.write(1, after: "h0"))
+        try await store.database.append(store.account, store.write(2, after: "h1"))
+        let all = try #require(try await store.database.links(store.account))
+        #expect(all.links.map(\.sequence) == [0, 1, 2] && all.head == "h2")
+        #expect(all.links[2].json == Data("{\"n\":2}".utf8))
+        #expect(try await store.database.links(store.account, after: 1)?.links.map(\.sequence) == [2])
+        #expect(try await store.database.links(AccountID(unchecked: hex(7))) == nil)
     }
-    #expect(try await store.database.links(store.account)?.links.count == 2)
 }
 
-@Test func aDeviceGoesFromActiveToRevokedByTheLinkThatRevokedIt() async throws {
-    let store = try await StoreFixture()
-    let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
-    var add = store.write(1, after: "h0", event: .deviceAdd)
-    add.newDevices = [tablet]
-    try await store.database.append(store.account, add)
-    #expect(try store.database.device(tablet.id)?.status == .active)
-    var revoke = store.write(2, after: "h1", event: .deviceRevoke)
-    revoke.revokedDevices = [tablet.id]
-    try await store.database.append(store.account, revoke)
-    let stored = try #require(try store.database.device(tablet.id))
-    #expect(stored.status == .revoked && stored.revoked == 2)
-    #expect(try await store.database.devices(store.account).map(\.status) == [.active, .revoked])
-}
-
-@Test func aLinkRequestPastItsExpiryReadsAsExpiredAndIsNotPending() async throws {
-    let store = try await StoreFixture()
-    let now = Int64(Date().timeIntervalSince1970)
-    try await store.linkRequest("AAAAAAAAAA", expires: now + 600)
-    try await store.linkRequest("BBBBBBBBBB", expires: now - 1)
-    #expect(try await store.database.linkRequest(store.account, code: "AAAAAAAAAA")?.status == .pending)
-    #expect(try await store.database.linkRequest(store.account, code: "BBBBBBBBBB")?.status == .expired)
-    #expect(try await store.database.pendingLinkRequests(store.account).map(\.code) == ["AAAAAAAAAA"])
-    // The stored strings stay what existing databases hold.
-    let stored = try await store.database.writer.read { db in
-        try String.fetchAll(db, sql: "SELECT status FROM link_requests ORDER BY code")
+@Test(arguments: Backend.all) func anAppendOnAStaleHeadWritesNothing(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        try await store.database.append(store.account, store.write(1, after: "h0"))
+        await #expect(throws: StoreError.staleChain(currentHead: "h1")) {
+            try await store.database.append(store.account, store.write(1, after: "h0"))
+        }
+        #expect(try await store.database.links(store.account)?.links.count == 2)
     }
-    #expect(stored == ["pending", "pending"])
 }
 
-@Test func aRefusedLinkRequestStaysRefusedAndIsAudited() async throws {
-    let store = try await StoreFixture()
-    try await store.linkRequest("CCCCCCCCCC", expires: Int64(Date().timeIntervalSince1970) + 600)
-    try await store.database.refuseLinkRequest(store.account, code: "CCCCCCCCCC", by: store.phone.id)
-    #expect(try await store.database.linkRequest(store.account, code: "CCCCCCCCCC")?.status == .refused)
-    await #expect(throws: StoreError.linkRequestClosed) {
+@Test(arguments: Backend.all) func aDeviceGoesFromActiveToRevokedByTheLinkThatRevokedIt(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
+        var add = store.write(1, after: "h0", event: .deviceAdd)
+        add.newDevices = [tablet]
+        try await store.database.append(store.account, add)
+        #expect(try await store.database.device(tablet.id)?.status == .active)
+        var revoke = store.write(2, after: "h1", event: .deviceRevoke)
+        revoke.revokedDevices = [tablet.id]
+        try await store.database.append(store.account, revoke)
+        let stored = try #require(try await store.database.device(tablet.id))
+        #expect(stored.status == .revoked && stored.revoked == 2)
+        #expect(try await store.database.devices(store.account).map(\.status) == [.active, .revoked])
+    }
+}
+
+@Test(arguments: Backend.all) func aLinkRequestPastItsExpiryReadsAsExpiredAndIsNotPending(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        let now = Int64(Date().timeIntervalSince1970)
+        try await store.linkRequest("AAAAAAAAAA", expires: now + 600)
+        try await store.linkRequest("BBBBBBBBBB", expires: now - 1)
+        #expect(try await store.database.linkRequest(store.account, code: "AAAAAAAAAA")?.status == .pending)
+        #expect(try await store.database.linkRequest(store.account, code: "BBBBBBBBBB")?.status == .expired)
+        #expect(try await store.database.pendingLinkRequests(store.account).map(\.code) == ["AAAAAAAAAA"])
+        // The stored strings stay what existing databases hold.
+        if let sqlite = store.database as? KeyVaultDatabase {
+            let stored = try await sqlite.writer.read { db in
+                try String.fetchAll(db, sql: "SELECT status FROM link_requests ORDER BY code")
+            }
+            #expect(stored == ["pending", "pending"])
+        }
+    }
+}
+
+@Test(arguments: Backend.all) func aRefusedLinkRequestStaysRefusedAndIsAudited(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        try await store.linkRequest("CCCCCCCCCC", expires: Int64(Date().timeIntervalSince1970) + 600)
         try await store.database.refuseLinkRequest(store.account, code: "CCCCCCCCCC", by: store.phone.id)
+        #expect(try await store.database.linkRequest(store.account, code: "CCCCCCCCCC")?.status == .refused)
+        await #expect(throws: StoreError.linkRequestClosed) {
+            try await store.database.refuseLinkRequest(store.account, code: "CCCCCCCCCC", by: store.phone.id)
+        }
+        #expect(try await store.database.audit(store.account).map(\.event) == ["link.genesis", "link_request.refused"])
     }
-    #expect(try await store.database.audit(store.account).map(\.event) == ["link.genesis", "link_request.refused"])
 }
 
 @Test func auditEventsAreStoredAsTheirDocumentedStrings() {

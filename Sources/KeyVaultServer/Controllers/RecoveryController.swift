@@ -56,7 +56,7 @@ struct RecoveryController: Sendable {
         try? await database.recordAudit(account, event: .recoveryProven, device: nil, detail: nil)
         return try .json(RecoverySession(
             token: token, expires: expires, chain: ChainResponse(account: account, links: links, head: stored.head),
-            boxes: try database.boxes(account, recipient: ChainLink.recoverySigner, generation: nil),
+            boxes: try await database.boxes(account, recipient: ChainLink.recoverySigner, generation: nil),
             wraps: try await database.wraps(account, member: nil)))
     }
 

@@ -22,7 +22,7 @@ enum Headers {
 /// timestamp, unused nonce, valid signature. Refusals of a known account's
 /// devices go to its audit log, at most one row a minute per device and event (``RefusalLog``).
 struct Authenticator: Sendable {
-    let database: KeyVaultDatabase
+    let database: any KeyVaultRepository
     let nonces: NonceLedger
     let devices = DeviceCache()
     let sessions = SessionTable()
@@ -34,7 +34,7 @@ struct Authenticator: Sendable {
 
     func device(_ id: DeviceID) async throws -> StoredDevice? {
         if let cached = devices.get(id) { return cached }
-        guard let stored = try database.device(id) else { return nil }
+        guard let stored = try await database.device(id) else { return nil }
         devices.put(stored)
         return stored
     }

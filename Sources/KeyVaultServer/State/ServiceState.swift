@@ -9,12 +9,12 @@ import KeyVaultStore
 /// state of this process (chain states, devices and sessions, recovery gate).
 struct ServiceState: Sendable {
     let configuration: ServerConfiguration
-    let database: KeyVaultDatabase
+    let database: any KeyVaultRepository
     let chains = ChainCache()
     var authenticator: Authenticator
     let recoveryGate = RecoveryGate()
 
-    init(configuration: ServerConfiguration, database: KeyVaultDatabase) {
+    init(configuration: ServerConfiguration, database: any KeyVaultRepository) {
         self.configuration = configuration
         self.database = database
         authenticator = Authenticator(database: database, nonces: NonceLedger(window: configuration.signatureWindowSeconds),

@@ -1,0 +1,408 @@
+import Foundation
+import Logging
+import PostgresNIO
+import KeyVaultModel
+import KeyVaultStore
+
+// The methods of `KeyVaultRepository`, each one statement or one transaction. Under
+// READ COMMITTED a conditional UPDATE re-checks its condition on the row as committed
+// by whoever held it first, which is what makes the compare-and-swaps hold.
+extension PostgresKeyVaultDatabase {
+    // MARK: Accounts and the chain
+
+    public func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
+                              recovery: RecoverySlot?) async throws {
+        try await transaction { db in
+            // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
+            // or roll back, so of two creations exactly one inserts.
+            guard try await db.query("""
+                INSERT INTO accounts (id, created, head, sequence) VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(genesis.hash), 0)
+                ON CONFLICT (id) DO NOTHING RETURNING 1
+                """, logger: logger).collect().count == 1 else { throw StoreError.accountExists }
+            guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.accountExists }
+            try await insert(genesis, account: account, db)
+            for box in boxes { try await insert(box, account: account, db) }
+            if let recovery { try await upsert(recovery, account: account, db) }
+            try await insertAudit(db, account: account, event: .link(.genesis), device: device.id.rawValue, detail: nil)
+        }
+    }
+
+    public func append(_ account: AccountID, _ write: ChainWrite) async throws {
+        try await transaction { db in
+            // The compare-and-swap: the row lock makes a second writer wait for the first,
+            // then find the head moved. (account, sequence) is also the links' primary key.
+            let swapped = try await db.query("""
+                UPDATE accounts SET head = \(write.link.hash), sequence = \(Int64(write.link.sequence))
+                WHERE id = \(account.rawValue) AND head = \(write.expectedHead) RETURNING 1
+                """, logger: logger).collect().count == 1
+            guard swapped else {
+                let rows = try await db.query("SELECT head FROM accounts WHERE id = \(account.rawValue)", logger: logger).collect()
+                guard let row = rows.first else { throw StoreError.notFound }
+                throw StoreError.staleChain(currentHead: try row.decode(String.self))
+            }
+            if let (code, approver) = write.approvesLinkRequest {
+                guard try await db.query("""
+                    UPDATE link_requests SET status = \(LinkRequestStatus.approved.rawValue)
+                    WHERE account = \(account.rawValue) AND code = \(code) AND status = \(LinkRequestStatus.pending.rawValue)
+                      AND expires >= \(KeyVaultDatabase.now()) AND approver = \(approver.rawValue) AND device_nonce IS NOT NULL
+                    RETURNING 1
+                    """, logger: logger).collect().count == 1 else { throw StoreError.linkRequestClosed }
+            }
+            try await insert(write.link, account: account, db)
+            for device in write.newDevices { _ = try await insert(device, db, onConflictNothing: false) }
+            for id in write.revokedDevices {
+                try await db.query("""
+                    UPDATE devices SET revoked = \(Int64(write.link.sequence)) WHERE id = \(id.rawValue) AND account = \(account.rawValue)
+                    """, logger: logger)
+            }
+            for box in write.boxes { try await insert(box, account: account, db) }
+            for wrap in write.wraps {
+                try await db.query("""
+                    INSERT INTO member_wraps (account, member, member_generation, master_generation, envelope)
+                    VALUES (\(account.rawValue), \(wrap.member.rawValue), \(Int64(wrap.memberGeneration)), \(Int64(wrap.masterGeneration)),
+                            \(wrap.envelope))
+                    ON CONFLICT (account, member, member_generation, master_generation) DO UPDATE SET envelope = EXCLUDED.envelope
+                    """, logger: logger)
+            }
+            if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
+            try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, detail: write.audit.detail)
+        }
+    }
+
+    public func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
+        // One statement: the head and the links from one snapshot.
+        let rows = try await client.query("""
+            SELECT a.head, l.sequence, l.hash, l.json FROM accounts a
+            LEFT JOIN links l ON l.account = a.id AND l.sequence > \(after.map { Int64(clamping: $0) } ?? -1)
+            WHERE a.id = \(account.rawValue) ORDER BY l.sequence
+            """, logger: logger).collect()
+        guard let first = rows.first else { return nil }
+        let head = try first.decode((String, Int64?, String?, Data?).self).0
+        var links: [StoredLink] = []
+        for row in rows {
+            let (_, sequence, hash, json) = try row.decode((String, Int64?, String?, Data?).self)
+            if let sequence, let hash, let json { links.append(StoredLink(sequence: UInt64(sequence), hash: hash, json: json)) }
+        }
+        return (links, head)
+    }
+
+    public func deleteAccount(_ account: AccountID) async throws {
+        guard try await client.query("DELETE FROM accounts WHERE id = \(account.rawValue) RETURNING 1", logger: logger)
+            .collect().count == 1 else { throw StoreError.notFound }
+    }
+
+    // MARK: Boxes, wraps, recovery
+
+    public func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data] {
+        // NULL parameters match everything: one statement whatever the filters.
+        let rows = try await client.query("""
+            SELECT json FROM key_boxes WHERE account = \(account.rawValue)
+              AND (\(recipient)::TEXT IS NULL OR recipient = \(recipient))
+              AND (\(generation.map(Int64.init))::BIGINT IS NULL OR generation = \(generation.map(Int64.init)))
+            ORDER BY generation, recipient
+            """, logger: logger)
+        return try await collect(rows, as: Data.self)
+    }
+
+    public func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap] {
+        let rows = try await client.query("""
+            SELECT member, member_generation, master_generation, envelope FROM member_wraps
+            WHERE account = \(account.rawValue) AND (\(member?.rawValue)::TEXT IS NULL OR member = \(member?.rawValue))
+            ORDER BY member, member_generation, master_generation
+            """, logger: logger)
+        var wraps: [MemberWrap] = []
+        for try await (member, memberGeneration, masterGeneration, envelope) in rows.decode((String, Int64, Int64, String).self) {
+            wraps.append(MemberWrap(member: MemberID(unchecked: member), memberGeneration: UInt32(memberGeneration),
+                                    masterGeneration: UInt32(masterGeneration), envelope: envelope))
+        }
+        return wraps
+    }
+
+    public func recoverySlot(_ account: AccountID) async throws -> RecoverySlot? {
+        let rows = try await client.query("SELECT json FROM recovery_slots WHERE account = \(account.rawValue)", logger: logger)
+        return try await collect(rows, as: Data.self).first.map { try JSONDecoder().decode(RecoverySlot.self, from: $0) }
+    }
+
+    // MARK: Devices and nonces
+
+    public func device(_ id: DeviceID) async throws -> StoredDevice? {
+        try await devices(client.query("\(unescaped: Self.deviceColumns) WHERE id = \(id.rawValue)", logger: logger)).first
+    }
+
+    public func devices(_ account: AccountID) async throws -> [StoredDevice] {
+        try await devices(client.query("\(unescaped: Self.deviceColumns) WHERE account = \(account.rawValue) ORDER BY added",
+                                       logger: logger))
+    }
+
+    public func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
+        try await client.query("DELETE FROM request_nonces WHERE time < \(forgetBefore)", logger: logger)
+        // The primary key decides across replicas: one insert of a (device, nonce) wins.
+        return try await client.query("""
+            INSERT INTO request_nonces (device, nonce, time) VALUES (\(device.rawValue), \(nonce), \(timestamp))
+            ON CONFLICT (device, nonce) DO NOTHING RETURNING 1
+            """, logger: logger).collect().count == 1
+    }
+
+    public func touch(_ id: DeviceID, at time: Int64) async throws {
+        try await client.query("""
+            UPDATE devices SET last_seen = \(time) WHERE id = \(id.rawValue) AND (last_seen IS NULL OR last_seen < \(time - 60))
+            """, logger: logger)
+    }
+
+    // MARK: Attachments
+
+    public func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+                              device: DeviceID) async throws -> AttachmentInfo {
+        try await transaction { db in
+            let now = KeyVaultDatabase.now()
+            // Of two uploads of one address exactly one inserts; the other waits for it and reads its row.
+            let inserted = try await db.query("""
+                INSERT INTO attachments (account, member, address, size, created, key, data)
+                VALUES (\(account.rawValue), \(member.rawValue), \(address), \(Int64(data.count)), \(now), \(key), \(data))
+                ON CONFLICT (account, member, address) DO NOTHING RETURNING 1
+                """, logger: logger).collect().count == 1
+            if inserted {
+                try await insertAudit(db, account: account, event: .attachmentPut, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+                return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
+            }
+            let rows = try await db.query("""
+                SELECT size, created FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                """, logger: logger).collect()
+            guard let (size, created) = try rows.first?.decode((Int64, Int64).self) else { throw StoreError.notFound }
+            return AttachmentInfo(address: address, size: Int(size), created: created, existed: true)
+        }
+    }
+
+    public func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
+        let rows = try await client.query("""
+            SELECT key, data FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+            """, logger: logger).collect()
+        return try rows.first.map { try $0.decode((Data, Data).self) }
+    }
+
+    public func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
+        try await collect(client.query("""
+            SELECT key FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+            """, logger: logger), as: Data.self).first
+    }
+
+    public func replaceAttachmentKey(_ account: AccountID, member: MemberID, address: String, key: Data,
+                                     device: DeviceID) async throws -> Bool {
+        try await transaction { db in
+            guard try await db.query("""
+                UPDATE attachments SET key = \(key)
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) RETURNING 1
+                """, logger: logger).collect().count == 1 else { return false }
+            try await insertAudit(db, account: account, event: .attachmentRewrap, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return true
+        }
+    }
+
+    public func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
+        let rows = try await client.query("""
+            SELECT address, size, created FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue)
+            ORDER BY created, address
+            """, logger: logger)
+        var list: [AttachmentInfo] = []
+        for try await (address, size, created) in rows.decode((String, Int64, Int64).self) {
+            list.append(AttachmentInfo(address: address, size: Int(size), created: created))
+        }
+        return list
+    }
+
+    // MARK: Device-link requests
+
+    public func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
+                                  client address: String, perClient: Int, total: Int, perAccountOverTotal: Int) async throws {
+        let requestJSON = try JSONEncoder().encode(request)
+        try await transaction { db in
+            // The limits count rows that other replicas insert too: the counts and the insert
+            // run under one server-wide lock (creating a request is rare; the lock is short).
+            _ = try await db.query("SELECT pg_advisory_xact_lock(\(LockKey.linkRequests))", logger: logger).collect()
+            guard try await db.query("SELECT 1 FROM accounts WHERE id = \(account.rawValue)", logger: logger).collect().count == 1 else {
+                throw StoreError.notFound
+            }
+            let now = KeyVaultDatabase.now(), pending = LinkRequestStatus.pending.rawValue
+            func count(client: String? = nil, account: String? = nil, limit: Int) async throws -> Int {
+                let rows = try await db.query("""
+                    SELECT COUNT(*) FROM (SELECT 1 FROM link_requests WHERE status = \(pending) AND expires >= \(now)
+                      AND (\(client)::TEXT IS NULL OR client = \(client)) AND (\(account)::TEXT IS NULL OR account = \(account))
+                      LIMIT \(Int64(limit))) AS pending
+                    """, logger: logger).collect()
+                return Int(try rows.first?.decode(Int64.self) ?? 0)
+            }
+            guard try await count(client: address, limit: perClient) < perClient else { throw StoreError.tooManyLinkRequests }
+            if try await count(limit: total) >= total {
+                guard try await count(account: account.rawValue, limit: perAccountOverTotal) < perAccountOverTotal else {
+                    throw StoreError.tooManyLinkRequests
+                }
+            }
+            try await db.query("""
+                DELETE FROM link_requests WHERE status IN (\(pending), \(LinkRequestStatus.approved.rawValue), \(LinkRequestStatus.refused.rawValue))
+                  AND expires < \(now - 86400)
+                """, logger: logger)
+            // No audit row: anyone may ask, and a stranger must not grow an account's log.
+            try await db.query("""
+                INSERT INTO link_requests (account, code, status, expires, request, client)
+                VALUES (\(account.rawValue), \(code), \(pending), \(expires), \(requestJSON), \(address))
+                """, logger: logger)
+        }
+    }
+
+    public func respondToLinkRequest(_ account: AccountID, code: String, nonce: String, by device: DeviceID) async throws {
+        guard try await client.query("""
+            UPDATE link_requests SET approver_nonce = \(nonce), approver = \(device.rawValue)
+            WHERE account = \(account.rawValue) AND code = \(code) AND status = \(LinkRequestStatus.pending.rawValue)
+              AND expires >= \(KeyVaultDatabase.now()) AND approver_nonce IS NULL
+            RETURNING 1
+            """, logger: logger).collect().count == 1 else { throw try await linkRequestRefusal(account, code) }
+    }
+
+    public func revealLinkRequest(_ account: AccountID, code: String, nonce: String) async throws {
+        guard try await client.query("""
+            UPDATE link_requests SET device_nonce = \(nonce)
+            WHERE account = \(account.rawValue) AND code = \(code) AND status = \(LinkRequestStatus.pending.rawValue)
+              AND expires >= \(KeyVaultDatabase.now()) AND approver_nonce IS NOT NULL AND device_nonce IS NULL
+            RETURNING 1
+            """, logger: logger).collect().count == 1 else { throw try await linkRequestRefusal(account, code) }
+    }
+
+    /// Why a step of a link request did not apply.
+    private func linkRequestRefusal(_ account: AccountID, _ code: String) async throws -> StoreError {
+        guard let info = try await linkRequest(account, code: code) else { return .notFound }
+        return info.status == .pending ? .linkRequestOutOfTurn : .linkRequestClosed
+    }
+
+    public func linkRequest(_ account: AccountID, code: String) async throws -> LinkRequestInfo? {
+        try await linkRequests(client.query("""
+            \(unescaped: Self.linkRequestColumns) WHERE account = \(account.rawValue) AND code = \(code)
+            """, logger: logger)).first
+    }
+
+    public func pendingLinkRequests(_ account: AccountID) async throws -> [LinkRequestInfo] {
+        // Bounded: strangers can post requests to any account (each address only a few).
+        try await linkRequests(client.query("""
+            \(unescaped: Self.linkRequestColumns) WHERE account = \(account.rawValue) AND status = \(LinkRequestStatus.pending.rawValue)
+              AND expires >= \(KeyVaultDatabase.now()) ORDER BY expires LIMIT 100
+            """, logger: logger))
+    }
+
+    public func refuseLinkRequest(_ account: AccountID, code: String, by device: DeviceID) async throws {
+        try await transaction { db in
+            guard try await db.query("""
+                UPDATE link_requests SET status = \(LinkRequestStatus.refused.rawValue), approver = \(device.rawValue)
+                WHERE account = \(account.rawValue) AND code = \(code) AND status = \(LinkRequestStatus.pending.rawValue)
+                RETURNING 1
+                """, logger: logger).collect().count == 1 else { throw StoreError.linkRequestClosed }
+            try await insertAudit(db, account: account, event: .linkRequestRefused, device: device.rawValue, detail: nil)
+        }
+    }
+
+    // MARK: Audit
+
+    public func recordAudit(_ account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws {
+        try await transaction { db in
+            try await insertAudit(db, account: account, event: event, device: device, detail: detail)
+        }
+    }
+
+    public func audit(_ account: AccountID, after: Int64, limit: Int) async throws -> [AuditEntry] {
+        let rows = try await client.query("""
+            SELECT id, time, event, device, detail FROM audit WHERE account = \(account.rawValue) AND id > \(after)
+            ORDER BY id LIMIT \(Int64(limit))
+            """, logger: logger)
+        var entries: [AuditEntry] = []
+        for try await (id, time, event, device, detail) in rows.decode((Int64, Int64, String, String?, String?).self) {
+            entries.append(AuditEntry(id: id, time: time, event: event, device: device, detail: detail))
+        }
+        return entries
+    }
+
+    // MARK: Rows
+
+    /// One transaction on a connection of the pool: committed when `body` returns,
+    /// rolled back when it throws, and then its error (a ``StoreError``) is what throws.
+    private func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withTransaction(logger: logger) { try await body($0) }
+        } catch let error as PostgresTransactionError {
+            throw error.closureError ?? error
+        }
+    }
+
+    /// An audit row, inside the caller's transaction. The per-account lock, held to commit,
+    /// makes ids within an account commit in order: a reader that saw id n has seen every
+    /// smaller id of that account, so paging with `after` never skips an entry.
+    private func insertAudit(_ db: PostgresConnection, account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws {
+        _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\("audit " + account.rawValue), 0))", logger: logger).collect()
+        try await db.query("""
+            INSERT INTO audit (account, time, event, device, detail)
+            VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(event.rawValue), \(device), \(detail))
+            """, logger: logger)
+    }
+
+    private func insert(_ link: StoredLink, account: AccountID, _ db: PostgresConnection) async throws {
+        try await db.query("""
+            INSERT INTO links (account, sequence, hash, json) VALUES (\(account.rawValue), \(Int64(link.sequence)), \(link.hash), \(link.json))
+            """, logger: logger)
+    }
+
+    /// - Returns: false when `onConflictNothing` and a device with this id exists.
+    private func insert(_ device: StoredDevice, _ db: PostgresConnection, onConflictNothing: Bool) async throws -> Bool {
+        var query: PostgresQuery = try """
+            INSERT INTO devices (id, account, name, signing_key, box_key, added, revoked)
+            VALUES (\(device.id.rawValue), \(device.account.rawValue), \(device.name), \(Data(device.signingKey)), \(Data(device.boxKey)),
+                    \(Int64(device.added)), \(device.revoked.map(Int64.init)))
+            """
+        if onConflictNothing { query.sql += " ON CONFLICT (id) DO NOTHING" }
+        query.sql += " RETURNING 1"
+        return try await db.query(query, logger: logger).collect().count == 1
+    }
+
+    private func insert(_ box: KeyBox, account: AccountID, _ db: PostgresConnection) async throws {
+        try await db.query("""
+            INSERT INTO key_boxes (account, generation, recipient, json)
+            VALUES (\(account.rawValue), \(Int64(box.generation)), \(box.recipient), \(try JSONEncoder().encode(box)))
+            ON CONFLICT (account, generation, recipient) DO UPDATE SET json = EXCLUDED.json
+            """, logger: logger)
+    }
+
+    private func upsert(_ slot: RecoverySlot, account: AccountID, _ db: PostgresConnection) async throws {
+        try await db.query("""
+            INSERT INTO recovery_slots (account, json) VALUES (\(account.rawValue), \(try JSONEncoder().encode(slot)))
+            ON CONFLICT (account) DO UPDATE SET json = EXCLUDED.json
+            """, logger: logger)
+    }
+
+    private static let deviceColumns = "SELECT id, account, name, signing_key, box_key, added, revoked, last_seen FROM devices"
+
+    private func devices(_ rows: PostgresRowSequence) async throws -> [StoredDevice] {
+        var devices: [StoredDevice] = []
+        for try await (id, account, name, signingKey, boxKey, added, revoked, lastSeen)
+            in rows.decode((String, String, String, Data, Data, Int64, Int64?, Int64?).self) {
+            devices.append(StoredDevice(id: DeviceID(unchecked: id), account: AccountID(unchecked: account), name: name,
+                                        signingKey: [UInt8](signingKey), boxKey: [UInt8](boxKey), added: UInt64(added),
+                                        revoked: revoked.map(UInt64.init), lastSeen: lastSeen))
+        }
+        return devices
+    }
+
+    private static let linkRequestColumns =
+        "SELECT code, status, expires, request, approver_nonce, device_nonce, approver FROM link_requests"
+
+    private func linkRequests(_ rows: PostgresRowSequence) async throws -> [LinkRequestInfo] {
+        var list: [LinkRequestInfo] = []
+        for try await (code, status, expires, request, approverNonce, deviceNonce, approver)
+            in rows.decode((String, String, Int64, Data, String?, String?, String?).self) {
+            list.append(try LinkRequestStatus.info(code: code, status: status, expires: expires, request: request,
+                                                   approverNonce: approverNonce, deviceNonce: deviceNonce, approver: approver))
+        }
+        return list
+    }
+
+    private func collect<T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> [T] {
+        var values: [T] = []
+        for try await value in rows.decode(T.self) { values.append(value) }
+        return values
+    }
+}

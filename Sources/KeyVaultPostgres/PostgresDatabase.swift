@@ -1,0 +1,285 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import KeyVaultModel
+import KeyVaultStore
+
+/// The service's storage on PostgreSQL, for several `keyctl serve` replicas on one
+/// database: a `PostgresClient` pool, append-only migrations taken under an advisory
+/// lock, and every check-then-write made atomic by the database itself (a
+/// compare-and-swap on the chain head, `ON CONFLICT`, row and advisory locks), never
+/// by this process's memory. Statement arguments are bound, never logged.
+///
+/// The pool only hands out connections while ``client`` runs: run it as a service
+/// (``run()``) for as long as the store is used.
+public struct PostgresKeyVaultDatabase: KeyVaultRepository {
+    public let client: PostgresClient
+    let logger: Logger
+
+    /// Connects once to check that the database is there and to migrate it (under an
+    /// advisory lock, so replicas that start together migrate once), then makes the pool.
+    ///
+    /// - Parameter schema: the schema to use instead of the user's default (tests each take their own).
+    /// - Throws: ``PostgresStartError`` saying why the database cannot be used (never
+    ///   quoting the password).
+    public static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20,
+                               schema: String? = nil) async throws -> PostgresKeyVaultDatabase {
+        try await migrate(url, logger: logger, schema: schema)
+        var configuration = url.clientConfiguration
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.additionalStartupParameters = startupParameters(schema)
+        return PostgresKeyVaultDatabase(client: PostgresClient(configuration: configuration, backgroundLogger: logger), logger: logger)
+    }
+
+    /// Connects, applies the migrations not applied yet, and disconnects.
+    ///
+    /// - Throws: ``PostgresStartError``.
+    package static func migrate(_ url: PostgresURL, logger: Logger = quietLogger, schema: String? = nil) async throws {
+        var configuration = url.connectionConfiguration
+        configuration.options.additionalStartupParameters = startupParameters(schema)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+        } catch {
+            throw PostgresStartError(url: url, reason: Self.describe(error))
+        }
+        do {
+            try await migrate(connection, logger: logger)
+            try? await connection.close()
+        } catch {
+            try? await connection.close()
+            throw PostgresStartError(url: url, reason: "migrating it failed: " + Self.describe(error))
+        }
+    }
+
+    private static func startupParameters(_ schema: String?) -> [(String, String)] {
+        schema.map { [("search_path", $0)] } ?? []
+    }
+
+    /// Runs the pool until the task is cancelled (or a graceful shutdown, as a service).
+    public func run() async { await client.run() }
+
+    /// A PostgreSQL error as a sentence: the server's message and SQLSTATE, or the
+    /// connection failure, without the query's arguments.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PostgresTransactionError,
+           let inner = error.closureError ?? error.commitError ?? error.beginError ?? error.rollbackError {
+            return describe(inner)
+        }
+        guard let error = error as? PSQLError else { return String(describing: error) }
+        if let message = error.serverInfo?[.message] {
+            return message + (error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? "")
+        }
+        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        return "\(error.code)"
+    }
+
+    // MARK: Migrations
+
+    /// The schema, as migrations. Append-only: never edit a registered migration; add a
+    /// new one. The columns are those of the SQLite schema after its migrations v1-v5;
+    /// ordered text columns sort bytewise (`COLLATE "C"`), as in SQLite.
+    static let migrations: [(name: String, statements: [String])] = [
+        ("v1", [
+            """
+            CREATE TABLE accounts (
+                id TEXT PRIMARY KEY,
+                created BIGINT NOT NULL,
+                head TEXT NOT NULL,
+                sequence BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE links (
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                sequence BIGINT NOT NULL,
+                hash TEXT NOT NULL,
+                json BYTEA NOT NULL,
+                PRIMARY KEY (account, sequence))
+            """,
+            """
+            CREATE TABLE devices (
+                id TEXT PRIMARY KEY,
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                signing_key BYTEA NOT NULL,
+                box_key BYTEA NOT NULL,
+                added BIGINT NOT NULL,
+                revoked BIGINT,
+                last_seen BIGINT)
+            """,
+            "CREATE INDEX devices_account ON devices(account, added)",
+            """
+            CREATE TABLE recovery_slots (
+                account TEXT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                json BYTEA NOT NULL)
+            """,
+            """
+            CREATE TABLE key_boxes (
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                generation BIGINT NOT NULL,
+                recipient TEXT COLLATE "C" NOT NULL,
+                json BYTEA NOT NULL,
+                PRIMARY KEY (account, generation, recipient))
+            """,
+            """
+            CREATE TABLE member_wraps (
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                member TEXT COLLATE "C" NOT NULL,
+                member_generation BIGINT NOT NULL,
+                master_generation BIGINT NOT NULL,
+                envelope TEXT NOT NULL,
+                PRIMARY KEY (account, member, member_generation, master_generation))
+            """,
+            """
+            CREATE TABLE attachments (
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                member TEXT NOT NULL,
+                address TEXT COLLATE "C" NOT NULL,
+                size BIGINT NOT NULL,
+                created BIGINT NOT NULL,
+                key BYTEA NOT NULL,
+                data BYTEA NOT NULL,
+                PRIMARY KEY (account, member, address))
+            """,
+            // Ids are taken under a per-account lock held to commit (`insertAudit`), so
+            // within an account they become visible in id order: paging never skips one.
+            """
+            CREATE TABLE audit (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                time BIGINT NOT NULL,
+                event TEXT NOT NULL,
+                device TEXT,
+                detail TEXT)
+            """,
+            "CREATE INDEX audit_account ON audit(account, id)",
+            """
+            CREATE TABLE link_requests (
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                code TEXT NOT NULL,
+                status TEXT NOT NULL,
+                expires BIGINT NOT NULL,
+                request BYTEA NOT NULL,
+                approver TEXT,
+                approver_nonce TEXT,
+                device_nonce TEXT,
+                client TEXT NOT NULL,
+                PRIMARY KEY (account, code))
+            """,
+            "CREATE INDEX link_requests_client ON link_requests(client, status, expires)",
+            "CREATE INDEX link_requests_expires ON link_requests(status, expires)",
+            // No foreign key: a deleted account's nonces still refuse replays until they expire.
+            """
+            CREATE TABLE request_nonces (
+                device TEXT NOT NULL,
+                nonce TEXT NOT NULL,
+                time BIGINT NOT NULL,
+                PRIMARY KEY (device, nonce))
+            """,
+            "CREATE INDEX request_nonces_time ON request_nonces(time)",
+        ]),
+    ]
+
+    /// Advisory lock keys (64-bit, this application's own).
+    enum LockKey {
+        static let migrations: Int64 = 0x4B56_4D49_4752_0001  // "KVMIGR"
+        static let linkRequests: Int64 = 0x4B56_4C49_4E4B_0001  // "KVLINK"
+    }
+
+    /// Applies the migrations not applied yet, in one transaction under an advisory
+    /// lock: a replica that starts meanwhile waits, then finds them applied.
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.withTransaction(logger: logger) { connection in
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(LockKey.migrations))", logger: logger).collect()
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS keyvault_migrations (name TEXT PRIMARY KEY, applied BIGINT NOT NULL)
+                """, logger: logger)
+            var applied = Set<String>()
+            for try await name in try await connection.query("SELECT name FROM keyvault_migrations", logger: logger).decode(String.self) {
+                applied.insert(name)
+            }
+            for migration in migrations where !applied.contains(migration.name) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("""
+                    INSERT INTO keyvault_migrations (name, applied) VALUES (\(migration.name), \(KeyVaultDatabase.now()))
+                    """, logger: logger)
+            }
+        }
+    }
+
+    /// Runs `body` on a store in a new schema of its own, with its pool running, then drops
+    /// the schema: tests share one database and run in parallel.
+    package static func withTemporarySchema<T: Sendable>(
+        _ url: PostgresURL, logger: Logger = quietLogger,
+        _ body: (PostgresKeyVaultDatabase) async throws -> T
+    ) async throws -> T {
+        try await withEmptySchema(url, logger: logger) { schema in
+            let database = try await connect(url, logger: logger, maximumConnections: 8, schema: schema)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await database.run() }
+                defer { group.cancelAll() }
+                return try await body(database)
+            }
+        }
+    }
+
+    /// Runs `body` with the name of a new, empty schema, then drops it.
+    package static func withEmptySchema<T: Sendable>(
+        _ url: PostgresURL, logger: Logger = quietLogger, _ body: (String) async throws -> T
+    ) async throws -> T {
+        let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try await PostgresConnection.connect(configuration: url.connectionConfiguration, id: 0, logger: logger)
+        let result: Result<T, any Error>
+        do {
+            try await admin.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"), logger: logger)
+            result = .success(try await body(schema))
+        } catch {
+            result = .failure(error)
+        }
+        _ = try? await admin.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \(schema) CASCADE"), logger: logger)
+        try? await admin.close()
+        return try result.get()
+    }
+}
+
+/// Tests' logger: the pool's connection churn as schemas come and go is not news.
+private let quietLogger: Logger = {
+    var logger = Logger(label: "keyvault-postgres-test")
+    logger.logLevel = .error
+    return logger
+}()
+
+/// Why the PostgreSQL database cannot be used at start.
+public struct PostgresStartError: Error, Sendable, CustomStringConvertible {
+    /// The database, without its password.
+    public let database: String
+    public let reason: String
+    init(url: PostgresURL, reason: String) {
+        database = url.description
+        self.reason = reason
+    }
+    public var description: String { "cannot use the PostgreSQL database \(database): \(reason)" }
+}
+
+extension PostgresURL {
+    var connectionConfiguration: PostgresConnection.Configuration {
+        configuration(tcp: { .init(host: $0, port: $1, username: user, password: password, database: database, tls: .disable) },
+                      socket: { .init(unixSocketPath: $0, username: user, password: password, database: database) })
+    }
+
+    var clientConfiguration: PostgresClient.Configuration {
+        configuration(tcp: { .init(host: $0, port: $1, username: user, password: password, database: database, tls: .disable) },
+                      socket: { .init(unixSocketPath: $0, username: user, password: password, database: database) })
+    }
+
+    /// The socket of a directory is `.s.PGSQL.<port>` there, as libpq names it.
+    private func configuration<C>(tcp: (String, Int) -> C, socket: (String) -> C) -> C {
+        switch endpoint {
+        case .tcp(let host, let port): tcp(host, port)
+        case .socket(let directory, let port): socket((directory.hasSuffix("/") ? directory : directory + "/") + ".s.PGSQL.\(port)")
+        }
+    }
+}

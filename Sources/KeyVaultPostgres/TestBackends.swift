@@ -1,0 +1,35 @@
+import Foundation
+import KeyVaultStore
+
+/// For this package's tests: the store backends a test runs against. SQLite always;
+/// PostgreSQL too when `KEYVAULT_TEST_DATABASE_URL` names one (Scripts/with-postgres.sh
+/// starts a throwaway one and sets it). Each run gets a fresh, empty store.
+package enum StoreBackend: Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres(PostgresURL)
+
+    /// The backends of this run, read once from the environment.
+    package static let all: [StoreBackend] = {
+        guard let text = ProcessInfo.processInfo.environment["KEYVAULT_TEST_DATABASE_URL"], !text.isEmpty else { return [.sqlite] }
+        do {
+            return [.sqlite, .postgres(try PostgresURL(text))]
+        } catch {
+            fatalError("KEYVAULT_TEST_DATABASE_URL is not a PostgreSQL URL: \(error)")
+        }
+    }()
+
+    package var description: String {
+        switch self {
+        case .sqlite: "SQLite"
+        case .postgres: "PostgreSQL"
+        }
+    }
+
+    /// Runs `body` on a fresh, empty store of this backend (on PostgreSQL, a schema of its own).
+    package func withStore<T: Sendable>(_ body: (any KeyVaultRepository) async throws -> T) async throws -> T {
+        switch self {
+        case .sqlite: try await body(KeyVaultDatabase.inMemory())
+        case .postgres(let url): try await PostgresKeyVaultDatabase.withTemporarySchema(url) { try await body($0) }
+        }
+    }
+}

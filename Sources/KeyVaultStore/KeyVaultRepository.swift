@@ -1,0 +1,124 @@
+import Foundation
+import KeyVaultModel
+
+/// What the service stores, as one protocol with a method per transaction-sized
+/// intent. `KeyVaultDatabase` (SQLite through GRDB, the embedded default) and
+/// `PostgresKeyVaultDatabase` (module KeyVaultPostgres, for several replicas on
+/// one database) conform, and pass the same tests (Tests/KeyVaultStoreTests).
+///
+/// Every method is atomic on its own: a check and the write that depends on it
+/// (the chain head, an account's existence, an attachment's address, the limits on
+/// pending link requests) hold in one transaction, whoever else writes at the same
+/// time. Refusals are ``StoreError``s; nothing else about the backend leaks out.
+public protocol KeyVaultRepository: Sendable {
+    // MARK: Accounts and the chain
+
+    /// Creates an account from its genesis link, first device and boxes.
+    ///
+    /// - Throws: `StoreError.accountExists` when the account (or device) is already there.
+    func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
+                       recovery: RecoverySlot?) async throws
+
+    /// Appends one link and everything that goes with it, if the head is still the expected one.
+    ///
+    /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`;
+    ///   `.linkRequestClosed` when the link request it approves is no longer pending.
+    func append(_ account: AccountID, _ write: ChainWrite) async throws
+
+    /// The chain's links from `after` (exclusive), in order, and the head; nil for no such account.
+    func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)?
+
+    /// Deletes the account and everything of it in one transaction.
+    ///
+    /// - Throws: `StoreError.notFound`.
+    func deleteAccount(_ account: AccountID) async throws
+
+    // MARK: Boxes, wraps, recovery
+
+    /// The stored JSON of each box, as the server encoded it when the box was written,
+    /// ordered by generation and recipient.
+    func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data]
+
+    func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap]
+
+    func recoverySlot(_ account: AccountID) async throws -> RecoverySlot?
+
+    // MARK: Devices and nonces
+
+    /// A point read on the request path.
+    func device(_ id: DeviceID) async throws -> StoredDevice?
+
+    func devices(_ account: AccountID) async throws -> [StoredDevice]
+
+    /// Records the nonce of a signed request of `device`; false when that device already
+    /// used it. Nonces with timestamps before `forgetBefore` may be forgotten.
+    func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool
+
+    /// Records that a device made a signed request (at most once a minute per device).
+    func touch(_ id: DeviceID, at time: Int64) async throws
+
+    // MARK: Attachments
+
+    /// Stores an attachment unless its address is already there for this member.
+    func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+                       device: DeviceID) async throws -> AttachmentInfo
+
+    func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)?
+
+    func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data?
+
+    /// Replaces the wrapped data key of an attachment; false when there is no such attachment.
+    func replaceAttachmentKey(_ account: AccountID, member: MemberID, address: String, key: Data,
+                              device: DeviceID) async throws -> Bool
+
+    func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo]
+
+    // MARK: Device-link requests
+
+    /// Stores a new pending request within the limits (see `KeyVaultDatabase`).
+    ///
+    /// - Throws: `StoreError.notFound`, `.tooManyLinkRequests`.
+    func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
+                           client: String, perClient: Int, total: Int, perAccountOverTotal: Int) async throws
+
+    /// Records the approver's random value: once per request, while it is pending.
+    func respondToLinkRequest(_ account: AccountID, code: String, nonce: String, by device: DeviceID) async throws
+
+    /// Records the new device's revealed value: once, after the approver answered.
+    func revealLinkRequest(_ account: AccountID, code: String, nonce: String) async throws
+
+    func linkRequest(_ account: AccountID, code: String) async throws -> LinkRequestInfo?
+
+    /// At most 100 pending requests, soonest to expire first.
+    func pendingLinkRequests(_ account: AccountID) async throws -> [LinkRequestInfo]
+
+    /// Refuses a pending request; it cannot be approved afterwards.
+    func refuseLinkRequest(_ account: AccountID, code: String, by device: DeviceID) async throws
+
+    // MARK: Audit
+
+    func recordAudit(_ account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws
+
+    /// One page of the audit log, oldest first, after entry `after`. Ids grow in commit
+    /// order as seen by readers, so paging on `after` never skips an entry.
+    func audit(_ account: AccountID, after: Int64, limit: Int) async throws -> [AuditEntry]
+}
+
+/// Entries per page of the audit log: a client reads on with `after` the last id until a page is empty.
+public let auditPageSize = 1000
+
+extension KeyVaultRepository {
+    /// The whole chain and the head.
+    public func links(_ account: AccountID) async throws -> (links: [StoredLink], head: String)? {
+        try await links(account, after: nil)
+    }
+
+    public func boxes(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [KeyBox] {
+        try await boxesJSON(account, recipient: recipient, generation: generation).map { try JSONDecoder().decode(KeyBox.self, from: $0) }
+    }
+
+    /// The first page of the audit log after `after`.
+    public func audit(_ account: AccountID, after: Int64 = 0) async throws -> [AuditEntry] {
+        try await audit(account, after: after, limit: auditPageSize)
+    }
+}
