@@ -49,7 +49,10 @@ extension PostgresKeyVaultDatabase {
                     """, logger: logger).collect().count == 1 else { throw StoreError.linkRequestClosed }
             }
             try await insert(write.link, account: account, db)
-            for device in write.newDevices { _ = try await insert(device, db, onConflictNothing: false) }
+            for device in write.newDevices {
+                // The transaction rolls back: nothing of the link is written.
+                guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.deviceExists }
+            }
             for id in write.revokedDevices {
                 try await db.query("""
                     UPDATE devices SET revoked = \(Int64(write.link.sequence)) WHERE id = \(id.rawValue) AND account = \(account.rawValue)

@@ -27,7 +27,8 @@ extension KeyVaultDatabase {
 
     /// Appends one link and everything that goes with it, if the head is still the expected one.
     ///
-    /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`.
+    /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`;
+    ///   `.deviceExists` when a device the link adds is already in an account.
     public func append(_ account: AccountID, _ write: ChainWrite) async throws {
         try await durableWrite { db in
             guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
@@ -46,7 +47,13 @@ extension KeyVaultDatabase {
             try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
                            arguments: [write.link.hash, write.link.sequence, account.rawValue])
             try Self.insert(write.link, account: account, db)
-            for device in write.newDevices { try Self.insert(device, db) }
+            for device in write.newDevices {
+                // Checked, not left to the unique key: a constraint error would be a 500.
+                guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE id = ?)", arguments: [device.id.rawValue])! else {
+                    throw StoreError.deviceExists
+                }
+                try Self.insert(device, db)
+            }
             for id in write.revokedDevices {
                 try db.execute(sql: "UPDATE devices SET revoked = ? WHERE id = ? AND account = ?",
                                arguments: [write.link.sequence, id.rawValue, account.rawValue])

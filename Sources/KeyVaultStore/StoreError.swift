@@ -5,6 +5,8 @@ public enum StoreError: Error, Sendable, Equatable {
     /// The chain head moved since the writer read it.
     case staleChain(currentHead: String)
     case accountExists
+    /// A device with this id is already in an account (device ids are global: one key, one account).
+    case deviceExists
     case notFound
     /// Too many pending device-link requests from one client address, or on the whole server.
     case tooManyLinkRequests

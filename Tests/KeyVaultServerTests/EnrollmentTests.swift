@@ -66,7 +66,7 @@ struct RecoveryFixture {
         var link = ChainLink(sequence: chain.sequence + 1, previous: chain.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
                              time: 1_700_000_200, body: laptop.deviceFields)
         link.sign(with: fixture.authKey)
-        var ownBox = KeyBox(generation: 1, sequence: link.sequence, recipient: laptop.id.rawValue, box: base64Encode(try laptop.agreement.publicKey.sealedBox(for: masterKey)),
+        var ownBox = KeyBox(generation: 1, sequence: link.sequence, recipient: laptop.id.rawValue, box: base64Encode(try laptop.boxKey.publicKey.sealedBox(for: masterKey)),
                             signer: ChainLink.recoverySigner, signature: "")
         ownBox.sign(with: fixture.authKey, account: state.account)
         let enroll = RecoveryEnrollRequest(token: session.token, link: link, boxes: [ownBox])
@@ -120,9 +120,9 @@ extension TestDevice {
     /// A version 2 link request, with the commitment to `nonce`.
     func linkRequest(account: AccountID, nonce: [UInt8] = linkNonce) -> LinkRequestCreate {
         let commitment = LinkCommitment.compute(account: account, device: id, signingKey: signing.publicKey.rawRepresentation,
-                                                boxKey: agreement.publicKey.rawRepresentation, name: name, nonce: nonce)
+                                                boxKey: boxKey.publicKey.rawRepresentation, name: name, nonce: nonce)
         return LinkRequestCreate(device: id, name: name, signingKey: Hex.encode(signing.publicKey.rawRepresentation),
-                                 boxKey: Hex.encode(agreement.publicKey.rawRepresentation), commitment: Hex.encode(commitment))
+                                 boxKey: Hex.encode(boxKey.publicKey.rawRepresentation), commitment: Hex.encode(commitment))
     }
 }
 

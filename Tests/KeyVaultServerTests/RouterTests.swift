@@ -133,7 +133,7 @@ import Testing
         response = try await client.signed(tablet, .get, "/v1/accounts/\(state.account)/boxes")
         let boxes = try decode([String: [KeyBox]].self, response)["boxes"] ?? []
         #expect(boxes.count == 1 && boxes[0].recipient == tablet.id.rawValue)
-        let opened = try tablet.agreement.openSealedBox(try #require(base64Decode(boxes[0].box)))
+        let opened = try tablet.boxKey.openSealedBox(try #require(base64Decode(boxes[0].box)))
         #expect(opened == masterKey.bytes)
 
         response = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/devices")
@@ -392,5 +392,21 @@ import Testing
             let response = try await client.execute(uri: uri, method: route.method, body: ByteBuffer(string: "{}"))
             #expect(response.status == .unauthorized && errorCode(response) == "unsigned_request", "\(route.method) \(route.path)")
         }
+    }
+}
+
+/// A device already in one account cannot be added to another: a precise 409
+/// `device_exists`, never a 500 from the unique key, and nothing changes.
+@Test(arguments: StoreBackend.all) func aDeviceOfAnotherAccountCannotBeAddedToThisOne(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
+        let phone = TestDevice("phone"), laptop = TestDevice("laptop")
+        _ = try await client.createAccount(phone)
+        var other = try await client.createAccount(laptop)
+        let before = other.head
+        let response = try await client.append(laptop, &other, AppendRequest(link: laptop.link(.deviceAdd, after: other, body: phone.deviceFields)))
+        #expect(response.status == .conflict && errorCode(response) == "device_exists", "\(response.status) \(String(buffer: response.body))")
+        #expect(other.head == before)
+        let chain = try await client.signed(laptop, .get, "/v1/accounts/\(other.account)/chain")
+        #expect(try decode(ChainResponse.self, chain).head == before)
     }
 }

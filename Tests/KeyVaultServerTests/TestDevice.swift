@@ -15,18 +15,18 @@ import KeyVaultPostgres
 /// boxes and requests exactly as the formats say.
 struct TestDevice {
     let signing = Ed25519.PrivateKey()
-    let agreement = X25519.PrivateKey()
+    let boxKey = X25519.PrivateKey()
     let name: String
     var id: DeviceID { deviceID(for: signing.publicKey) }
 
     init(_ name: String) { self.name = name }
 
     var deviceFields: [String: String] {
-        ChainLink.deviceFields(signingKey: signing.publicKey, boxKey: agreement.publicKey, name: name)
+        ChainLink.deviceFields(signingKey: signing.publicKey, boxKey: boxKey.publicKey, name: name)
     }
 
     func genesis(time: Int64 = 1_700_000_000) -> ChainLink {
-        ChainLink.genesis(signingKey: signing, boxKey: agreement.publicKey, name: name, time: time)
+        ChainLink.genesis(signingKey: signing, boxKey: boxKey.publicKey, name: name, time: time)
     }
 
     func link(_ type: LinkType, after state: ChainState, body: [String: String]) -> ChainLink {
@@ -38,7 +38,7 @@ struct TestDevice {
 
     /// A master key box for `recipient`, signed by this device, made at link `sequence`.
     func box(_ masterKey: SymmetricKey, generation: UInt32, for recipient: TestDevice, at sequence: UInt64, account: AccountID) throws -> KeyBox {
-        let sealed = try recipient.agreement.publicKey.sealedBox(for: masterKey)
+        let sealed = try recipient.boxKey.publicKey.sealedBox(for: masterKey)
         var box = KeyBox(generation: generation, sequence: sequence, recipient: recipient.id.rawValue, box: base64Encode(sealed),
                          signer: id.rawValue, signature: "")
         box.sign(with: signing, account: account)
@@ -164,7 +164,7 @@ extension TestClientProtocol {
         let response = try await signed(device, .post, "/v1/accounts/\(account)/sessions")
         #expect(response.status == .created, "\(String(buffer: response.body))")
         let grant = try decode(SessionGrant.self, response)
-        return (grant.session, try grant.key(using: device.agreement))
+        return (grant.session, try grant.key(using: device.boxKey))
     }
 
     /// A request authenticated by a session MAC.

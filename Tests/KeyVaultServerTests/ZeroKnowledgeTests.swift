@@ -74,8 +74,8 @@ import Testing
     var secrets: [(String, [UInt8])] = [
         ("master key", masterKey.bytes.unprotectedCopy()), ("member key", memberKey.bytes.unprotectedCopy()),
         ("attachment key", attachmentKey.bytes.unprotectedCopy()), ("recovery entropy", recoveryEntropy.unprotectedCopy()),
-        ("phone signing key", phone.signing.seed.unprotectedCopy()), ("phone box key", phone.agreement.rawRepresentation.unprotectedCopy()),
-        ("tablet signing key", tablet.signing.seed.unprotectedCopy()), ("tablet box key", tablet.agreement.rawRepresentation.unprotectedCopy()),
+        ("phone signing key", phone.signing.seed.unprotectedCopy()), ("phone box key", phone.boxKey.rawRepresentation.unprotectedCopy()),
+        ("tablet signing key", tablet.signing.seed.unprotectedCopy()), ("tablet box key", tablet.boxKey.rawRepresentation.unprotectedCopy()),
         ("plaintext", Array(plaintext.prefix(24))),
     ]
     secrets += secrets.map { ("\($0.0) (hex)", Array(Hex.encode($0.1).utf8)) }
