@@ -14,6 +14,9 @@ import KeyVaultStore
 /// The pool only hands out connections while ``client`` runs: run it as a service
 /// (``run()``) for as long as the store is used.
 public struct PostgresKeyVaultDatabase: KeyVaultRepository {
+    /// Replicas share it: see ``KeyVaultRepository/isSharedWithOtherProcesses``.
+    public var isSharedWithOtherProcesses: Bool { true }
+
     public let client: PostgresClient
     let logger: Logger
 

@@ -18,6 +18,11 @@ package enum StoreBackend: Sendable, CustomStringConvertible {
         }
     }()
 
+    /// Whether several service processes can share this backend's store.
+    package var isShared: Bool {
+        if case .postgres = self { true } else { false }
+    }
+
     package var description: String {
         switch self {
         case .sqlite: "SQLite"

@@ -11,6 +11,11 @@ import KeyVaultModel
 /// pending link requests) hold in one transaction, whoever else writes at the same
 /// time. Refusals are ``StoreError``s; nothing else about the backend leaks out.
 public protocol KeyVaultRepository: Sendable {
+    /// Whether other service processes may write this store too (replicas on one
+    /// PostgreSQL). Then a process's memory never stands in for the store where a
+    /// write elsewhere must be seen at once: a device's revocation.
+    var isSharedWithOtherProcesses: Bool { get }
+
     // MARK: Accounts and the chain
 
     /// Creates an account from its genesis link, first device and boxes.
@@ -108,6 +113,9 @@ public protocol KeyVaultRepository: Sendable {
 public let auditPageSize = 1000
 
 extension KeyVaultRepository {
+    /// One process per store, unless the store says otherwise.
+    public var isSharedWithOtherProcesses: Bool { false }
+
     /// The whole chain and the head.
     public func links(_ account: AccountID) async throws -> (links: [StoredLink], head: String)? {
         try await links(account, after: nil)

@@ -41,3 +41,37 @@ import Testing
         }
     }
 }
+
+/// A device revoked through one replica is refused by another on its very next
+/// request, though that other replica served it (and cached it) just before.
+/// Only stores that several processes share (PostgreSQL) have replicas.
+@Test(arguments: StoreBackend.all.filter(\.isShared))
+func aDeviceRevokedThroughOneReplicaIsRefusedByAnotherOnItsNextRequest(_ backend: StoreBackend) async throws {
+    try await backend.withStore { store in
+        let phone = TestDevice("phone"), tablet = TestDevice("tablet")
+        let first = try testApplication(database: store), second = try testApplication(database: store)
+        var state = try await first.test(.router) { client in
+            var state = try await client.createAccount(phone)
+            let added = try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
+            #expect(added.status == .created)
+            return state
+        }
+        let chainPath = "/v1/accounts/\(state.account)/chain"
+        try await second.test(.router) { client in
+            let response = try await client.signed(tablet, .get, chainPath)
+            #expect(response.status == .ok)
+        }
+        let revoked = try await first.test(.router) { [state] client in
+            var state = state
+            let response = try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceRevoke, after: state,
+                                                                                                body: ["device": tablet.id.rawValue])))
+            return (response.status, state)
+        }
+        #expect(revoked.0 == .created)
+        state = revoked.1
+        try await second.test(.router) { client in
+            let response = try await client.signed(tablet, .get, chainPath)
+            #expect(response.status == .forbidden && errorCode(response) == "device_revoked", "\(response.status)")
+        }
+    }
+}

@@ -32,11 +32,13 @@ struct Authenticator: Sendable {
     /// request is suspended there (the revocation race tests need it).
     var beforeTouch: (@Sendable () async -> Void)?
 
+    /// The device, from the cache, or from the store when another process may have
+    /// revoked it (a store shared by replicas: one more read per request).
     func device(_ id: DeviceID) async throws -> StoredDevice? {
-        if let cached = devices.get(id) { return cached }
+        if !database.isSharedWithOtherProcesses, let cached = devices.get(id) { return cached }
         guard let stored = try await database.device(id) else { return nil }
         devices.put(stored)
-        return stored
+        return devices.get(id) ?? stored  // a revocation this process committed stays
     }
 
     func authenticate(_ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
@@ -121,7 +123,8 @@ struct Authenticator: Sendable {
             device.lastSeen = now
         }
         // A revocation that committed while this request was suspended wins.
-        if let current = devices.get(device.id) { try await refuseIfRevoked(current, account) }
+        let current = database.isSharedWithOtherProcesses ? try await self.device(device.id) : devices.get(device.id)
+        if let current { try await refuseIfRevoked(current, account) }
         return device
     }
 
