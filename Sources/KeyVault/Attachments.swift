@@ -45,6 +45,10 @@ extension Vault {
     /// is sealed under a key a revoked device knows.
     public func put(_ plaintext: [UInt8], member: Member) async throws -> PutResult {
         try await exclusively {
+            // The newest chain first: a revocation another device made since must be
+            // followed by its rotation before anything is sealed (an upload writes no link,
+            // so no stale_chain would say so).
+            try await sync()
             try await finishRevocationFirst()
             // The member's newest generation from the chain, which finishing a rotation may have moved.
             let generation = try chain.members[member.id]?.generation ?? member.generation

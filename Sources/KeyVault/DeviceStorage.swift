@@ -91,7 +91,11 @@ public final class FileDeviceStorage: DeviceStorage {
     }
 
     public func lock() throws {
-        guard lockDescriptor.withLock({ $0 }) < 0 else { return }
+        // One Vault per storage: a second lock through the same instance would share the
+        // first one's lock, and its release would release the first one's.
+        guard lockDescriptor.withLock({ $0 }) < 0 else {
+            throw KeyVaultError(.deviceBusy, "the device in \(directory) is already open in this process")
+        }
         try ensureDirectory()
         let fd = open(directory + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw storageError("cannot open the lock file in \(directory): \(String(cString: strerror(errno)))") }

@@ -353,9 +353,9 @@ extension Vault {
         }
     }
 
+    /// Refuses the request (it touches no state of this vault, so it never waits for a
+    /// running `exchange`: a person can cancel while it polls).
     public func refuse(_ candidate: LinkCandidate) async throws {
-        try await exclusively {
-            try await api.refuseLinkRequest(candidate.code)
-        }
+        try await api.refuseLinkRequest(candidate.code)
     }
 }

@@ -47,26 +47,29 @@ public actor Vault {
 
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
-    /// The vaults whose operation the current task is running (a nested call runs at once).
-    @TaskLocal private static var holding: Set<ObjectIdentifier> = []
+    /// The task running the current operation (its identity, while it runs).
+    private var holder: Int?
 
     /// Runs `body` when no other operation of this vault is running, in the order
     /// the calls came. An actor alone would let calls interleave at every `await`:
     /// one could build a link on a chain another is extending, or save an older head
-    /// over a newer one. A call made from inside an operation (a revocation that sets
-    /// a new code, then rotates) runs at once.
+    /// over a newer one. A call the running operation makes itself (a revocation that
+    /// sets a new code, then rotates) runs at once; a call from any other task, also
+    /// one the operation started, waits its turn.
     func exclusively<T>(_ body: () async throws -> T) async throws -> T {
-        let me = ObjectIdentifier(self)
-        if Self.holding.contains(me) { return try await body() }
+        let me = withUnsafeCurrentTask { $0?.hashValue }
+        if busy, me != nil, me == holder { return try await body() }
         if busy {
             await withCheckedContinuation { waiting.append($0) }  // handed over by the one before
         } else {
             busy = true
         }
+        holder = me
         defer {
+            holder = nil
             if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
         }
-        return try await Self.$holding.withValue(Self.holding.union([me])) { try await body() }
+        return try await body()
     }
 
     /// Sets what the chain fetched when the vault was made (before any other call).
@@ -317,10 +320,18 @@ public actor Vault {
     /// With `afterRotations`, each attempt first finishes the rotations a revocation
     /// left undone (also one another device's revocation left, seen only on a retry):
     /// what it makes must never be sealed under a generation a revoked device knows.
-    func write(_ what: String, afterRotations: Bool = false, send: ((AppendRequest) async throws -> Void)? = nil,
+    /// With `masterFirst` (a member key rotation), each attempt first rotates the
+    /// master key when a revocation left that undone: a member key is never wrapped
+    /// under a master key a revoked device holds.
+    func write(_ what: String, afterRotations: Bool = false, masterFirst: Bool = false,
+               send: ((AppendRequest) async throws -> Void)? = nil,
                _ build: nonisolated(nonsending) (ChainState) async throws -> (AppendRequest, () -> Void)) async throws {
         for attempt in 1...Self.maxAttempts {
-            if afterRotations { try await finishRevocationFirst() }
+            if afterRotations {
+                try await finishRevocationFirst()
+            } else if masterFirst, try pendingRotation().master {
+                try await rotateMaster()
+            }
             let state = try chain
             let (request, commit) = try await build(state)
             do {
@@ -376,7 +387,7 @@ public actor Vault {
     public func rotateMember(_ id: MemberID) async throws -> UInt32 {
         try await exclusively {
             var made: UInt32 = 0
-            try await write("member rotate") { state in
+            try await write("member rotate", masterFirst: true) { state in
                 guard let member = state.members[id] else { throw KeyVaultError(.noSuchMember, "no such member \(id)") }
                 let (master, g) = try await masterKey()
                 let h = member.generation + 1
@@ -438,10 +449,14 @@ public actor Vault {
         let master = !after.contains { $0.type == .masterRotate }
         var members = [MemberID]()
         if let lastRevoke {
-            let later = links[(lastRevoke + 1)...]
+            // The revocation's rotation starts with the first master rotation after it: a
+            // member key made before that (added or rotated) was wrapped under a master key
+            // the revoked device holds, so only a member rotation after it counts.
+            let masterRotated = links[(lastRevoke + 1)...].firstIndex { $0.type == .masterRotate }
+            let later = masterRotated.map { links[($0 + 1)...] } ?? []
             for member in state.members.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
                 let added = links.firstIndex { $0.type == .memberAdd && $0.body["member"] == member.rawValue } ?? 0
-                guard added < lastRevoke else { continue }
+                guard added < (masterRotated ?? links.endIndex) else { continue }
                 if !later.contains(where: { $0.type == .memberRotate && $0.body["member"] == member.rawValue }) { members.append(member) }
             }
         }
@@ -452,9 +467,13 @@ public actor Vault {
     /// upload): finishes the rotations a revocation left undone, so that nothing
     /// new is ever made under a generation a revoked device knows.
     func finishRevocationFirst() async throws {
-        guard !(try pendingRotation().isEmpty) else { return }
-        progress("finishing the key rotation an earlier revocation or recovery rotation left undone")
-        try await finishPendingRotations()
+        // Until none is left: another device's revocation may land while this one's rotation runs.
+        for _ in 0..<Self.maxAttempts {
+            guard !(try pendingRotation().isEmpty) else { return }
+            progress("finishing the key rotation an earlier revocation or recovery rotation left undone")
+            try await finishPendingRotations()
+        }
+        throw KeyVaultError(.tooManyConflicts, "revocations kept coming while their key rotations were being finished")
     }
 
     /// Finishes pending rotations, with progress.

@@ -118,3 +118,26 @@ final class BeforeFirstAppend: HTTPTransport {
         #expect(state.masterGeneration == 2)
     }
 }
+
+/// A member key rotated while a revocation's master rotation is still pending (the
+/// revoking device was interrupted) must not be wrapped under the master key the
+/// revoked device holds, nor count as that member's rotation: the master key is
+/// rotated first.
+@Test func aMemberRotatedWhileARevocationsRotationIsPendingIsNotWrappedUnderTheOldMasterKey() async throws {
+    try await Fixture.run { fixture, laptop in
+        let emma = try await laptop.addMember(name: "Emma")
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                           account: laptop.account, name: "phone", code: fixture.code)
+        phone.home.unlock()
+        try await laptop.sync()
+        await revokeLosingTheRotation(fixture, laptop, "phone")
+        #expect(try await laptop.pendingRotation().master)
+
+        let h = try await laptop.rotateMember(emma.id)
+        let state = try await laptop.chain
+        #expect(state.masterGeneration == 2, "the master key is rotated before the member key")
+        let wraps = try await laptop.api.wraps(member: emma.id).filter { $0.memberGeneration == h }
+        #expect(!wraps.isEmpty && wraps.allSatisfy { $0.masterGeneration == 2 })
+        #expect(try await laptop.pendingRotation().isEmpty)
+    }
+}

@@ -71,3 +71,19 @@ final class UnreadableStorage: DeviceStorage {
         }
     }
 }
+
+extension LibraryAPITests {
+    /// A second Vault on the same storage instance is refused, and its failure does not
+    /// release the lock the first one holds.
+    @Test func aSecondVaultOnOneStorageIsRefusedAndTheFirstKeepsItsLock() async throws {
+        try await Fixture.run { fixture, laptop in
+            laptop.home.unlock()
+            let directory = fixture.root.appendingPathComponent("laptop").path
+            let storage = FileDeviceStorage(directory: directory)
+            let first = try await Vault.open(storage: storage, transport: fixture.transport)
+            await expectRefusal("device_busy", kind: .home) { _ = try await Vault.open(storage: storage, transport: fixture.transport) }
+            #expect(throws: KeyVaultError.self) { try FileDeviceStorage(directory: directory).lock() }
+            #expect(first.account == laptop.account)
+        }
+    }
+}
