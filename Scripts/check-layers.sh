@@ -17,27 +17,22 @@ bad=$(grep -rlE "${imports}(CSodium|CLibCrypto)\b" Sources | grep -v '^Sources/K
 if [ -n "$bad" ]; then
   echo "check-layers: C modules imported outside KeyVaultCrypto/Backend:" >&2; echo "$bad" >&2; status=1
 fi
-bad=$(grep -rlE "${imports}(KeyVaultMnemonic|KeyVaultVault|KeyVault|KeyVaultCommands)\b" \
-      Sources/KeyVaultServer Sources/KeyVaultStore Sources/KeyVaultPostgres Sources/KeyVaultModel Sources/KeyVaultProtocol || true)
-if [ -n "$bad" ]; then
-  echo "check-layers: the service imports code that handles recovery codes or unwraps keys:" >&2; echo "$bad" >&2; status=1
-fi
-for target in KeyVaultServer KeyVaultPostgres; do
-  server_deps=$(awk "/name: \"$target\", dependencies/,/\]\)/" Package.swift)
-  if grep -qE '"(KeyVaultMnemonic|KeyVaultVault|KeyVault|KeyVaultCommands)"' <<<"$server_deps"; then
-    echo "check-layers: Package.swift gives $target a dependency on key-unwrapping code" >&2; status=1
-  fi
-done
-bad=$(grep -rlE "${imports}(KeyVaultServer|KeyVaultStore|KeyVaultPostgres)\b" Sources/KeyVaultCommands Sources/KeyVault || true)
-if [ -n "$bad" ]; then
-  echo "check-layers: client code imports the server:" >&2; echo "$bad" >&2; status=1
-fi
-for target in KeyVaultCommands KeyVault; do
-  deps=$(awk "/name: \"$target\", dependencies/,/\]\)/" Package.swift)
-  if grep -qE '"(KeyVaultServer|KeyVaultStore|KeyVaultPostgres)"' <<<"$deps"; then
-    echo "check-layers: Package.swift gives $target a dependency on server code" >&2; status=1
-  fi
-done
+# refuse WHAT MODULES-REGEX TARGET... : no file of the targets imports those modules,
+# and Package.swift gives none of the targets a dependency on them.
+refuse() {
+  local what=$1 modules=$2; shift 2
+  local target bad
+  for target in "$@"; do
+    bad=$(grep -rlE "${imports}(${modules})\b" "Sources/$target" || true)
+    if [ -n "$bad" ]; then echo "check-layers: $target imports $what:" >&2; echo "$bad" >&2; status=1; fi
+    if awk "/name: \"$target\", dependencies/,/\]\)/" Package.swift | grep -qE "\"(${modules})\""; then
+      echo "check-layers: Package.swift gives $target a dependency on $what" >&2; status=1
+    fi
+  done
+}
+refuse "code that handles recovery codes or unwraps keys" 'KeyVaultMnemonic|KeyVaultVault|KeyVault|KeyVaultCommands' \
+  KeyVaultServer KeyVaultStore KeyVaultPostgres KeyVaultModel KeyVaultProtocol
+refuse "server code" 'KeyVaultServer|KeyVaultStore|KeyVaultPostgres' KeyVaultCommands KeyVault
 bad=$(grep -rhE "${imports}" Examples | grep -vE "${imports}(KeyVault|Foundation)\s*$" || true)
 if [ -n "$bad" ]; then
   echo "check-layers: an example imports more than KeyVault and Foundation:" >&2; echo "$bad" >&2; status=1

@@ -18,7 +18,7 @@ extension Vault {
                 let existing = try? home.load()
                 throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds a device\(existing.map { " of account \($0.account)" } ?? "")")
             }
-            guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a device name has 1 to 100 characters") }
+            try Vault.checkName(name, of: "a device")
             let keys = DeviceKeys()
             let master = SymmetricKey()
             let genesis = ChainLink.genesis(signingKey: keys.signing, boxKey: keys.boxKey.publicKey, name: name,
@@ -135,7 +135,7 @@ extension Vault {
                 throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)")
             }
         } catch let error as KeyVaultError where error.code == .notInitialized {}
-        guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a device name has 1 to 100 characters") }
+        try Vault.checkName(name, of: "a device")
     }
 
     /// What a new device shows while it links (docs/formats/device-link.md).

@@ -311,6 +311,11 @@ public actor Vault {
         return boxes
     }
 
+    /// Device and member names have 1 to 100 characters (the chain's limit).
+    static func checkName(_ name: String, of what: String) throws {
+        guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "\(what) name has 1 to 100 characters") }
+    }
+
     package static let maxAttempts = 5
 
     /// Appends a link built on the newest chain. When another device wrote first
@@ -363,7 +368,7 @@ public actor Vault {
 
     public func addMember(name: String) async throws -> Member {
         try await exclusively {
-            guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "a member name has 1 to 100 characters") }
+            try Self.checkName(name, of: "a member")
             try await finishRevocationFirst()
             if try await members().contains(where: { $0.name == name }) {
                 throw KeyVaultError(.memberExists, "there is already a member called \(name.debugDescription)",
