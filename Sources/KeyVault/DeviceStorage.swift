@@ -133,34 +133,10 @@ public final class FileDeviceStorage: DeviceStorage {
 
     public func write(_ bytes: [UInt8]) throws {
         try ensureDirectory()
-        let temporary = file + ".tmp"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw storageError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                let error = storageError("cannot write \(temporary): \(String(cString: strerror(errno)))")
-                close(fd)
-                unlink(temporary)
-                throw error
-            }
-            offset += n
+        do {
+            try bytes.withUnsafeBytes { try AtomicFile.write($0, to: file) }
+        } catch let error as AtomicFile.Failure {
+            throw storageError(error.message)
         }
-        let synced = fsync(fd) == 0
-        let closed = close(fd) == 0
-        guard synced, closed else {
-            unlink(temporary)
-            throw storageError("cannot flush \(temporary) to disk")
-        }
-        guard rename(temporary, file) == 0 else {
-            let error = storageError("cannot replace \(file): \(String(cString: strerror(errno)))")
-            unlink(temporary)
-            throw error
-        }
-        let dir = open(directory, O_RDONLY | O_CLOEXEC)
-        if dir >= 0 { fsync(dir); close(dir) }
     }
 }

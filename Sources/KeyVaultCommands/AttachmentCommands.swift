@@ -86,47 +86,16 @@ struct Attachment: AsyncParsableCommand {
             }
         }
 
-        /// Writes `content` to `path` through a fresh temporary file beside it.
-        ///
-        /// The temporary name is random and opened with O_CREAT|O_EXCL|O_NOFOLLOW, so a
-        /// file or symlink planted there makes the open fail instead of redirecting the
-        /// write; rename() then replaces `path` itself (a symlink at `path` included)
-        /// without following it.
+        /// Writes `content` to `path` through a fresh temporary file beside it
+        /// (``AtomicFile/write(_:to:)``: no planted file or symlink redirects it).
         func writeNewFile(_ path: String, _ content: SecureBytes) throws {
-            let target = URL(fileURLWithPath: path)
-            let directory = target.deletingLastPathComponent().path
-            var temporary = "", fd: Int32 = -1
-            for _ in 0..<8 {
-                temporary = directory + "/." + target.lastPathComponent + "." + Hex.encode(SystemRandom.bytes(count: 8)) + ".keyctl-partial"
-                fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-                if fd >= 0 || errno != EEXIST { break }
+            do {
+                try content.withUnsafeBytes { try AtomicFile.write($0, to: path) }
+            } catch let error as AtomicFile.Failure {
+                throw KeyctlError(.io, error.message,
+                                  hint: error.created ? "check the free space and that \(path) is not a directory"
+                                                      : "check that the directory exists and that you may write there")
             }
-            guard fd >= 0 else {
-                throw KeyctlError(.io, "cannot create a temporary file in \(directory) for \(path): \(String(cString: strerror(errno)))",
-                                  hint: "check that the directory exists and that you may write there")
-            }
-            var failure: String?
-            let written = content.withUnsafeBytes { bytes -> Int in
-                var offset = 0
-                while offset < bytes.count {
-                    let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                    if n < 0, errno == EINTR { continue }
-                    guard n > 0 else { break }
-                    offset += n
-                }
-                return offset
-            }
-            if written != content.count { failure = "write: \(String(cString: strerror(errno)))" }
-            else if fsync(fd) != 0 { failure = "fsync: \(String(cString: strerror(errno)))" }
-            close(fd)
-            if failure == nil, rename(temporary, path) != 0 { failure = String(cString: strerror(errno)) }
-            if let failure {
-                unlink(temporary)  // nothing is left behind
-                throw KeyctlError(.io, "cannot write \(path): \(failure)", hint: "check the free space and that \(path) is not a directory")
-            }
-            // The rename itself survives a crash only once the directory is synced.
-            let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if directoryFD >= 0 { _ = fsync(directoryFD); close(directoryFD) }
         }
     }
 
