@@ -146,6 +146,38 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger).collect().count == 1
     }
 
+    public func useOnce(_ value: String, kind: String, expires: Int64, now: Int64) async throws -> Bool {
+        try await client.query("DELETE FROM used_once WHERE expires < \(now)", logger: logger)
+        // The primary key decides across replicas: one insert of a (kind, value) wins.
+        return try await client.query("""
+            INSERT INTO used_once (kind, value, expires) VALUES (\(kind), \(value), \(expires))
+            ON CONFLICT (kind, value) DO NOTHING RETURNING 1
+            """, logger: logger).collect().count == 1
+    }
+
+    public func recordFailure(_ keys: [String], at time: Int64, forgetBefore: Int64) async throws {
+        try await transaction { db in
+            try await db.query("DELETE FROM failures WHERE time < \(forgetBefore)", logger: logger)
+            for key in keys { try await db.query("INSERT INTO failures (key, time) VALUES (\(key), \(time))", logger: logger) }
+        }
+    }
+
+    public func failures(_ keys: [String], since: Int64) async throws -> FailureCounts {
+        var counts = FailureCounts(total: 0, byKey: [:])
+        for try await total in try await client.query("SELECT COUNT(*) FROM failures WHERE time >= \(since)", logger: logger).decode(Int64.self) {
+            counts.total = Int(total)
+        }
+        for key in keys {
+            let rows = try await client.query("""
+                SELECT COUNT(*), MIN(time) FROM failures WHERE key = \(key) AND time >= \(since)
+                """, logger: logger).decode((Int64, Int64?).self)
+            for try await (count, oldest) in rows where count > 0 {
+                if let oldest { counts.byKey[key] = .init(count: Int(count), oldest: oldest) }
+            }
+        }
+        return counts
+    }
+
     public func touch(_ id: DeviceID, at time: Int64) async throws {
         try await client.query("""
             UPDATE devices SET last_seen = \(time) WHERE id = \(id.rawValue) AND (last_seen IS NULL OR last_seen < \(time - 60))

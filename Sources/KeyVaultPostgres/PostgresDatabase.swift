@@ -182,6 +182,20 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
             """,
             "CREATE INDEX request_nonces_time ON request_nonces(time)",
         ]),
+        // As SQLite's v6: recovery challenges and tokens used once, failed proofs counted.
+        ("v2 recovery state", [
+            """
+            CREATE TABLE used_once (
+                kind TEXT NOT NULL,
+                value TEXT NOT NULL,
+                expires BIGINT NOT NULL,
+                PRIMARY KEY (kind, value))
+            """,
+            "CREATE INDEX used_once_expires ON used_once(expires)",
+            "CREATE TABLE failures (key TEXT NOT NULL, time BIGINT NOT NULL)",
+            "CREATE INDEX failures_key ON failures(key, time)",
+            "CREATE INDEX failures_time ON failures(time)",
+        ]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

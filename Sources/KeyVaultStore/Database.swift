@@ -70,4 +70,9 @@ public struct KeyVaultDatabase: KeyVaultRepository {
     }
 
     package static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    /// The rows in `table`, for tests that check what the store remembers.
+    package func rowCount(of table: String) async throws -> Int {
+        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier)") ?? 0 }
+    }
 }

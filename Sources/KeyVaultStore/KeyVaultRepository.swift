@@ -59,6 +59,19 @@ public protocol KeyVaultRepository: Sendable {
     /// used it. Nonces with timestamps before `forgetBefore` may be forgotten.
     func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool
 
+    // MARK: Single use and failure counts (recovery), shared by replicas
+
+    /// Records `value` of `kind` (a recovery challenge, a token) as used until
+    /// `expires`; false when it already was. Entries expired at `now` may be forgotten.
+    func useOnce(_ value: String, kind: String, expires: Int64, now: Int64) async throws -> Bool
+
+    /// Counts one failure under each of `keys` at `time`. Failures before `forgetBefore`
+    /// may be forgotten.
+    func recordFailure(_ keys: [String], at time: Int64, forgetBefore: Int64) async throws
+
+    /// The failures counted since `since`: in all, and under each of `keys`.
+    func failures(_ keys: [String], since: Int64) async throws -> FailureCounts
+
     /// Records that a device made a signed request (at most once a minute per device).
     func touch(_ id: DeviceID, at time: Int64) async throws
 

@@ -114,6 +114,26 @@ extension KeyVaultDatabase {
                 CREATE INDEX link_requests_expires ON link_requests(status, expires);
                 """)
         }
+        migrator.registerMigration("v6 recovery state") { db in
+            // What recovery enrollment must remember across replicas and restarts: challenges
+            // and tokens used once (until they expire), and failed proofs per account and
+            // per client address (for the rate limit), both dropped once past.
+            try db.execute(sql: """
+                CREATE TABLE used_once (
+                    kind TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    expires INTEGER NOT NULL,
+                    PRIMARY KEY (kind, value)
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX used_once_expires ON used_once(expires);
+                CREATE TABLE failures (
+                    key TEXT NOT NULL,
+                    time INTEGER NOT NULL
+                ) STRICT;
+                CREATE INDEX failures_key ON failures(key, time);
+                CREATE INDEX failures_time ON failures(time);
+                """)
+        }
         return migrator
     }
 }

@@ -61,3 +61,25 @@ public struct ChainWrite: Sendable {
         self.audit = audit
     }
 }
+
+/// Failures counted in a window (``KeyVaultRepository/failures(_:since:)``).
+public struct FailureCounts: Sendable, Equatable {
+    /// Across every key.
+    public var total: Int
+    /// Per key asked about: how many, and the time of the oldest. Keys with none are absent.
+    public var byKey: [String: Counted]
+
+    public struct Counted: Sendable, Equatable {
+        public var count: Int
+        public var oldest: Int64
+        public init(count: Int, oldest: Int64) {
+            self.count = count
+            self.oldest = oldest
+        }
+    }
+
+    public init(total: Int, byKey: [String: Counted]) {
+        self.total = total
+        self.byKey = byKey
+    }
+}

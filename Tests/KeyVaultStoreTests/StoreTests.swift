@@ -131,3 +131,35 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
     let reopened = try KeyVaultDatabase.open(path: path)
     #expect(try await reopened.links(account)?.head == "h0")
 }
+
+/// Recovery challenges and tokens are used once across every replica (the store
+/// decides, as for nonces), per kind; an entry is forgotten once it expired.
+@Test(arguments: Backend.all) func aValueIsUsedOncePerKindUntilItExpires(_ backend: Backend) async throws {
+    try await backend.withStore { store async throws in
+        #expect(try await store.useOnce("c1", kind: "challenge", expires: 200, now: 100))
+        #expect(try await store.useOnce("c1", kind: "challenge", expires: 200, now: 150) == false)
+        #expect(try await store.useOnce("c1", kind: "token", expires: 200, now: 150))  // another kind
+        async let racing = [store.useOnce("c2", kind: "challenge", expires: 200, now: 100),
+                            store.useOnce("c2", kind: "challenge", expires: 200, now: 100)]
+        #expect(try await racing.filter { $0 }.count == 1)
+        // Past its expiry the entry goes: the value itself is refused as expired before it gets here.
+        #expect(try await store.useOnce("c1", kind: "challenge", expires: 400, now: 300))
+    }
+}
+
+/// Failed proofs are counted per key and in all, within the window asked about, and
+/// forgotten once older than the window.
+@Test(arguments: Backend.all) func failuresAreCountedPerKeyAndForgottenAfterTheWindow(_ backend: Backend) async throws {
+    try await backend.withStore { store async throws in
+        #expect(try await store.failures(["a"], since: 0) == FailureCounts(total: 0, byKey: [:]))
+        try await store.recordFailure(["a", "x"], at: 100, forgetBefore: 0)
+        try await store.recordFailure(["a", "y"], at: 110, forgetBefore: 0)
+        var counts = try await store.failures(["a", "x", "z"], since: 50)
+        #expect(counts == FailureCounts(total: 4, byKey: ["a": .init(count: 2, oldest: 100), "x": .init(count: 1, oldest: 100)]))
+        counts = try await store.failures(["a"], since: 105)
+        #expect(counts == FailureCounts(total: 2, byKey: ["a": .init(count: 1, oldest: 110)]))
+        try await store.recordFailure(["b"], at: 200, forgetBefore: 105)  // drops the rows at 100
+        counts = try await store.failures(["a", "x"], since: 0)
+        #expect(counts == FailureCounts(total: 3, byKey: ["a": .init(count: 1, oldest: 110)]))
+    }
+}
