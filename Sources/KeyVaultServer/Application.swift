@@ -60,16 +60,22 @@ public func buildApplication(
         throw ConfigurationError("buildApplication opens SQLite only; runServer connects to PostgreSQL")
     }
     let database = try KeyVaultDatabase.open(path: path)
-    return buildApplication(configuration, database: database, logger: logger, onServerRunning: onServerRunning)
+    return try buildApplication(configuration, database: database, logger: logger, onServerRunning: onServerRunning)
 }
 
 /// The same on a given store (tests use an in-memory database). `services` run beside
 /// the server (a PostgreSQL store's connection pool).
+///
+/// - Parameter secret: the replicas' shared secret; nil reads (or makes) the
+///   configuration's secret file, or draws one for this process when none is set.
+/// - Throws: `ConfigurationError` when the secret file cannot be used.
 public func buildApplication(
     _ configuration: ServerConfiguration, database: any KeyVaultRepository, logger: Logger, services: [any Service] = [],
+    secret: ServerSecret? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-) -> some ApplicationProtocol {
-    let router = buildRouter(ServiceState(configuration: configuration, database: database))
+) throws -> some ApplicationProtocol {
+    let state = try ServiceState(configuration: configuration, database: database, secret: try secret ?? configuration.secret())
+    let router = buildRouter(state)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "KeyVault"),
@@ -93,9 +99,11 @@ public enum StartError: Error, Sendable {
 public func runServer(_ configuration: ServerConfiguration, logger: Logger,
                       onServerRunning: @escaping @Sendable (Int) async -> Void) async throws {
     let location: DatabaseLocation
+    let secret: ServerSecret
     do {
         try configuration.validate()
         location = try configuration.databaseLocation()
+        secret = try configuration.secret()
     } catch let error as ConfigurationError {
         throw StartError.configuration(error.message)
     }
@@ -116,7 +124,11 @@ public func runServer(_ configuration: ServerConfiguration, logger: Logger,
         } catch let error as PostgresStartError {
             throw StartError.database(path: error.database, reason: error.reason)
         }
+        if configuration.secretFile == nil {
+            logger.warning("no --secret-file: sessions and recovery challenges of this replica are unknown to the others (give every replica the same secret file)")
+        }
     }
-    let app = buildApplication(configuration, database: database, logger: logger, services: services, onServerRunning: onServerRunning)
+    let app = try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
+                                   onServerRunning: onServerRunning)
     try await app.runService()
 }

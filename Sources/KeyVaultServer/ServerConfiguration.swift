@@ -26,6 +26,9 @@ public struct ServerConfiguration: Sendable {
     /// Reverse proxies whose `X-Forwarded-For` names the client (for rate limits);
     /// from any other peer the header is ignored.
     public var trustedProxies: [IPNetwork] = []
+    /// The secret replicas share (``ServerSecret``): 64 hex digits, mode 0600, made on
+    /// first start when missing. Unset: one of this process alone.
+    public var secretFile: String?
 
     public init() {}
 
@@ -40,6 +43,7 @@ public struct ServerConfiguration: Sendable {
         ("KEYVAULT_INVITE_TOKEN", "if set, account creation needs this token (KeyVault-Invite header)"),
         ("KEYVAULT_LOG_LEVEL", "trace, debug, info, notice, warning, error or critical (default info)"),
         ("KEYVAULT_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed (default none)"),
+        ("KEYVAULT_SECRET_FILE", "the secret every replica shares (64 hex digits, mode 0600; made on first start when missing). Unset: sessions end with the process"),
     ]
 
     /// Applies `KEYVAULT_*` variables from `environment`.
@@ -60,6 +64,20 @@ public struct ServerConfiguration: Sendable {
         if let value = environment["KEYVAULT_LOG_LEVEL"] { logLevel = value }
         if let value = environment["KEYVAULT_TRUSTED_PROXIES"] {
             trustedProxies = try IPNetwork.list(value, setting: "KEYVAULT_TRUSTED_PROXIES")
+        }
+        if let value = environment["KEYVAULT_SECRET_FILE"] { secretFile = value }
+    }
+
+    /// The secret of ``secretFile`` (read, or made there), or one of this process alone.
+    ///
+    /// - Throws: `ConfigurationError` naming the file.
+    public func secret() throws -> ServerSecret {
+        guard let secretFile else { return .ephemeral() }
+        guard !secretFile.isEmpty else { throw ConfigurationError("the secret file path (--secret-file or KEYVAULT_SECRET_FILE) is empty") }
+        do {
+            return try ServerSecret.load(orCreateAt: secretFile)
+        } catch let error as ConfigurationError {
+            throw ConfigurationError("--secret-file / KEYVAULT_SECRET_FILE: \(error.message)")
         }
     }
 

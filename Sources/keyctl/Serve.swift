@@ -41,6 +41,10 @@ struct Serve: AsyncParsableCommand {
                                valueName: "cidr"))
     var trustedProxies: [String] = []
 
+    @Option(help: ArgumentHelp("The secret every replica on one database shares (sessions, recovery challenges): 64 hex digits, mode 0600, made here on first start when missing. Give every replica the same file.",
+                               valueName: "file"))
+    var secretFile: String?
+
     func run() async throws {
         let console = KeyctlMain.console
         var configuration = ServerConfiguration()
@@ -51,6 +55,7 @@ struct Serve: AsyncParsableCommand {
             if let database { configuration.databasePath = database }
             if let maxAttachmentBytes { configuration.maxAttachmentBytes = maxAttachmentBytes }
             if let logLevel { configuration.logLevel = logLevel }
+            if let secretFile { configuration.secretFile = secretFile }
             if !trustedProxies.isEmpty {
                 configuration.trustedProxies = try trustedProxies.flatMap { try IPNetwork.list($0, setting: "--trusted-proxy") }
             }

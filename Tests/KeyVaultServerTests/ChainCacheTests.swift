@@ -14,7 +14,7 @@ import KeyVaultStore
 @Test func aStaleCachedChainNeverKeepsRefusingWrites() async throws {
     var configuration = ServerConfiguration()
     configuration.databasePath = "/unused"
-    let service = ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())
+    let service = try ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())
     try await testApplication(service).test(.router) { client in
         let phone = TestDevice("phone")
         var state = try await client.createAccount(phone)

@@ -87,7 +87,7 @@ private final class Hold: Sendable {
 @Test func aRequestInFlightWhenItsDeviceIsRevokedIsRefusedWhenItResumes() async throws {
     var configuration = ServerConfiguration()
     configuration.databasePath = "/unused"
-    var service = ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())
+    var service = try ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())
     let gate = TouchGate(), hold = Hold()
     service.authenticator.beforeTouch = {
         gate.enter()

@@ -23,15 +23,20 @@ struct RecoveryFixture {
 
     func setUp(_ client: some TestClientProtocol, _ phone: TestDevice) async throws -> ChainState {
         var state = try await client.createAccount(phone, masterKey: masterKey)
+        try await set(client, phone, &state, generation: 1)
+        return state
+    }
+
+    /// `phone` sets this code as the account's recovery code of `generation`.
+    func set(_ client: some TestClientProtocol, _ phone: TestDevice, _ state: inout ChainState, generation: UInt32) async throws {
         var box = KeyBox(generation: 1, sequence: state.sequence + 1, recipient: ChainLink.recoverySigner,
                          box: base64Encode(try boxKey.publicKey.sealedBox(for: masterKey)), signer: phone.id.rawValue, signature: "")
         box.sign(with: phone.signing, account: state.account)
         let link = phone.link(.recoverySet, after: state, body: [
             "authKey": Hex.encode(authKey.publicKey.rawRepresentation), "boxKey": Hex.encode(boxKey.publicKey.rawRepresentation),
-            "recoveryGeneration": "1"])
+            "recoveryGeneration": String(generation)])
         let response = try await client.append(phone, &state, AppendRequest(link: link, boxes: [box], recovery: slot))
         #expect(response.status == .created, "\(String(buffer: response.body))")
-        return state
     }
 
     func proof(_ challenge: String, account: AccountID) -> RecoveryProof {

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultStore
 import Testing
 @testable import KeyVaultServer
 
@@ -37,36 +38,27 @@ import Testing
 }
 
 /// Item 5 of issue 8: unauthenticated challenges are bounded: issuing one stores
-/// nothing, and what is stored (answered challenges, tokens, failures) expires
-/// from the front of queues ordered by time, never by scanning everything.
-@Test func recoveryChallengesCostTheServerNoMemory() async throws {
-    let gate = RecoveryGate()
+/// nothing; only an answered challenge is remembered (in the store, until it expires),
+/// and a challenge is bound to its account, its expiry and the server secret.
+@Test func recoveryChallengesCostTheServerNothingToIssue() async throws {
+    let store = try KeyVaultDatabase.inMemory()
+    let gate = try RecoveryGate(database: store, secret: .ephemeral())
     let account = AccountID(unchecked: String(repeating: "a", count: 32))
     let other = AccountID(unchecked: String(repeating: "b", count: 32))
-    for _ in 0..<20_000 { _ = try await gate.issueChallenge(for: account) }
-    #expect(await gate.remembered == (challenges: 0, tokens: 0, failures: 0))
-    let challenge = try await gate.issueChallenge(for: account).challenge
+    for _ in 0..<20_000 { _ = try gate.issueChallenge(for: account) }
+    #expect(try await store.rowCount(of: "used_once") == 0)
+    let challenge = try gate.issueChallenge(for: account).challenge
     #expect(challenge.count == 64)
-    #expect(await gate.isOpen(challenge: challenge, for: other) == false)  // bound to its account
+    #expect(gate.isOpen(challenge: challenge, for: other) == false)  // bound to its account
     var forged = Array(challenge)
     forged[0] = forged[0] == "0" ? "1" : "0"  // a later expiry, say
-    #expect(await gate.isOpen(challenge: String(forged), for: account) == false)
-    #expect(await gate.isOpen(challenge: challenge.uppercased(), for: account) == false)
-    #expect(await gate.isOpen(challenge: "zz", for: account) == false)
-    #expect(await gate.isOpen(challenge: challenge, for: account))
-    #expect(await gate.close(challenge: challenge))
-    #expect(await gate.isOpen(challenge: challenge, for: account) == false)  // single use
-    #expect(await gate.close(challenge: challenge) == false)
-    #expect(await gate.remembered.challenges == 1)
-}
-
-@Test func anExpiryQueueDropsFromTheFrontOnly() {
-    var queue = ExpiryQueue<Int>()
-    for i in 0..<1000 { queue.append(i, at: Int64(i)) }
-    #expect(queue.popOlder(than: 10) == Array(0..<10))
-    #expect(queue.count == 990)
-    #expect(queue.popOlder(than: 600).count == 590)
-    for i in 1000..<1100 { queue.append(i, at: Int64(i)) }
-    #expect(queue.popOlder(than: 2000) == Array(600..<1100))
-    #expect(queue.count == 0)
+    #expect(gate.isOpen(challenge: String(forged), for: account) == false)
+    #expect(gate.isOpen(challenge: challenge.uppercased(), for: account) == false)
+    #expect(gate.isOpen(challenge: "zz", for: account) == false)
+    #expect(try RecoveryGate(database: store, secret: .ephemeral()).isOpen(challenge: challenge, for: account) == false)  // another secret
+    #expect(gate.isOpen(challenge: challenge, for: account))
+    #expect(try await gate.close(challenge: challenge, for: other) == false)
+    #expect(try await gate.close(challenge: challenge, for: account))
+    #expect(try await gate.close(challenge: challenge, for: account) == false)  // single use
+    #expect(try await store.rowCount(of: "used_once") == 1)
 }

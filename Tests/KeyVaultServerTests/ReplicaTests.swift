@@ -2,9 +2,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultPostgres
 import KeyVaultProtocol
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultServer
 
@@ -74,4 +76,148 @@ func aDeviceRevokedThroughOneReplicaIsRefusedByAnotherOnItsNextRequest(_ backend
             #expect(response.status == .forbidden && errorCode(response) == "device_revoked", "\(response.status)")
         }
     }
+}
+
+// Sessions and recovery state are shared through the secret file and the store, so a
+// client may be sent to any replica for each request.
+
+/// Replicas given one secret file: the secret of a test's "deployment".
+private func sharedSecret() throws -> (ServerSecret, TemporaryDirectory) {
+    let directory = try TemporaryDirectory("kv-secret")
+    return (try ServerSecret.load(orCreateAt: directory.path("secret")), directory)
+}
+
+/// A session opened through one replica is honoured by another, and a session request
+/// is single use across them (its nonce is stored, as the session outlives a process).
+@Test(arguments: StoreBackend.all) func aSessionOpenedOnOneReplicaIsHonouredByAnotherAndItsRequestsAreSingleUse(_ backend: StoreBackend) async throws {
+    let (secret, directory) = try sharedSecret()
+    try await backend.withStore { store in
+        let phone = TestDevice("phone")
+        let first = try testApplication(database: store, secret: secret), second = try testApplication(database: store, secret: secret)
+        let (account, session, captured) = try await first.test(.router) { client in
+            let state = try await client.createAccount(phone)
+            let session = try await client.openSession(phone, account: state.account)
+            var captured = HTTPFields()
+            for (name, value) in try RequestMAC.headers(method: "GET", path: "/v1/accounts/\(state.account)/chain", query: "", body: [],
+                                                         session: session.0, key: session.1, timestamp: Int64(Date().timeIntervalSince1970)) {
+                captured[HTTPField.Name(name)!] = value
+            }
+            #expect(try await client.execute(uri: "/v1/accounts/\(state.account)/chain", method: .get, headers: captured).status == .ok)
+            return (state.account, session, captured)
+        }
+        try await second.test(.router) { client in
+            #expect(try await client.macRequest(session, .get, "/v1/accounts/\(account)/chain").status == .ok)
+            let replayed = try await client.execute(uri: "/v1/accounts/\(account)/chain", method: .get, headers: captured)
+            #expect(replayed.status == .unauthorized && errorCode(replayed) == "replayed_nonce")
+        }
+        // A replica given another secret does not know the session (the device opens a new one there).
+        try await testApplication(database: store).test(.router) { client in
+            let response = try await client.macRequest(session, .get, "/v1/accounts/\(account)/chain")
+            #expect(response.status == .unauthorized && errorCode(response) == "unknown_session")
+        }
+    }
+    _ = directory
+}
+
+/// A recovery challenge issued by one replica is answered on another, its token taken
+/// on a third, and each is single use across all of them.
+@Test(arguments: StoreBackend.all) func aRecoveryEnrollmentMovesBetweenReplicasAndStaysSingleUse(_ backend: StoreBackend) async throws {
+    let (secret, directory) = try sharedSecret()
+    try await backend.withStore { store in
+        let phone = TestDevice("phone"), laptop = TestDevice("laptop")
+        let fixture = RecoveryFixture()
+        let replicas = try (0..<3).map { _ in try testApplication(database: store, secret: secret) }
+        let state = try await replicas[0].test(.router) { client in try await fixture.setUp(client, phone) }
+        let base = "/v1/accounts/\(state.account)/recovery"
+        let challenge = try await replicas[0].test(.router) { client in
+            try decode(RecoveryChallenge.self, try await client.execute(uri: base + "/challenge", method: .post)).challenge
+        }
+        let proof = try jsonBody(fixture.proof(challenge, account: state.account))
+        let session = try await replicas[1].test(.router) { client in
+            let proven = try await client.execute(uri: base + "/proof", method: .post, body: proof)
+            #expect(proven.status == .ok, "\(String(buffer: proven.body))")
+            return try decode(RecoverySession.self, proven)
+        }
+        try await replicas[0].test(.router) { client in
+            let replay = try await client.execute(uri: base + "/proof", method: .post, body: proof)
+            #expect(replay.status == .unauthorized && errorCode(replay) == "bad_recovery_proof")
+        }
+        var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
+                             time: 1_700_000_200, body: laptop.deviceFields)
+        link.sign(with: fixture.authKey)
+        var box = KeyBox(generation: 1, sequence: link.sequence, recipient: laptop.id.rawValue,
+                         box: base64Encode(try laptop.boxKey.publicKey.sealedBox(for: fixture.masterKey)),
+                         signer: ChainLink.recoverySigner, signature: "")
+        box.sign(with: fixture.authKey, account: state.account)
+        let enroll = try jsonBody(RecoveryEnrollRequest(token: session.token, link: link, boxes: [box]))
+        try await replicas[2].test(.router) { client in
+            let enrolled = try await client.execute(uri: base + "/enroll", method: .post, body: enroll)
+            #expect(enrolled.status == .created, "\(String(buffer: enrolled.body))")
+        }
+        try await replicas[1].test(.router) { client in
+            let again = try await client.execute(uri: base + "/enroll", method: .post, body: enroll)
+            #expect(again.status == .unauthorized && errorCode(again) == "bad_recovery_token")
+        }
+    }
+    _ = directory
+}
+
+/// Failed recovery proofs counted by one replica limit the next failure on another.
+@Test(arguments: StoreBackend.all) func failedRecoveryProofsOnOneReplicaLimitTheOthers(_ backend: StoreBackend) async throws {
+    let (secret, directory) = try sharedSecret()
+    try await backend.withStore { store in
+        let phone = TestDevice("phone"), stranger = RecoveryFixture()
+        let first = try testApplication(database: store, secret: secret), second = try testApplication(database: store, secret: secret)
+        let account = try await first.test(.router) { client in
+            let account = try await RecoveryFixture().setUp(client, phone).account
+            for _ in 0..<RecoveryGate.maxFailures {
+                let challenge = try decode(RecoveryChallenge.self, try await client.execute(
+                    uri: "/v1/accounts/\(account)/recovery/challenge", method: .post)).challenge
+                let refused = try await client.execute(uri: "/v1/accounts/\(account)/recovery/proof", method: .post,
+                                                       body: jsonBody(stranger.proof(challenge, account: account)))
+                #expect(refused.status == .unauthorized)
+            }
+            return account
+        }
+        try await second.test(.router) { client in
+            let challenge = try decode(RecoveryChallenge.self, try await client.execute(
+                uri: "/v1/accounts/\(account)/recovery/challenge", method: .post)).challenge
+            let limited = try await client.execute(uri: "/v1/accounts/\(account)/recovery/proof", method: .post,
+                                                   body: jsonBody(stranger.proof(challenge, account: account)))
+            #expect(limited.status == .tooManyRequests && limited.headers[.retryAfter] != nil)
+        }
+    }
+    _ = directory
+}
+
+/// A replica judges by the chain as stored, not as it cached it: once a device set a
+/// new recovery code through one replica, another that cached the chain before refuses
+/// the old code's proof and accepts the new one's.
+@Test(arguments: StoreBackend.all.filter(\.isShared))
+func aReplicaJudgesByTheStoredChainNotTheOneItCached(_ backend: StoreBackend) async throws {
+    let (secret, directory) = try sharedSecret()
+    try await backend.withStore { store in
+        let phone = TestDevice("phone"), old = RecoveryFixture(), new = RecoveryFixture()
+        let first = try testApplication(database: store, secret: secret), second = try testApplication(database: store, secret: secret)
+        let state = try await first.test(.router) { client in try await old.setUp(client, phone) }
+        let account = state.account, base = "/v1/accounts/\(account)/recovery"
+        @Sendable func prove(_ fixture: RecoveryFixture, _ client: some TestClientProtocol) async throws -> TestResponse {
+            let challenge = try decode(RecoveryChallenge.self, try await client.execute(uri: base + "/challenge", method: .post)).challenge
+            return try await client.execute(uri: base + "/proof", method: .post, body: jsonBody(fixture.proof(challenge, account: account)))
+        }
+        try await second.test(.router) { client async throws in
+            #expect(try await prove(old, client).status == .ok)  // the second replica caches the chain now
+        }
+        try await first.test(.router) { client in
+            var state = state
+            try await new.set(client, phone, &state, generation: 2)
+        }
+        try await second.test(.router) { client in
+            let stale = try await prove(old, client)
+            #expect(stale.status == .unauthorized && errorCode(stale) == "bad_recovery_proof", "\(stale.status)")
+            let current = try await prove(new, client)
+            #expect(current.status == .ok, "\(String(buffer: current.body))")
+        }
+    }
+    _ = directory
 }

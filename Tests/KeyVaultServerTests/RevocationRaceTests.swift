@@ -24,7 +24,7 @@ final class TouchGate: Sendable {
 @Test func aRevokedDeviceStaysRevokedWhileItsSlowRequestsFinish() async throws {
     var configuration = ServerConfiguration()
     configuration.databasePath = "/unused"
-    var service = ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())
+    var service = try ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())
     let gate = TouchGate()
     service.authenticator.beforeTouch = {
         gate.enter()

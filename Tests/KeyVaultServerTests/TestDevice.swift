@@ -62,10 +62,10 @@ struct TestDevice {
 
 /// A fresh service on `database`, by default a new in-memory one. Two services on one
 /// store are two replicas: each has its own memory, only the store is shared.
-func testApplication(database: (any KeyVaultRepository)? = nil,
+func testApplication(database: (any KeyVaultRepository)? = nil, secret: ServerSecret? = nil,
                      _ configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> some ApplicationProtocol {
     let store: any KeyVaultRepository = if let database { database } else { try KeyVaultDatabase.inMemory() }
-    return buildApplication(testConfiguration(configure), database: store, logger: testLogger)
+    return try buildApplication(testConfiguration(configure), database: store, logger: testLogger, secret: secret)
 }
 
 /// A fresh service on a fresh store of `backend`: the router tests run on SQLite, and
@@ -107,7 +107,7 @@ func testApplication(_ service: ServiceState) -> some ApplicationProtocol {
 func testRoutes() throws -> [APIRoute] {
     var configuration = ServerConfiguration()
     configuration.databasePath = "/unused"
-    return buildRoutes(ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())).routes
+    return buildRoutes(try ServiceState(configuration: configuration, database: try KeyVaultDatabase.inMemory())).routes
 }
 
 /// A service on a database file (a restart is a second application on the same file).

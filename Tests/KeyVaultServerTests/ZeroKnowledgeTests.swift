@@ -28,7 +28,7 @@ import Testing
     configuration.databasePath = directory.appendingPathComponent("keyvault.sqlite").path
     do {
         let database = try KeyVaultDatabase.open(path: configuration.databasePath)
-        let app = buildApplication(configuration, database: database, logger: Logger(label: "scan"))
+        let app = try buildApplication(configuration, database: database, logger: Logger(label: "scan"))
         try await app.test(.router) { client in
             // Genesis with a recovery slot whose anchor is sealed under a key from the entropy.
             let genesis = phone.genesis()

@@ -87,7 +87,7 @@ struct Fixture {
         configuration.databasePath = "/unused"
         var logger = Logger(label: "client-tests")
         logger.logLevel = .critical
-        let app = buildApplication(configuration, database: try KeyVaultDatabase.inMemory(), logger: logger)
+        let app = try buildApplication(configuration, database: try KeyVaultDatabase.inMemory(), logger: logger)
         let root = try TemporaryDirectory("kv-client")
         try await app.test(.router) { client in
             let transport = TamperingTransport(RouterTransport(client: client))

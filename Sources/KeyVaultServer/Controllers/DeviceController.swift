@@ -24,7 +24,7 @@ struct DeviceController: Sendable {
 
     /// The session key is sealed to the device's box key.
     @Sendable func openSession(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (id, key, expires) = service.authenticator.sessions.open(for: context.device.id, now: Int64(Date().timeIntervalSince1970))
+        let (id, key, expires) = try service.authenticator.sessions.open(for: context.device.id, now: Int64(Date().timeIntervalSince1970))
         let sealed = try X25519.PublicKey(rawRepresentation: context.device.boxKey).sealedBox(for: key)
         return try .json(SessionGrant(session: id, key: base64Encode(sealed), expires: expires), status: .created)
     }

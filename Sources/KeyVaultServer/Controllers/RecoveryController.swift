@@ -29,7 +29,7 @@ struct RecoveryController: Sendable {
         try Self.refuseIfCompromised(recovery)
         // Never rate limited: a challenge costs this server no memory (``RecoveryGate``),
         // and refusing challenges would refuse the owner's valid proof with them.
-        return try .json(try await service.recoveryGate.issueChallenge(for: account), status: .created)
+        return try .json(try service.recoveryGate.issueChallenge(for: account), status: .created)
     }
 
     @Sendable func proof(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
@@ -42,17 +42,17 @@ struct RecoveryController: Sendable {
         // did before it; limits count and slow failures only.
         let gate = service.recoveryGate, database = service.database
         let signature = base64Decode(proof.signature) ?? []
-        let valid = await gate.isOpen(challenge: proof.challenge, for: account)
+        let valid = gate.isOpen(challenge: proof.challenge, for: account)
             && recovery.authKey.isValidSignature(signature, for: RecoveryProofFormat.signedBytes(account: account, challenge: proof.challenge))
-        guard valid, await gate.close(challenge: proof.challenge) else {
+        guard valid, try await gate.close(challenge: proof.challenge, for: account) else {
             try await refuseIfThrottled(account, context)
-            await gate.recordFailure(account: account, client: context.clientBucket)
+            try await gate.recordFailure(account: account, client: context.clientBucket)
             try? await database.recordAudit(account, event: .refusedRecoveryProof, device: nil, detail: nil)
             throw APIError(.badRecoveryProof, "the recovery proof does not verify (wrong code, or a stale or reused challenge)")
         }
         guard let stored = try await database.links(account) else { throw APIError.notFound("account") }
         let links = try stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) }
-        let (token, expires) = await gate.issueToken(for: account)
+        let (token, expires) = try gate.issueToken(for: account)
         try? await database.recordAudit(account, event: .recoveryProven, device: nil, detail: nil)
         return try .json(RecoverySession(
             token: token, expires: expires, chain: ChainResponse(account: account, links: links, head: stored.head),
@@ -63,7 +63,7 @@ struct RecoveryController: Sendable {
     @Sendable func enroll(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
         let account = try context.parameters.account()
         let enroll = try decodeBody(RecoveryEnrollRequest.self, from: try await request.collectBody(limit: service.configuration.maxJSONBytes))
-        guard await service.recoveryGate.take(token: enroll.token, for: account) else {
+        guard try await service.recoveryGate.take(token: enroll.token, for: account) else {
             throw APIError(.badRecoveryToken, "the enrollment token is unknown, used or expired; prove the recovery code again")
         }
         guard enroll.link.type == .deviceAdd, enroll.link.signer == ChainLink.recoverySigner else {
@@ -81,7 +81,7 @@ struct RecoveryController: Sendable {
 
     /// Refuses a failed proof without counting it, once its account or client failed too often.
     private func refuseIfThrottled(_ account: AccountID, _ context: KeyVaultRequestContext) async throws {
-        if let wait = await service.recoveryGate.retryAfter(account: account, client: context.clientBucket) {
+        if let wait = try await service.recoveryGate.retryAfter(account: account, client: context.clientBucket) {
             var error = APIError(.rateLimited, "too many failed recovery proofs; try again in \(wait) seconds")
             error.headers[.retryAfter] = String(wait)
             throw error

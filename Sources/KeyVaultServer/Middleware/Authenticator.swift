@@ -25,7 +25,10 @@ struct Authenticator: Sendable {
     let database: any KeyVaultRepository
     let nonces: NonceLedger
     let devices = DeviceCache()
-    let sessions = SessionTable()
+    let sessions: Sessions
+    /// Whether a session outlives this process (the secret came from a file, and other
+    /// replicas or a restart know it): then the nonces of session requests are stored.
+    let sessionsOutliveProcess: Bool
     let refusals = RefusalLog()
     let window: Int64
     /// Test hook: runs before the last-seen update, to widen the window in which a
@@ -64,7 +67,7 @@ struct Authenticator: Sendable {
     /// A MAC-authenticated request: known, unexpired session of this account's device.
     private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
         let now = Int64(Date().timeIntervalSince1970)
-        guard let session = sessions.get(id, now: now) else {
+        guard let session = try sessions.get(id, now: now) else {
             throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
         }
         guard let timestampText = request.headers[Headers.timestamp],
@@ -80,8 +83,8 @@ struct Authenticator: Sendable {
             await refused(.badSignature, device, account, detail: "session")
             throw ProtocolError(.badSignature, "the request MAC does not verify")
         }
-        // Sessions end with the process, so their nonces need not outlive it either.
-        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: false)
+        // Sessions of a secret of this process alone end with it, and so may their nonces.
+        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: sessionsOutliveProcess)
     }
 
     /// The device, if it is enrolled in `account`.

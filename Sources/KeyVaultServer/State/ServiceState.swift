@@ -6,28 +6,56 @@ import KeyVaultProtocol
 import KeyVaultStore
 
 /// What the controllers share: the configuration, the database and the in-memory
-/// state of this process (chain states, devices and sessions, recovery gate).
+/// state of this process (chain states, devices), sessions and the recovery gate.
 struct ServiceState: Sendable {
     let configuration: ServerConfiguration
     let database: any KeyVaultRepository
     let chains = ChainCache()
     var authenticator: Authenticator
-    let recoveryGate = RecoveryGate()
+    let recoveryGate: RecoveryGate
 
-    init(configuration: ServerConfiguration, database: any KeyVaultRepository) {
+    /// - Parameter secret: shared by the replicas of one service (``ServerSecret``).
+    init(configuration: ServerConfiguration, database: any KeyVaultRepository, secret: ServerSecret = .ephemeral()) throws {
         self.configuration = configuration
         self.database = database
         authenticator = Authenticator(database: database, nonces: NonceLedger(window: configuration.signatureWindowSeconds),
+                                      sessions: try Sessions(secret: secret), sessionsOutliveProcess: secret.isPersistent,
                                       window: configuration.signatureWindowSeconds)
+        recoveryGate = try RecoveryGate(database: database, secret: secret)
     }
 
     /// The account's replayed chain, cached; 404 when there is no such account.
+    ///
+    /// On a store other processes write too, the cached state is brought up to the
+    /// stored head first (one read, of no rows when nothing changed): a replica never
+    /// judges by a chain another replica has moved on from (a recovery code replaced,
+    /// a device revoked).
     func chainState(_ account: AccountID) async throws -> ChainState {
-        guard let state = try await chains.state(account, load: {
-            guard let stored = try await database.links(account) else { return nil }
-            return try ChainState(links: stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) })
-        }) else { throw APIError.notFound("account") }
+        guard var state = try await chains.state(account, load: { try await loadChain(account) }) else {
+            throw APIError.notFound("account")
+        }
+        guard database.isSharedWithOtherProcesses else { return state }
+        guard let newer = try await database.links(account, after: state.sequence) else {
+            await chains.forget(account)
+            throw APIError.notFound("account")
+        }
+        guard newer.head != state.head else { return state }
+        do {
+            for stored in newer.links { try state.apply(try JSONDecoder().decode(ChainLink.self, from: stored.json)) }
+            guard state.head == newer.head else { throw APIError.notFound("account") }
+        } catch {
+            // Not a continuation of the cached chain (the account was deleted and made again): replay it all.
+            guard let reloaded = try await loadChain(account) else { throw APIError.notFound("account") }
+            await chains.store(reloaded, replacing: true)
+            return reloaded
+        }
+        await chains.store(state)
         return state
+    }
+
+    private func loadChain(_ account: AccountID) async throws -> ChainState? {
+        guard let stored = try await database.links(account) else { return nil }
+        return try ChainState(links: stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) })
     }
 
     /// Checks a link (and its boxes and wraps) against the chain and stores it in one

@@ -3,41 +3,48 @@ import Synchronization
 import KeyVaultCrypto
 import KeyVaultModel
 
-/// Session keys in memory only (never in the database): a restart ends every
-/// session and devices simply open new ones.
-final class SessionTable: Sendable {
+/// Sessions that store nothing: the id carries the secret's tag, the expiry and the
+/// device, and the key is derived from the server secret and the id. Any replica given
+/// the same secret (`--secret-file`) checks a session any other opened; no database
+/// row or memory holds a session key (docs/formats/request-signature.md, "Sessions").
+struct Sessions: Sendable {
     struct Session {
         let device: DeviceID
         let key: SymmetricKey
-        let expires: Int64
     }
 
     static let lifetime: Int64 = 3600
-    static let perDevice = 8
-    private struct Table {
-        var sessions: [String: Session] = [:]
-        var byDevice: [DeviceID: [String]] = [:]
-    }
-    private let table = Mutex(Table())
+    /// tag (8) ‖ expires (8, big-endian) ‖ device (16) ‖ random (16).
+    static let idByteCount = 48
+    private let root: SymmetricKey
+    private let tag: [UInt8]
 
-    func open(for device: DeviceID, now: Int64) -> (id: String, key: SymmetricKey, expires: Int64) {
-        let id = Hex.encode(SystemRandom.bytes(count: 16))
-        let session = Session(device: device, key: SymmetricKey(), expires: now + Self.lifetime)
-        table.withLock { table in
-            var ids = table.byDevice[device, default: []].filter { table.sessions[$0].map { $0.expires >= now } ?? false }
-            if ids.count >= Self.perDevice { table.sessions[ids.removeFirst()] = nil }  // oldest goes
-            ids.append(id)
-            table.byDevice[device] = ids
-            table.sessions[id] = session
-        }
-        return (id, session.key, session.expires)
+    init(secret: ServerSecret) throws {
+        root = try secret.key(for: "session")
+        tag = try secret.tag()
     }
 
-    func get(_ id: String, now: Int64) -> Session? {
-        table.withLock { table in
-            guard let session = table.sessions[id], session.expires >= now else { return nil }
-            return session
-        }
+    func open(for device: DeviceID, now: Int64) throws -> (id: String, key: SymmetricKey, expires: Int64) {
+        let expires = now + Self.lifetime
+        let id = tag + withUnsafeBytes(of: UInt64(expires).bigEndian, Array.init) + (try Hex.decode(device.rawValue))
+            + SystemRandom.bytes(count: 16)
+        return (Hex.encode(id), try key(id), expires)
+    }
+
+    /// The session `id` names, if it is well formed, made with this secret and unexpired.
+    func get(_ id: String, now: Int64) throws -> Session? {
+        guard id.utf8.count == 2 * Self.idByteCount, id == id.lowercased(), let bytes = try? Hex.decode(id),
+              Array(bytes[0..<8]) == tag
+        else { return nil }
+        let expires = Int64(bitPattern: bytes[8..<16].reduce(0) { $0 << 8 | UInt64($1) })
+        guard expires >= now, expires <= now + Self.lifetime else { return nil }
+        return Session(device: DeviceID(unchecked: Hex.encode(Array(bytes[16..<32]))), key: try key(bytes))
+    }
+
+    /// HMAC-SHA256(session root, "keyvault/v1/session-key" ‖ 0x00 ‖ id bytes).
+    private func key(_ id: [UInt8]) throws -> SymmetricKey {
+        var code = try HMACSHA256.authenticationCode(for: Array("keyvault/v1/session-key".utf8) + [0] + id, using: root)
+        return try SymmetricKey(SecureBytes(wiping: &code))
     }
 }
 

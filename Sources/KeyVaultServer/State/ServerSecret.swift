@@ -1,0 +1,90 @@
+import Foundation
+import KeyVaultCrypto
+
+/// The secret the replicas of one service share (`--secret-file`): session keys and
+/// recovery challenges and tokens are derived from it, so that any replica checks what
+/// another issued while the database holds none of them.
+///
+/// Without a file each process draws its own, as a single process needs: its sessions
+/// then end with it, and another replica does not know them (`unknown_session`, and the
+/// device opens a new one).
+///
+/// Whoever holds it can make session requests as any device of any account (read
+/// ciphertext, upload); never a key event, which only a device's own key signs. Keep
+/// it as the database's credentials are kept.
+public struct ServerSecret: Sendable {
+    /// 32 bytes.
+    private let key: SymmetricKey
+    /// Whether it outlives this process (it came from a file): then sessions do too, so
+    /// the nonces of session requests are stored, not only remembered.
+    let isPersistent: Bool
+
+    private init(key: SymmetricKey, isPersistent: Bool) {
+        self.key = key
+        self.isPersistent = isPersistent
+    }
+
+    /// A secret of this process alone.
+    public static func ephemeral() -> ServerSecret { ServerSecret(key: SymmetricKey(), isPersistent: false) }
+
+    /// The key for one use: HKDF-SHA256(secret, info "keyvault/v1/server/" ‖ purpose).
+    func key(for purpose: String) throws -> SymmetricKey {
+        try HKDF.deriveKey(from: key, info: Array("keyvault/v1/server/\(purpose)".utf8))
+    }
+
+    /// Eight public bytes naming this secret (so that a replica given another secret
+    /// says it does not know a session, rather than that its MAC is wrong).
+    func tag() throws -> [UInt8] {
+        try HKDF.deriveBytes(from: key, info: Array("keyvault/v1/server/tag".utf8), outputByteCount: 8)
+    }
+
+    /// Reads the secret from `path`, or makes it there when there is no such file:
+    /// 32 random bytes as 64 lowercase hex digits and a newline, mode 0600. Replicas
+    /// that start at once on a shared file agree: the file appears whole or not at all
+    /// (written aside, then linked into place, which fails if another got there first).
+    ///
+    /// - Throws: `ConfigurationError` naming the file: unreadable, not 64 hex digits,
+    ///   or readable by group or others.
+    public static func load(orCreateAt path: String) throws -> ServerSecret {
+        if !FileManager.default.fileExists(atPath: path) { try create(path) }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw ConfigurationError("the secret file \(path) cannot be read: \(String(cString: strerror(errno)))") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw ConfigurationError("the secret file \(path) is readable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))); `chmod 600 \(path)`")
+        }
+        guard var contents = FileManager.default.contents(atPath: path).map(Array.init) else {
+            throw ConfigurationError("the secret file \(path) cannot be read")
+        }
+        defer { secureWipe(&contents) }
+        if contents.last == UInt8(ascii: "\n") { contents.removeLast() }
+        guard contents.count == 64, contents.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            throw ConfigurationError("the secret file \(path) does not hold 64 lowercase hex digits (32 bytes); remove it to have a new one made, and give every replica the same file")
+        }
+        let bytes = try SecureBytes(count: 32) { out in
+            for i in 0..<32 { out[i] = hexValue(contents[2 * i]) << 4 | hexValue(contents[2 * i + 1]) }
+        }
+        return ServerSecret(key: try SymmetricKey(bytes), isPersistent: true)
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8 { digit <= 57 ? digit - 48 : digit - 87 }
+
+    private static func create(_ path: String) throws {
+        let aside = path + ".\(getpid()).new"
+        let fd = open(aside, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw ConfigurationError("cannot create the secret file \(path): \(String(cString: strerror(errno)))") }
+        defer { unlink(aside) }
+        var raw = SystemRandom.bytes(count: 32)
+        let digits = Array("0123456789abcdef".utf8)
+        var text = raw.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] } + [UInt8(ascii: "\n")]
+        secureWipe(&raw)
+        defer { secureWipe(&text) }
+        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == text.count, synced else { throw ConfigurationError("cannot write the secret file \(path)") }
+        // link(2) refuses to replace: a replica that made its own at the same moment loses, and reads the winner's.
+        guard link(aside, path) == 0 || errno == EEXIST else {
+            throw ConfigurationError("cannot create the secret file \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}
