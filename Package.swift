@@ -112,7 +112,7 @@ let package = Package(
         ]),
         .testTarget(name: "KeyVaultCommandsTests", dependencies: [
             "KeyVaultCommands", "keyctl", "FamilyRecords", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultCrypto",
-            "KeyVaultTestSupport",
+            "KeyVaultTestSupport", "KeyVaultPostgres",
         ]),
     ],
     swiftLanguageModes: [.v6]

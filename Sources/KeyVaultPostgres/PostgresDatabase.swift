@@ -247,16 +247,31 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
     package static func withEmptySchema<T: Sendable>(
         _ url: PostgresURL, logger: Logger = quietLogger, _ body: (String) async throws -> T
     ) async throws -> T {
-        let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        try await withTemporary(url, logger: logger, create: { "CREATE SCHEMA \($0)" }, drop: { "DROP SCHEMA IF EXISTS \($0) CASCADE" }, body)
+    }
+
+    /// Runs `body` with the name of a new, empty database in the cluster `url` is on,
+    /// then drops it (for tests that start `keyctl serve` processes on a database).
+    package static func withEmptyDatabase<T: Sendable>(
+        _ url: PostgresURL, logger: Logger = quietLogger, _ body: (String) async throws -> T
+    ) async throws -> T {
+        try await withTemporary(url, logger: logger, create: { "CREATE DATABASE \($0)" },
+                                drop: { "DROP DATABASE IF EXISTS \($0) WITH (FORCE)" }, body)
+    }
+
+    private static func withTemporary<T: Sendable>(
+        _ url: PostgresURL, logger: Logger, create: (String) -> String, drop: (String) -> String, _ body: (String) async throws -> T
+    ) async throws -> T {
+        let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let admin = try await PostgresConnection.connect(configuration: url.connectionConfiguration, id: 0, logger: logger)
         let result: Result<T, any Error>
         do {
-            try await admin.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"), logger: logger)
-            result = .success(try await body(schema))
+            try await admin.query(PostgresQuery(unsafeSQL: create(name)), logger: logger)
+            result = .success(try await body(name))
         } catch {
             result = .failure(error)
         }
-        _ = try? await admin.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \(schema) CASCADE"), logger: logger)
+        _ = try? await admin.query(PostgresQuery(unsafeSQL: drop(name)), logger: logger)
         try? await admin.close()
         return try result.get()
     }

@@ -14,12 +14,17 @@ package final class RunningServer {
     private let temporary: TemporaryDirectory?
 
     /// Starts a server; on a fresh directory unless `directory` (another server's) is given.
+    ///
+    /// - Parameters:
+    ///   - database: a PostgreSQL URL; by default a SQLite file in the directory.
+    ///   - port: 0 picks a free one.
     package init(arguments: [String] = [], environment: [String: String] = [:], directory existing: URL? = nil,
-                 binary: URL = BuiltProducts.keyctl) throws {
+                 database: String? = nil, port: Int = 0, binary: URL = BuiltProducts.keyctl) throws {
         temporary = existing == nil ? try TemporaryDirectory("kv-serve") : nil
         directory = existing ?? temporary!.url
         process.executableURL = binary
-        process.arguments = ["serve", "--port", "0", "--database", directory.appendingPathComponent("keyvault.sqlite").path] + arguments
+        process.arguments = ["serve", "--port", String(port),
+                             "--database", database ?? directory.appendingPathComponent("keyvault.sqlite").path] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

@@ -771,7 +771,7 @@ _kvctl_serve() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--trusted-proxy)
-    non_repeating_options=(--host --port --database --max-attachment-bytes --log-level)
+    non_repeating_options=(--host --port --database --max-attachment-bytes --log-level --secret-file)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -792,6 +792,9 @@ _kvctl_serve() {
         return
         ;;
     '--trusted-proxy')
+        return
+        ;;
+    '--secret-file')
         return
         ;;
     esac

@@ -95,7 +95,7 @@ function __kvctl_parse_tokens -S
         case 'manual'
             __kvctl_parse_subcommand 0 'name=' 'version' 'h/help'
         case 'serve'
-            __kvctl_parse_subcommand 0 'host=' 'port=' 'database=' 'max-attachment-bytes=' 'log-level=' 'trusted-proxy=+' 'version' 'h/help'
+            __kvctl_parse_subcommand 0 'host=' 'port=' 'database=' 'max-attachment-bytes=' 'log-level=' 'trusted-proxy=+' 'secret-file=' 'version' 'h/help'
         case 'help'
             __kvctl_parse_subcommand -r 1 'version'
         end
@@ -351,6 +351,7 @@ complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "k
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl serve" max-attachment-bytes' -l 'max-attachment-bytes' -d 'Largest attachment accepted, in bytes.' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl serve" log-level' -l 'log-level' -d 'Log level: trace, debug, info, notice, warning, error, critical.' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl serve"' -l 'trusted-proxy' -d 'A reverse proxy (CIDR, IPv4 or IPv6) whose X-Forwarded-For names the client; repeat or separate with commas.' -rfka ''
+complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl serve" secret-file' -l 'secret-file' -d 'The secret every replica on one database shares (sessions, recovery challenges): 64 hex digits, mode 0600, made here on first start when missing. Give every replica the same file.' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl serve" version' -l 'version' -d 'Show the version.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl serve" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl help" version' -l 'version' -d 'Show the version.'
