@@ -56,7 +56,7 @@ extension Vault {
                                               name: String, code: Mnemonic,
                                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
-            try prepareNewDevice(home: home, name: name)
+            let leftover = try prepareNewDevice(home: home, name: name).flatMap { $0.account == account ? $0 : nil }
             let api = ServerAPI(transport: transport, account: account)
             let slot = try await api.recoverySlot()
             let parameters: Argon2id.Parameters
@@ -99,7 +99,23 @@ extension Vault {
             }
             let master = try open(recoveryBox, in: state, with: keys.boxKey)
 
-            let device = DeviceKeys()
+            // An earlier run whose enrollment committed but whose answer was lost saved the
+            // keys it enrolled: finish with them rather than add a second device.
+            if var record = leftover, let known = state.devices[record.keys.id] {
+                guard known.isActive else {
+                    throw KeyVaultError(.deviceRevoked, "this device was added to account \(account) and revoked since (link \(known.revoked ?? 0))")
+                }
+                record.enrolled = true
+                record.head = state.head
+                record.sequence = state.sequence
+                record.masterKeys[g] = master
+                try home.save(record)
+                let vault = Vault(home: home, record: record, transport: transport, progress: progress)
+                try await vault.sync()
+                return vault
+            }
+            // The same keys again, should that earlier answer still arrive.
+            let device = leftover?.keys ?? DeviceKeys()
             var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
                                  time: Int64(Date().timeIntervalSince1970), body: device.fields(name: name))
             link.sign(with: keys.authKey)
@@ -124,18 +140,23 @@ extension Vault {
         }
     }
 
-    /// Checks the home of a device about to join (locked by the caller), which must not hold an enrolled device already.
-    static func prepareNewDevice(home: DeviceHome, name: String) throws {
-        // Only an empty home, or one a link left unfinished, may take a new device: a
-        // device whose record cannot be read now (sealed, damaged, a storage error) is
-        // never overwritten.
+    /// Checks the home of a device about to join (locked by the caller), which must not
+    /// hold an enrolled device already; returns what an unfinished enrollment left there.
+    @discardableResult
+    static func prepareNewDevice(home: DeviceHome, name: String) throws -> DeviceRecord? {
+        // Only an empty home, or one an enrollment or link left unfinished, may take a new
+        // device: a device whose record cannot be read now (sealed, damaged, a storage
+        // error) is never overwritten.
+        var leftover: DeviceRecord?
         do {
             let existing = try home.load()
             if existing.enrolled {
                 throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)")
             }
+            leftover = existing
         } catch let error as KeyVaultError where error.code == .notInitialized {}
         try Vault.checkName(name, of: "a device")
+        return leftover
     }
 
     /// What a new device shows while it links (docs/formats/device-link.md).

@@ -164,3 +164,31 @@ import Testing
         }
     }
 }
+
+/// The server commits a recovery enrollment but its answer is lost (a crash, a cut
+/// connection). Running the enrollment again finds this device already in the chain
+/// and finishes with the keys it saved: one device, not a second one beside a ghost
+/// whose keys were thrown away.
+@Test func anEnrollmentWhoseAnswerWasLostFinishesWithTheSameDeviceWhenRunAgain() async throws {
+    try await Fixture.run { fixture, laptop in
+        fixture.transport.tamper { request, _ in
+            if request.method == "POST", request.target.hasSuffix("/recovery/enroll") { throw URLError(.networkConnectionLost) }
+        }
+        await #expect(throws: (any Error).self) {
+            _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                       account: laptop.account, name: "phone", code: fixture.code)
+        }
+        fixture.transport.tamper(nil)
+        try await laptop.sync()
+        let added = try await laptop.chain.devices.values.filter { $0.name == "phone" }.map(\.id)
+        #expect(added.count == 1)
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                           account: laptop.account, name: "phone", code: fixture.code)
+        #expect(phone.device == added.first)
+        try await laptop.sync()
+        #expect(try await laptop.chain.devices.values.filter(\.isActive).map(\.name).sorted() == ["laptop", "phone"])
+        let alice = try await laptop.addMember(name: "Alice")
+        try await phone.sync()
+        #expect(try await phone.members().map(\.id) == [alice.id])
+    }
+}
