@@ -75,7 +75,8 @@ let package = Package(
         .executableTarget(name: "FamilyRecords", dependencies: ["KeyVault"], path: "Examples/FamilyRecords"),
         .executableTarget(
             name: "keyvault-bench",
-            dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultStore", "CSodium"],
+            dependencies: ["KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultStore", "KeyVaultPostgres", "CSodium",
+                           .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/Sources/keyvault-bench"),
 
         // What every test target shares (vector files, temporary directories, the built

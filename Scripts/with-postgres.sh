@@ -6,7 +6,8 @@
 # initdb makes a cluster in a new temporary directory; the server listens on a unix
 # socket there only (no TCP), as an unprivileged user (PostgreSQL refuses to run as
 # root: under root it runs as `nobody`), with trust authentication on that socket
-# and fsync off (a test database need not survive a power cut). CMD runs with
+# and fsync off (a test database need not survive a power cut; KEYVAULT_PG_DURABLE=1
+# keeps it on, for benchmarks). CMD runs with
 # KEYVAULT_TEST_DATABASE_URL=postgres://keyvault@/keyvault?host=DIR; its exit status
 # is this script's. Needs Debian's `postgresql` package (or PG_BIN=dir of initdb).
 set -euo pipefail
@@ -29,10 +30,13 @@ stop() {
 }
 trap stop EXIT
 trap 'exit 130' INT TERM
+# KEYVAULT_PG_DURABLE=1 keeps PostgreSQL's defaults (fsync on), for benchmarks.
+durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+[ "${KEYVAULT_PG_DURABLE:-0}" = 1 ] && durability=""
 "${as[@]}" "$bin/initdb" -D "$dir/data" -U keyvault --auth=trust -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 \
   || { cat "$dir/initdb.log" >&2; exit 70; }
 if ! "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-     -o "-c listen_addresses='' -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+     -o "-c listen_addresses='' -k $dir $durability -c max_connections=400" \
      start >/dev/null; then
   cat "$dir/server.log" >&2; exit 70
 fi

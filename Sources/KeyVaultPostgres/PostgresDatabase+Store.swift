@@ -146,8 +146,8 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger).collect().count == 1
     }
 
-    public func useOnce(_ value: String, kind: String, expires: Int64, now: Int64) async throws -> Bool {
-        try await client.query("DELETE FROM used_once WHERE expires < \(now)", logger: logger)
+    public func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
+        try await client.query("DELETE FROM used_once WHERE expires < \(forgetBefore)", logger: logger)
         // The primary key decides across replicas: one insert of a (kind, value) wins.
         return try await client.query("""
             INSERT INTO used_once (kind, value, expires) VALUES (\(kind), \(value), \(expires))
@@ -155,27 +155,33 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger).collect().count == 1
     }
 
-    public func recordFailure(_ keys: [String], at time: Int64, forgetBefore: Int64) async throws {
+    public func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts) {
         try await transaction { db in
-            try await db.query("DELETE FROM failures WHERE time < \(forgetBefore)", logger: logger)
-            for key in keys { try await db.query("INSERT INTO failures (key, time) VALUES (\(key), \(time))", logger: logger) }
-        }
-    }
-
-    public func failures(_ keys: [String], since: Int64) async throws -> FailureCounts {
-        var counts = FailureCounts(total: 0, byKey: [:])
-        for try await total in try await client.query("SELECT COUNT(*) FROM failures WHERE time >= \(since)", logger: logger).decode(Int64.self) {
-            counts.total = Int(total)
-        }
-        for key in keys {
-            let rows = try await client.query("""
-                SELECT COUNT(*), MIN(time) FROM failures WHERE key = \(key) AND time >= \(since)
-                """, logger: logger).decode((Int64, Int64?).self)
-            for try await (count, oldest) in rows where count > 0 {
-                if let oldest { counts.byKey[key] = .init(count: Int(count), oldest: oldest) }
+            // A lock per key (taken in one order, so two transactions never wait on each
+            // other crosswise) makes the count and the insert one step across replicas.
+            for key in keys.sorted() {
+                _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key), \(LockKey.failures)))", logger: logger).collect()
             }
+            try await db.query("DELETE FROM failures WHERE time < \(since)", logger: logger)
+            var counts = FailureCounts(total: 0, byKey: [:])
+            for key in keys {
+                let rows = try await db.query("""
+                    SELECT COUNT(*), MIN(time) FROM failures WHERE key = \(key) AND time >= \(since)
+                    """, logger: logger).decode((Int64, Int64?).self)
+                for try await (count, oldest) in rows where count > 0 {
+                    if let oldest { counts.byKey[key] = .init(count: Int(count), oldest: oldest) }
+                }
+            }
+            if counts.byKey.values.contains(where: { $0.count >= limit }) { return (false, counts) }
+            for try await total in try await db.query("""
+                SELECT COUNT(*) FROM (SELECT 1 FROM failures WHERE time >= \(since) LIMIT \(cap)) AS recent
+                """, logger: logger).decode(Int64.self) {
+                counts.total = Int(total)
+            }
+            if counts.total >= cap { return (false, counts) }
+            for key in keys { try await db.query("INSERT INTO failures (key, time) VALUES (\(key), \(time))", logger: logger) }
+            return (true, counts)
         }
-        return counts
     }
 
     public func touch(_ id: DeviceID, at time: Int64) async throws {

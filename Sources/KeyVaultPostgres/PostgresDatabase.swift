@@ -202,6 +202,8 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
     enum LockKey {
         static let migrations: Int64 = 0x4B56_4D49_4752_0001  // "KVMIGR"
         static let linkRequests: Int64 = 0x4B56_4C49_4E4B_0001  // "KVLINK"
+        /// The seed of the per-key locks of failure counts.
+        static let failures: Int64 = 0x4B56_4641_494C_0001  // "KVFAIL"
     }
 
     /// Applies the migrations not applied yet, in one transaction under an advisory

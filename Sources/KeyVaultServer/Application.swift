@@ -124,9 +124,6 @@ public func runServer(_ configuration: ServerConfiguration, logger: Logger,
         } catch let error as PostgresStartError {
             throw StartError.database(path: error.database, reason: error.reason)
         }
-        if configuration.secretFile == nil {
-            logger.warning("no --secret-file: sessions and recovery challenges of this replica are unknown to the others (give every replica the same secret file)")
-        }
     }
     let app = try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
                                    onServerRunning: onServerRunning)

@@ -95,6 +95,11 @@ public struct ServerConfiguration: Sendable {
         if let inviteToken, inviteToken.utf8.count < 16 {
             throw ConfigurationError("KEYVAULT_INVITE_TOKEN must be at least 16 characters")
         }
+        // Replicas that drew secrets of their own would refuse each other's sessions and
+        // challenges (and count the owner's proofs as failures): one file for all of them.
+        if try databaseLocation().isPostgres, secretFile == nil {
+            throw ConfigurationError("a PostgreSQL database is for replicas, which share one secret: give each the same --secret-file (KEYVAULT_SECRET_FILE); it is made on the first start when missing")
+        }
         if case .sqlite(let path) = try databaseLocation() {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
             var isDirectory: ObjCBool = false

@@ -33,36 +33,35 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func useOnce(_ value: String, kind: String, expires: Int64, now: Int64) async throws -> Bool {
+    public func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
         try await writer.write { db in
-            try db.cachedStatement(sql: "DELETE FROM used_once WHERE expires < ?").execute(arguments: [now])
+            try db.cachedStatement(sql: "DELETE FROM used_once WHERE expires < ?").execute(arguments: [forgetBefore])
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_once (kind, value, expires) VALUES (?, ?, ?)")
                 .execute(arguments: [kind, value, expires])
             return db.changesCount == 1
         }
     }
 
-    public func recordFailure(_ keys: [String], at time: Int64, forgetBefore: Int64) async throws {
+    public func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts) {
+        // One write transaction: SQLite's single writer makes the check and the insert one step.
         try await writer.write { db in
-            try db.cachedStatement(sql: "DELETE FROM failures WHERE time < ?").execute(arguments: [forgetBefore])
+            try db.cachedStatement(sql: "DELETE FROM failures WHERE time < ?").execute(arguments: [since])
+            var counts = FailureCounts(total: 0, byKey: [:])
             for key in keys {
-                try db.cachedStatement(sql: "INSERT INTO failures (key, time) VALUES (?, ?)").execute(arguments: [key, time])
-            }
-        }
-    }
-
-    public func failures(_ keys: [String], since: Int64) async throws -> FailureCounts {
-        try await writer.read { db in
-            var counts = FailureCounts(total: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM failures WHERE time >= ?", arguments: [since]) ?? 0,
-                                       byKey: [:])
-            for key in keys {
-                let row = try Row.fetchOne(db, sql: "SELECT COUNT(*), MIN(time) FROM failures WHERE key = ? AND time >= ?",
+                let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*), MIN(time) FROM failures WHERE key = ? AND time >= ?"),
                                            arguments: [key, since])
                 if let row, let count = row[0] as Int?, count > 0, let oldest = row[1] as Int64? {
                     counts.byKey[key] = .init(count: count, oldest: oldest)
                 }
             }
-            return counts
+            if counts.byKey.values.contains(where: { $0.count >= limit }) { return (false, counts) }
+            counts.total = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM (SELECT 1 FROM failures WHERE time >= ? LIMIT ?)"),
+                                            arguments: [since, cap]) ?? 0
+            if counts.total >= cap { return (false, counts) }
+            for key in keys {
+                try db.cachedStatement(sql: "INSERT INTO failures (key, time) VALUES (?, ?)").execute(arguments: [key, time])
+            }
+            return (true, counts)
         }
     }
 

@@ -62,15 +62,17 @@ public protocol KeyVaultRepository: Sendable {
     // MARK: Single use and failure counts (recovery), shared by replicas
 
     /// Records `value` of `kind` (a recovery challenge, a token) as used until
-    /// `expires`; false when it already was. Entries expired at `now` may be forgotten.
-    func useOnce(_ value: String, kind: String, expires: Int64, now: Int64) async throws -> Bool
+    /// `expires`; false when it already was. Entries that expired before
+    /// `forgetBefore` may be forgotten.
+    func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool
 
-    /// Counts one failure under each of `keys` at `time`. Failures before `forgetBefore`
-    /// may be forgotten.
-    func recordFailure(_ keys: [String], at time: Int64, forgetBefore: Int64) async throws
-
-    /// The failures counted since `since`: in all, and under each of `keys`.
-    func failures(_ keys: [String], since: Int64) async throws -> FailureCounts
+    /// Counts one failure under each of `keys` at `time`, unless one of them has
+    /// `limit` failures since `since` already, or `cap` rows are counted in all since
+    /// then: then nothing is counted. Atomic across replicas: failures sent at once
+    /// never count past the limit. Failures before `since` may be forgotten.
+    ///
+    /// - Returns: whether it was counted, and the counts found before.
+    func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts)
 
     /// Records that a device made a signed request (at most once a minute per device).
     func touch(_ id: DeviceID, at time: Int64) async throws

@@ -62,9 +62,10 @@ public struct ChainWrite: Sendable {
     }
 }
 
-/// Failures counted in a window (``KeyVaultRepository/failures(_:since:)``).
+/// Failures counted in a window (``KeyVaultRepository/recordFailure(_:at:since:limit:cap:)``).
 public struct FailureCounts: Sendable, Equatable {
-    /// Across every key.
+    /// Rows across every key, counted only up to the cap (and not at all when a key
+    /// was at its limit, which decides first).
     public var total: Int
     /// Per key asked about: how many, and the time of the oldest. Keys with none are absent.
     public var byKey: [String: Counted]

@@ -10,8 +10,10 @@ import Testing
 
 @Test func aPostgresURLInTheEnvironmentIsTheDatabase() throws {
     var configuration = ServerConfiguration()
-    try configuration.apply(environment: ["KEYVAULT_DATABASE": "postgres://kv:pw@/keyvault?host=/run/postgresql"])
+    try configuration.apply(environment: ["KEYVAULT_DATABASE": "postgres://kv:pw@/keyvault?host=/run/postgresql",
+                                          "KEYVAULT_SECRET_FILE": "/etc/keyvault/secret"])
     try configuration.validate()
+    #expect(configuration.secretFile == "/etc/keyvault/secret")
     #expect(try configuration.databaseLocation().isPostgres)
     #expect(try !configuration.databaseLocation().description.contains("pw"))
 }
@@ -30,8 +32,10 @@ import Testing
 
 @Test(arguments: ["postgres://kv:secretpw@/keyvault?host=/nonexistent-keyvault-socket-dir", "postgres://kv:secretpw@127.0.0.1:1/keyvault"])
 func anUnreachablePostgresStopsTheServerBeforeItListens(_ url: String) async throws {
+    let directory = try TemporaryDirectory("kv-secret")
     var configuration = ServerConfiguration()
     configuration.databasePath = url
+    configuration.secretFile = directory.path("secret")
     do {
         try await runServer(configuration, logger: Logger(label: "test")) { _ in Issue.record("it listened") }
         Issue.record("it started")
@@ -69,5 +73,18 @@ func anUnreachablePostgresStopsTheServerBeforeItListens(_ url: String) async thr
             let message = (error as? ConfigurationError)?.message ?? ""
             return message.contains(says) && message.contains("KEYVAULT_DATABASE_PASSWORD_FILE")
         }
+    }
+}
+
+/// Replicas on PostgreSQL must share one secret: without a secret file the server does
+/// not start, and says which setting is missing.
+@Test func aPostgresDatabaseWithoutASecretFileStopsTheServerNamingTheSetting() async throws {
+    var configuration = ServerConfiguration()
+    configuration.databasePath = "postgres://kv@/keyvault?host=/run/postgresql"
+    do {
+        try await runServer(configuration, logger: Logger(label: "test")) { _ in Issue.record("it listened") }
+        Issue.record("it started")
+    } catch StartError.configuration(let message) {
+        #expect(message.contains("--secret-file") && message.contains("KEYVAULT_SECRET_FILE"))
     }
 }

@@ -62,3 +62,21 @@ import Testing
     #expect(try sessions.get(session.id.uppercased(), now: 1000) == nil)
     #expect(try sessions.get(String(session.id.dropLast(2)), now: 1000) == nil)
 }
+
+/// The secret file is judged on what was opened: a symbolic link, a FIFO (which would
+/// hang a plain read) and another user's file are refused, whatever their mode.
+@Test func aSymlinkAFIFOOrAnotherUsersFileIsNotTakenForTheSecret() throws {
+    let directory = try TemporaryDirectory("kv-secret")
+    let real = directory.path("real")
+    _ = try ServerSecret.load(orCreateAt: real)
+    let link = directory.path("link")
+    try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: real)
+    #expect { try ServerSecret.load(orCreateAt: link) } throws: { ($0 as? ConfigurationError)?.message.contains("symbolic link") == true }
+    let fifo = directory.path("fifo")
+    #expect(mkfifo(fifo, 0o600) == 0)
+    #expect { try ServerSecret.load(orCreateAt: fifo) } throws: { ($0 as? ConfigurationError)?.message.contains("not a regular file") == true }
+    if geteuid() == 0 {  // as root (CI), a file of `nobody`'s
+        #expect(chown(real, 65534, 65534) == 0)
+        #expect { try ServerSecret.load(orCreateAt: real) } throws: { ($0 as? ConfigurationError)?.message.contains("another user") == true }
+    }
+}

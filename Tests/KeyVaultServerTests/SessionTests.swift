@@ -55,3 +55,22 @@ import Testing
         #expect(response.status == .forbidden && errorCode(response) == "device_revoked")
     }
 }
+
+/// Whoever holds the server's secret file can make sessions (docs/formats/request-signature.md),
+/// so a session does only what a thief of that file may: deleting the account and
+/// answering or refusing a device link take a device's own signature.
+@Test func deletingTheAccountAndAnsweringALinkTakeASignatureNotASession() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let session = try await client.openSession(phone, account: state.account)
+        let code = String(repeating: "1", count: 8)
+        for (method, path) in [(HTTPRequest.Method.delete, "/v1/accounts/\(state.account)"),
+                               (.post, "/v1/accounts/\(state.account)/link-requests/\(code)/respond"),
+                               (.post, "/v1/accounts/\(state.account)/link-requests/\(code)/refuse")] {
+            let response = try await client.macRequest(session, method, path, body: Array("{}".utf8))
+            #expect(response.status == .forbidden && errorCode(response) == "signature_required", "\(method) \(path): \(response.status)")
+        }
+        #expect(try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain").status == .ok)
+    }
+}

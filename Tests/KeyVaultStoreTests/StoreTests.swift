@@ -136,30 +136,39 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
 /// decides, as for nonces), per kind; an entry is forgotten once it expired.
 @Test(arguments: Backend.all) func aValueIsUsedOncePerKindUntilItExpires(_ backend: Backend) async throws {
     try await backend.withStore { store async throws in
-        #expect(try await store.useOnce("c1", kind: "challenge", expires: 200, now: 100))
-        #expect(try await store.useOnce("c1", kind: "challenge", expires: 200, now: 150) == false)
-        #expect(try await store.useOnce("c1", kind: "token", expires: 200, now: 150))  // another kind
-        async let racing = [store.useOnce("c2", kind: "challenge", expires: 200, now: 100),
-                            store.useOnce("c2", kind: "challenge", expires: 200, now: 100)]
+        #expect(try await store.useOnce("c1", kind: "challenge", expires: 200, forgetBefore: 100))
+        #expect(try await store.useOnce("c1", kind: "challenge", expires: 200, forgetBefore: 150) == false)
+        #expect(try await store.useOnce("c1", kind: "token", expires: 200, forgetBefore: 150))  // another kind
+        async let racing = [store.useOnce("c2", kind: "challenge", expires: 200, forgetBefore: 100),
+                            store.useOnce("c2", kind: "challenge", expires: 200, forgetBefore: 100)]
         #expect(try await racing.filter { $0 }.count == 1)
-        // Past its expiry the entry goes: the value itself is refused as expired before it gets here.
-        #expect(try await store.useOnce("c1", kind: "challenge", expires: 400, now: 300))
+        // Until the caller lets it go (the value itself is refused as expired before it gets here).
+        #expect(try await store.useOnce("c1", kind: "challenge", expires: 400, forgetBefore: 200) == false)
+        #expect(try await store.useOnce("c1", kind: "challenge", expires: 400, forgetBefore: 201))
     }
 }
 
-/// Failed proofs are counted per key and in all, within the window asked about, and
-/// forgotten once older than the window.
-@Test(arguments: Backend.all) func failuresAreCountedPerKeyAndForgottenAfterTheWindow(_ backend: Backend) async throws {
+/// Failed proofs are counted per key, up to a limit per key and a cap in all, and
+/// forgotten once older than the window; at the limit nothing more is counted.
+@Test(arguments: Backend.all) func failuresAreCountedUpToTheLimitAndForgottenAfterTheWindow(_ backend: Backend) async throws {
     try await backend.withStore { store async throws in
-        #expect(try await store.failures(["a"], since: 0) == FailureCounts(total: 0, byKey: [:]))
-        try await store.recordFailure(["a", "x"], at: 100, forgetBefore: 0)
-        try await store.recordFailure(["a", "y"], at: 110, forgetBefore: 0)
-        var counts = try await store.failures(["a", "x", "z"], since: 50)
-        #expect(counts == FailureCounts(total: 4, byKey: ["a": .init(count: 2, oldest: 100), "x": .init(count: 1, oldest: 100)]))
-        counts = try await store.failures(["a"], since: 105)
-        #expect(counts == FailureCounts(total: 2, byKey: ["a": .init(count: 1, oldest: 110)]))
-        try await store.recordFailure(["b"], at: 200, forgetBefore: 105)  // drops the rows at 100
-        counts = try await store.failures(["a", "x"], since: 0)
-        #expect(counts == FailureCounts(total: 3, byKey: ["a": .init(count: 1, oldest: 110)]))
+        func record(_ keys: [String], at time: Int64, limit: Int = 2, cap: Int = 100) async throws -> (Bool, FailureCounts) {
+            let (counted, before) = try await store.recordFailure(keys, at: time, since: time - 100, limit: limit, cap: cap)
+            return (counted, before)
+        }
+        var (counted, before) = try await record(["a", "x"], at: 100)
+        #expect(counted && before == FailureCounts(total: 0, byKey: [:]))
+        (counted, before) = try await record(["a", "y"], at: 110)
+        #expect(counted && before == FailureCounts(total: 2, byKey: ["a": .init(count: 1, oldest: 100)]))
+        (counted, before) = try await record(["a", "z"], at: 120)  // a is at its limit: nothing counted
+        #expect(!counted && before.byKey == ["a": .init(count: 2, oldest: 100)])
+        (counted, before) = try await record(["b"], at: 130, cap: 4)  // 4 rows in all: the cap
+        #expect(!counted && before == FailureCounts(total: 4, byKey: [:]))
+        (counted, before) = try await record(["a"], at: 205)  // the row at 100 is past the window
+        #expect(counted && before.byKey == ["a": .init(count: 1, oldest: 110)])
+        // Failures sent at once never count past the limit.
+        async let racing = [record(["r"], at: 300, limit: 3), record(["r"], at: 300, limit: 3), record(["r"], at: 300, limit: 3),
+                            record(["r"], at: 300, limit: 3), record(["r"], at: 300, limit: 3), record(["r"], at: 300, limit: 3)]
+        #expect(try await racing.filter(\.0).count == 3)
     }
 }

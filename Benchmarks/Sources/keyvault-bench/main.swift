@@ -15,13 +15,29 @@ import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultPostgres
 import KeyVaultStore
+import Logging
 import Synchronization
 
 func now() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// A SQLite file, or a PostgreSQL URL (its pool running in the background until exit).
+func openStore(_ location: String) -> any KeyVaultRepository {
+    guard PostgresURL.isURL(location) else { return try! KeyVaultDatabase.open(path: location) }
+    let semaphore = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var store: PostgresKeyVaultDatabase?
+    Task.detached {
+        store = try! await PostgresKeyVaultDatabase.connect(try! PostgresURL(location), logger: Logger(label: "bench"))
+        semaphore.signal()
+        await store!.run()
+    }
+    semaphore.wait()
+    return store!
 }
 
 func emit(_ object: [String: Any]) {
@@ -120,9 +136,10 @@ case "content-address":
     emit(["bench": "content-address", "bytes": size, "bestSeconds": best,
           "bytesPerSecond": Double(size) / best, "peakRSSKiB": peakRSSKiB()])
 
-case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE: accounts straight into the store
-    let database = try! KeyVaultDatabase.open(path: arguments[1])
+case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE [all]: accounts straight into the store (SQLite file or postgres:// URL)
+    let database = openStore(arguments[1])
     let count = Int(arguments[2])!
+    let keepAll = arguments.count > 4 && arguments[4] == "all"  // every device (for one append per account)
     var devices = [[String: String]]()
     let start = now()
     for i in 0..<count {
@@ -145,7 +162,7 @@ case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE: accounts s
         }
         semaphore.wait()
         var entry = ["account": account.rawValue, "device": id.rawValue, "seed": Hex.encode(signing.seed),
-                     "boxSeed": Hex.encode(agreement.rawRepresentation)]
+                     "boxSeed": Hex.encode(agreement.rawRepresentation), "head": genesis.hash]
         if i == 0 {  // the upload benchmark's account gets one member
             let member = Hex.encode(SystemRandom.bytes(count: 16))
             var link = ChainLink(sequence: 1, previous: genesis.hash, type: .memberAdd, signer: id.rawValue, time: 1_700_000_001,
@@ -160,11 +177,12 @@ case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE: accounts s
             continue
         }
         // Keep 1,000 devices' keys for signing (requests spread over them at any account count).
-        if devices.count < 1000 || i % (count / 1000 + 1) == 0 {
+        if keepAll || devices.count < 1000 || i % (count / 1000 + 1) == 0 {
             devices.append(entry)
         }
     }
-    try! JSONSerialization.data(withJSONObject: [devices[0]] + Array(devices.dropFirst().suffix(999))).write(to: URL(fileURLWithPath: arguments[3]))
+    let kept = keepAll ? devices : [devices[0]] + Array(devices.dropFirst().suffix(999))
+    try! JSONSerialization.data(withJSONObject: kept).write(to: URL(fileURLWithPath: arguments[3]))
     emit(["bench": "server-setup", "accounts": count, "seconds": now() - start])
 
 case "chain-appends":  // chain-appends DIRECTORY COUNT: appends/s with chain writes synced (FULL) and not (NORMAL)
@@ -209,7 +227,7 @@ case "chain-appends":  // chain-appends DIRECTORY COUNT: appends/s with chain wr
               "appendsPerSecond": Double(count) / elapsed])
     }
 
-case "sign-requests":  // sign-requests DEVICES-FILE COUNT KIND(boxes|upload) OUT: raw HTTP/1.1 requests, one per line block
+case "sign-requests":  // sign-requests DEVICES-FILE COUNT KIND(boxes|upload|append) OUT: raw HTTP/1.1 requests, one per line block
     let devices = try! JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: arguments[1]))) as! [[String: String]]
     let count = Int(arguments[2])!
     let kind = arguments[3]
@@ -224,9 +242,19 @@ case "sign-requests":  // sign-requests DEVICES-FILE COUNT KIND(boxes|upload) OU
     let timestamp = Int64(Date().timeIntervalSince1970)
     var buffer = Data()
     for i in 0..<count {
-        let (account, device, key) = kind == "upload" ? keys[0] : keys[i % keys.count]
+        let (account, device, key) = kind == "upload" ? keys[0] : kind == "append" ? keys[1 + i % (keys.count - 1)] : keys[i % keys.count]
         var path: String, method: String, body: [UInt8] = []
-        if kind == "upload" {
+        if kind == "append" {
+            // One chain append per account (a member added after genesis): each device's
+            // link follows the head it knows, so no append is stale.
+            let entry = devices[1 + i % (devices.count - 1)]
+            var link = ChainLink(sequence: 1, previous: entry["head"]!, type: .memberAdd, signer: device.rawValue, time: 1_700_000_001,
+                                 body: ["member": Hex.encode(SystemRandom.bytes(count: 16)), "memberGeneration": "1"])
+            link.sign(with: key)
+            body = Array(try! JSONEncoder().encode(AppendRequest(link: link)))
+            path = "/v1/accounts/\(account)/chain"
+            method = "POST"
+        } else if kind == "upload" {
             // Every upload is new content (no dedup shortcut), to the setup's one member.
             let member = devices[0]["member"]!
             let content = try! Envelope.seal(SystemRandom.bytes(count: 64 * 1024 - 62 - 99), under: SymmetricKey(), generation: 1,
@@ -244,6 +272,7 @@ case "sign-requests":  // sign-requests DEVICES-FILE COUNT KIND(boxes|upload) OU
         let headers = RequestSignature.headers(method: method, path: path, query: "", body: body, device: device, key: key, timestamp: timestamp)
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        if kind == "append" { text += "Content-Type: application/json\r\n" }
         text += "Content-Length: \(body.count)\r\n\r\n"
         // Length-prefixed records: the Lua replayer reads them back one by one.
         let record = Data(text.utf8) + Data(body)

@@ -10,7 +10,7 @@ struct AccountController: Sendable {
 
     func addRoutes(to routes: RouteBuilder) {
         routes.open(.post, "/v1/accounts", use: create)
-        routes.signed(.delete, "/v1/accounts/{account}", use: delete)
+        routes.signed(.delete, "/v1/accounts/{account}", acceptsSessions: false, use: delete)
     }
 
     @Sendable func create(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {

@@ -25,10 +25,10 @@ struct LinkRequestController: Sendable {
         routes.open(.post, "/v1/accounts/{account}/link-requests", use: create)
         routes.signed(.get, "/v1/accounts/{account}/link-requests", use: pending)
         routes.open(.get, request, use: status)
-        routes.signed(.post, request + "/respond", bodyLimit: 4096, use: respond)
+        routes.signed(.post, request + "/respond", bodyLimit: 4096, acceptsSessions: false, use: respond)
         routes.open(.post, request + "/reveal", use: reveal)
         routes.signed(.post, request + "/approve", use: approve)
-        routes.signed(.post, request + "/refuse", use: refuse)
+        routes.signed(.post, request + "/refuse", acceptsSessions: false, use: refuse)
     }
 
     @Sendable func create(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {

@@ -41,14 +41,21 @@ struct RecoveryController: Sendable {
         // The proof is checked before any limit: a valid proof passes whatever others
         // did before it; limits count and slow failures only.
         let gate = service.recoveryGate, database = service.database
+        // A challenge this service did not issue for this account (or one expired) cannot
+        // make any proof pass: refused without counting, so it costs nothing.
+        guard gate.isOpen(challenge: proof.challenge, for: account) else {
+            throw APIError(.badRecoveryProof, "the recovery proof does not answer a challenge issued for this account in the last \(RecoveryGate.challengeLifetime) seconds; ask for a new one")
+        }
         let signature = base64Decode(proof.signature) ?? []
-        let valid = gate.isOpen(challenge: proof.challenge, for: account)
-            && recovery.authKey.isValidSignature(signature, for: RecoveryProofFormat.signedBytes(account: account, challenge: proof.challenge))
+        let valid = recovery.authKey.isValidSignature(signature, for: RecoveryProofFormat.signedBytes(account: account, challenge: proof.challenge))
         guard valid, try await gate.close(challenge: proof.challenge, for: account) else {
-            try await refuseIfThrottled(account, context)
-            try await gate.recordFailure(account: account, client: context.clientBucket)
+            if let wait = try await gate.countFailure(account: account, client: context.clientBucket) {
+                var error = APIError(.rateLimited, "too many failed recovery proofs; try again in \(wait) seconds")
+                error.headers[.retryAfter] = String(wait)
+                throw error
+            }
             try? await database.recordAudit(account, event: .refusedRecoveryProof, device: nil, detail: nil)
-            throw APIError(.badRecoveryProof, "the recovery proof does not verify (wrong code, or a stale or reused challenge)")
+            throw APIError(.badRecoveryProof, "the recovery proof does not verify (wrong code, or a reused challenge)")
         }
         guard let stored = try await database.links(account) else { throw APIError.notFound("account") }
         let links = try stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) }
@@ -77,14 +84,5 @@ struct RecoveryController: Sendable {
         guard let link = recovery.compromised else { return }
         throw APIError(.recoveryCompromised,
                        "this account's recovery code was compromised at link \(link) (the device that set it was revoked); a device of the account must set a new one (`keyctl recovery rotate`)")
-    }
-
-    /// Refuses a failed proof without counting it, once its account or client failed too often.
-    private func refuseIfThrottled(_ account: AccountID, _ context: KeyVaultRequestContext) async throws {
-        if let wait = try await service.recoveryGate.retryAfter(account: account, client: context.clientBucket) {
-            var error = APIError(.rateLimited, "too many failed recovery proofs; try again in \(wait) seconds")
-            error.headers[.retryAfter] = String(wait)
-            throw error
-        }
     }
 }

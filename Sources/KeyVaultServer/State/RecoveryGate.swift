@@ -14,8 +14,9 @@ import KeyVaultStore
 ///   owner's); only a challenge answered by a valid proof is remembered (used once,
 ///   until it expires);
 /// - a token is the same, issued only for a valid proof, remembered once taken;
-/// - failures are counted only until a key (account or address) reaches its limit,
-///   and the total counted is capped; they are forgotten after the window.
+/// - only proofs that answer a challenge issued here (for the account, unexpired)
+///   are counted as failures, only until a key (account or address) reaches its
+///   limit, and the total counted is capped; they are forgotten after the window.
 ///
 /// A valid proof is never refused by a limit: limits count and slow failures only.
 struct RecoveryGate: Sendable {
@@ -24,8 +25,9 @@ struct RecoveryGate: Sendable {
     /// Failed proofs allowed per account, and per client address, in `failureWindow`.
     static let maxFailures = 5
     static let failureWindow: Int64 = 900
-    /// Failures counted across every account and address. Past it a failing proof
-    /// is refused as rate limited without being counted; a valid one still passes.
+    /// Failure rows (two per failed proof: its account's and its address's) kept across
+    /// every account and address. Past it a failing proof is refused as rate limited
+    /// without being counted; a valid one still passes.
     static let maxTrackedFailures = 100_000
 
     private let database: any KeyVaultRepository
@@ -34,14 +36,14 @@ struct RecoveryGate: Sendable {
 
     init(database: any KeyVaultRepository, secret: ServerSecret) throws {
         self.database = database
-        challenges = Ticket(kind: "recovery-challenge", key: try secret.key(for: "recovery-challenge"))
-        tokens = Ticket(kind: "recovery-token", key: try secret.key(for: "recovery-token"))
+        challenges = Ticket(kind: "recovery-challenge", key: try secret.key(for: "recovery-challenge"), lifetime: Self.challengeLifetime)
+        tokens = Ticket(kind: "recovery-token", key: try secret.key(for: "recovery-token"), lifetime: Self.tokenLifetime)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     func issueChallenge(for account: AccountID) throws -> RecoveryChallenge {
-        let (challenge, expires) = try challenges.issue(for: account, lifetime: Self.challengeLifetime)
+        let (challenge, expires) = try challenges.issue(for: account)
         return RecoveryChallenge(challenge: challenge, expires: expires)
     }
 
@@ -56,24 +58,21 @@ struct RecoveryGate: Sendable {
         try await challenges.use(challenge, for: account, in: database)
     }
 
-    /// Seconds to wait, when `account` or `client` has failed too often recently.
-    func retryAfter(account: AccountID, client: String) async throws -> Int64? {
+    /// Counts a failed proof against `account` and `client`, unless one of them has
+    /// failed too often recently: then the seconds to wait, and nothing is counted.
+    func countFailure(account: AccountID, client: String) async throws -> Int64? {
         let now = Self.now()
-        let counts = try await database.failures(Self.keys(account, client), since: now - Self.failureWindow)
-        if counts.total >= Self.maxTrackedFailures { return Self.failureWindow }
-        let limited = counts.byKey.values.filter { $0.count >= Self.maxFailures }
-        return limited.map { max(1, $0.oldest + Self.failureWindow - now) }.max()
-    }
-
-    func recordFailure(account: AccountID, client: String) async throws {
-        let now = Self.now()
-        try await database.recordFailure(Self.keys(account, client), at: now, forgetBefore: now - Self.failureWindow)
+        let (counted, before) = try await database.recordFailure(Self.keys(account, client), at: now, since: now - Self.failureWindow,
+                                                                 limit: Self.maxFailures, cap: Self.maxTrackedFailures)
+        guard !counted else { return nil }
+        let limited = before.byKey.values.filter { $0.count >= Self.maxFailures }
+        return limited.map { max(1, $0.oldest + Self.failureWindow - now) }.max() ?? Self.failureWindow
     }
 
     private static func keys(_ account: AccountID, _ client: String) -> [String] { ["account:\(account)", "client:\(client)"] }
 
     func issueToken(for account: AccountID) throws -> (String, Int64) {
-        try tokens.issue(for: account, lifetime: Self.tokenLifetime)
+        try tokens.issue(for: account)
     }
 
     /// Takes an enrollment token of `account` (single use, across replicas).
@@ -85,30 +84,35 @@ struct RecoveryGate: Sendable {
 /// A value that costs the server nothing to issue and proves itself: 8 bytes of expiry
 /// (big-endian seconds), 8 random bytes, and the first 16 bytes of their HMAC with its
 /// kind and account, in lowercase hex (64 digits).
-private struct Ticket: Sendable {
+struct Ticket: Sendable {
+    /// How long a used one is remembered past its expiry: replicas' clocks differ, and
+    /// one ahead must not forget a ticket another still takes for unexpired.
+    static let clockMargin: Int64 = 300
     let kind: String
     let key: SymmetricKey
+    let lifetime: Int64
 
-    func issue(for account: AccountID, lifetime: Int64) throws -> (String, Int64) {
+    func issue(for account: AccountID) throws -> (String, Int64) {
         let expires = RecoveryGate.now() + lifetime
         let body = withUnsafeBytes(of: UInt64(expires).bigEndian, Array.init) + SystemRandom.bytes(count: 8)
         return (Hex.encode(body + (try mac(body, account))), expires)
     }
 
-    /// Its expiry, if `text` is one of these for `account`, unexpired at `now`.
+    /// Its expiry, if `text` is one of these for `account`, unexpired at `now` (and
+    /// not expiring later than one issued now would: made with this key, but not here).
     func expiry(of text: String, for account: AccountID, now: Int64) -> Int64? {
         guard text.utf8.count == 64, text == text.lowercased(), let bytes = try? Hex.decode(text),
               let expected = try? mac(Array(bytes[0..<16]), account), constantTimeEquals(expected, Array(bytes[16...]))
         else { return nil }
         let expires = Int64(bitPattern: bytes[0..<8].reduce(0) { $0 << 8 | UInt64($1) })
-        return expires >= now ? expires : nil
+        return expires >= now && expires <= now + lifetime ? expires : nil
     }
 
     /// Uses it up: false if it is not valid for `account` or was used before.
     func use(_ text: String, for account: AccountID, in database: any KeyVaultRepository) async throws -> Bool {
         let now = RecoveryGate.now()
         guard let expires = expiry(of: text, for: account, now: now) else { return false }
-        return try await database.useOnce(text, kind: kind, expires: expires, now: now)
+        return try await database.useOnce(text, kind: kind, expires: expires, forgetBefore: now - Self.clockMargin)
     }
 
     private func mac(_ body: [UInt8], _ account: AccountID) throws -> [UInt8] {

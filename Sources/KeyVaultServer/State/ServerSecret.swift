@@ -41,23 +41,39 @@ public struct ServerSecret: Sendable {
     /// Reads the secret from `path`, or makes it there when there is no such file:
     /// 32 random bytes as 64 lowercase hex digits and a newline, mode 0600. Replicas
     /// that start at once on a shared file agree: the file appears whole or not at all
-    /// (written aside, then linked into place, which fails if another got there first).
+    /// (written aside under a random name, then linked into place, which fails if
+    /// another got there first).
     ///
-    /// - Throws: `ConfigurationError` naming the file: unreadable, not 64 hex digits,
-    ///   or readable by group or others.
+    /// - Throws: `ConfigurationError` naming the file: unreadable, a symbolic link or
+    ///   not a regular file, another user's, readable by group or others, or not 64 hex digits.
     public static func load(orCreateAt path: String) throws -> ServerSecret {
-        if !FileManager.default.fileExists(atPath: path) { try create(path) }
+        var fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0, errno == ENOENT {
+            try create(path)
+            fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        }
+        guard fd >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw ConfigurationError("the secret file \(path) cannot be read: \(reason)")
+        }
+        defer { close(fd) }
+        // Everything is judged on the file that was opened, not on the path again.
         var info = stat()
-        guard stat(path, &info) == 0 else { throw ConfigurationError("the secret file \(path) cannot be read: \(String(cString: strerror(errno)))") }
+        guard fstat(fd, &info) == 0, info.st_mode & 0o170000 == 0o100000 else {
+            throw ConfigurationError("the secret file \(path) is not a regular file")
+        }
+        guard info.st_uid == geteuid() else {
+            throw ConfigurationError("the secret file \(path) belongs to another user (uid \(info.st_uid)); it must be this service's alone")
+        }
         guard info.st_mode & 0o077 == 0 else {
             throw ConfigurationError("the secret file \(path) is readable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))); `chmod 600 \(path)`")
         }
-        guard var contents = FileManager.default.contents(atPath: path).map(Array.init) else {
-            throw ConfigurationError("the secret file \(path) cannot be read")
-        }
+        var contents = [UInt8](repeating: 0, count: 66)
         defer { secureWipe(&contents) }
-        if contents.last == UInt8(ascii: "\n") { contents.removeLast() }
-        guard contents.count == 64, contents.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+        let count = contents.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count >= 0 else { throw ConfigurationError("the secret file \(path) cannot be read: \(String(cString: strerror(errno)))") }
+        let digits = count == 65 && contents[64] == UInt8(ascii: "\n") ? 64 : count
+        guard digits == 64, contents[0..<64].allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
             throw ConfigurationError("the secret file \(path) does not hold 64 lowercase hex digits (32 bytes); remove it to have a new one made, and give every replica the same file")
         }
         let bytes = try SecureBytes(count: 32) { out in
@@ -69,9 +85,10 @@ public struct ServerSecret: Sendable {
     private static func hexValue(_ digit: UInt8) -> UInt8 { digit <= 57 ? digit - 48 : digit - 87 }
 
     private static func create(_ path: String) throws {
-        let aside = path + ".\(getpid()).new"
-        let fd = open(aside, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        var template = Array((path + ".XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600, a name of its own
         guard fd >= 0 else { throw ConfigurationError("cannot create the secret file \(path): \(String(cString: strerror(errno)))") }
+        let aside = String(cString: template)
         defer { unlink(aside) }
         var raw = SystemRandom.bytes(count: 32)
         let digits = Array("0123456789abcdef".utf8)
@@ -85,6 +102,12 @@ public struct ServerSecret: Sendable {
         // link(2) refuses to replace: a replica that made its own at the same moment loses, and reads the winner's.
         guard link(aside, path) == 0 || errno == EEXIST else {
             throw ConfigurationError("cannot create the secret file \(path): \(String(cString: strerror(errno)))")
+        }
+        // The new name survives a power cut only once its directory is synced.
+        let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
         }
     }
 }
