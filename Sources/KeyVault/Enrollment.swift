@@ -105,14 +105,7 @@ extension Vault {
                 guard known.isActive else {
                     throw KeyVaultError(.deviceRevoked, "this device was added to account \(account) and revoked since (link \(known.revoked ?? 0))")
                 }
-                record.enrolled = true
-                record.head = state.head
-                record.sequence = state.sequence
-                record.masterKeys[g] = master
-                try home.save(record)
-                let vault = Vault(home: home, record: record, transport: transport, progress: progress)
-                try await vault.sync()
-                return vault
+                return try await finish(&record, at: state)
             }
             // The same keys again, should that earlier answer still arrive.
             let device = leftover?.keys ?? DeviceKeys()
@@ -129,14 +122,19 @@ extension Vault {
             try home.save(record)
             progress("adding this device to the account")
             try await api.recoveryEnroll(RecoveryEnrollRequest(token: session.token, link: link, boxes: [box]))
-            record.enrolled = true
-            record.head = after.head
-            record.sequence = after.sequence
-            record.masterKeys[g] = master
-            try home.save(record)
-            let vault = Vault(home: home, record: record, transport: transport, progress: progress)
-            try await vault.sync()
-            return vault
+            return try await finish(&record, at: after)
+
+            /// The device is in the account at `state`: saved as enrolled, then synced.
+            func finish(_ record: inout DeviceRecord, at state: ChainState) async throws -> Vault {
+                record.enrolled = true
+                record.head = state.head
+                record.sequence = state.sequence
+                record.masterKeys[g] = master
+                try home.save(record)
+                let vault = Vault(home: home, record: record, transport: transport, progress: progress)
+                try await vault.sync()
+                return vault
+            }
         }
     }
 
