@@ -26,6 +26,10 @@ public struct ServerConfiguration: Sendable {
     /// Reverse proxies whose `X-Forwarded-For` names the client (for rate limits);
     /// from any other peer the header is ignored.
     public var trustedProxies: [IPNetwork] = []
+    /// HTTPS: a PEM file with the server's certificate (then its intermediates), and a
+    /// PEM file with its private key. Both or neither; neither serves plain HTTP.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
 
     public init() {}
 
@@ -40,6 +44,8 @@ public struct ServerConfiguration: Sendable {
         ("KEYVAULT_INVITE_TOKEN", "if set, account creation needs this token (KeyVault-Invite header)"),
         ("KEYVAULT_LOG_LEVEL", "trace, debug, info, notice, warning, error or critical (default info)"),
         ("KEYVAULT_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed (default none)"),
+        ("KEYVAULT_TLS_CERT", "PEM certificate chain for HTTPS (with KEYVAULT_TLS_KEY; default none: plain HTTP)"),
+        ("KEYVAULT_TLS_KEY", "PEM private key for HTTPS, readable by the service's user only (mode 0600 or 0640)"),
     ]
 
     /// Applies `KEYVAULT_*` variables from `environment`.
@@ -61,6 +67,8 @@ public struct ServerConfiguration: Sendable {
         if let value = environment["KEYVAULT_TRUSTED_PROXIES"] {
             trustedProxies = try IPNetwork.list(value, setting: "KEYVAULT_TRUSTED_PROXIES")
         }
+        if let value = environment["KEYVAULT_TLS_CERT"] { tlsCertificatePath = value }
+        if let value = environment["KEYVAULT_TLS_KEY"] { tlsKeyPath = value }
     }
 
     /// - Throws: `ConfigurationError` for any value out of range.
@@ -84,6 +92,7 @@ public struct ServerConfiguration: Sendable {
                 throw ConfigurationError("the database directory \(directory) does not exist")
             }
         }
+        try validateTLSFiles()
     }
 
     /// The database the setting names: a PostgreSQL URL, else a SQLite file.
