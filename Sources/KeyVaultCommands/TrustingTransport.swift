@@ -40,9 +40,13 @@ struct TrustingTransport: HTTPTransport {
         tls.minimumTLSVersion = .tlsv12
         // A client per exchange, as URLSessionTransport has a session per exchange: a
         // command makes few, and nothing is left running when it ends.
-        let client = HTTPClient(eventLoopGroupProvider: .singleton,
-                                configuration: .init(tlsConfiguration: tls, redirectConfiguration: .disallow,
-                                                     timeout: .init(connect: timeout, read: timeout)))
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow,
+                                                     timeout: .init(connect: timeout, read: timeout))
+        // Fail at the first refused connection or handshake, as URLSession does: by
+        // default AsyncHTTPClient retries until the connect timeout (30 s of waiting for
+        // a certificate that will not verify).
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
             let reply = try await send(exchange, with: client)
             try? await client.shutdown()
@@ -62,7 +66,7 @@ struct TrustingTransport: HTTPTransport {
         do {
             response = try await client.execute(request, timeout: timeout)
         } catch {
-            throw KeyVaultError(.network, "cannot reach the server at \(baseURL.absoluteString): \(String(describing: error))")
+            throw KeyVaultError(.network, "cannot reach the server at \(baseURL.absoluteString): \(Self.describe(error))")
         }
         if (300..<400).contains(Int(response.status.code)), response.headers.contains(name: "location") {
             throw KeyVaultError(.badResponse, "the server at \(baseURL.absoluteString) answered with a redirect, which KeyVault never sends")
@@ -84,5 +88,14 @@ struct TrustingTransport: HTTPTransport {
         var headers = [String: String]()
         for header in response.headers { headers[header.name.lowercased()] = header.value }
         return HTTPReply(status: Int(response.status.code), headers: headers, body: body)
+    }
+
+    /// BoringSSL's errors name a source file of the build; a failed verification is said plainly.
+    private static func describe(_ error: any Error) -> String {
+        let text = String(describing: error)
+        if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            return "TLS certificate problem: the server's certificate was issued neither by the CA given with --ca-cert nor by one this computer trusts"
+        }
+        return text
     }
 }

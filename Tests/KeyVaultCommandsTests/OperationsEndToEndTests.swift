@@ -62,6 +62,11 @@ func httpsWorksEndToEndWithAPrivateCA() throws {
     #expect(status.code == 0, "\(status.err)")
     #expect(try lastJSON(status.out)["account"] as? String == account)
 
+    let stranger = try TestCertificates()
+    let wrongCA = try keyctl(["status", "--home", home, "--ca-cert", stranger.ca])
+    #expect(wrongCA.code == 2 && wrongCA.err.contains("issued neither by the CA given with --ca-cert"), "\(wrongCA.err)")
+    #expect(wrongCA.err.contains("keyctl: hint:") && !wrongCA.err.contains(".cc:"))
+
     let bad = try keyctl(["status", "--home", home, "--ca-cert", tls.key])
     #expect(bad.code == 64 && bad.err.contains("--ca-cert (KEYCTL_CA_CERT)"), "\(bad.err)")
 }
