@@ -64,3 +64,17 @@ import Testing
         #expect(!text.contains("/no/such"))
     }
 }
+
+/// The same on PostgreSQL (when the run has one): a database that lost the service's
+/// tables makes readiness 503 while liveness stays 200.
+@Test func readinessFailsWhenPostgreSQLCannotAnswer() async throws {
+    guard case .postgres(let url)? = StoreBackend.all.first(where: \.isShared) else { return }
+    try await PostgresKeyVaultDatabase.withTemporarySchema(url) { store in
+        try await testApplication(database: store).test(.router) { client in
+            #expect(try await client.execute(uri: "/health/ready", method: .get).status == .ok)
+            try await store.client.query("DROP TABLE devices CASCADE")
+            #expect(try await client.execute(uri: "/health/ready", method: .get).status == .serviceUnavailable)
+            #expect(try await client.execute(uri: "/health/live", method: .get).status == .ok)
+        }
+    }
+}
