@@ -7,6 +7,10 @@ import Logging
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the KeyVault service (HTTP or HTTPS, embedded SQLite or PostgreSQL).",
+        usage: """
+            keyctl serve [--host <host>] [--port <port>] [--database <path-or-url>] [--tls-cert <file> --tls-key <file>] [<options>]
+              keyctl serve [--database <path>] backup --to <file>
+            """,
         discussion: """
             The service stores each account's chain, key boxes, wrapped keys and
             encrypted attachments, and can open none of them. With no options it
@@ -104,6 +108,7 @@ extension Serve {
     struct Backup: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy the service's SQLite database, consistently, while it serves.",
+            usage: "keyctl serve [--database <path>] backup --to <file>",
             discussion: """
                 SQLite's online backup copies one consistent snapshot of the database
                 (every commit made before it began), whether or not a service is running
