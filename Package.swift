@@ -20,6 +20,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium",
@@ -54,6 +58,13 @@ let package = Package(
         .target(name: "KeyVaultServer", dependencies: [
             "KeyVaultModel", "KeyVaultProtocol", "KeyVaultStore", "KeyVaultPostgres",
             .product(name: "Hummingbird", package: "hummingbird"),
+            // TLS on swift-nio-ssl (--tls-cert, --tls-key).
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            // GET /metrics: swift-metrics handles into a Prometheus registry of the application's own.
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -63,6 +74,11 @@ let package = Package(
         .target(name: "KeyVaultCommands", dependencies: [
             "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVault",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            // --ca-cert: URLSession on Linux cannot trust an extra CA (TrustingTransport.swift).
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
         // Where client and server meet: the root command, with `serve`.
         .executableTarget(name: "keyctl", dependencies: [

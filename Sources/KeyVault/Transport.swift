@@ -57,7 +57,7 @@ public protocol HTTPTransport: Sendable {
 
 extension KeyVaultError {
     /// An answer beyond the limit the client set for it.
-    static func tooLarge(_ limit: Int, _ what: String) -> KeyVaultError {
+    package static func tooLarge(_ limit: Int, _ what: String) -> KeyVaultError {
         KeyVaultError(.responseTooLarge, "the server's answer to \(what) is larger than the \(limit) bytes (\(limit >> 20) MiB) the client accepts for it; it was not read")
     }
 }
@@ -244,7 +244,7 @@ private final class BoundedReader: NSObject, URLSessionDataDelegate, @unchecked 
 }
 
 extension String {
-    func trimmingSuffix(_ suffix: String) -> String {
+    package func trimmingSuffix(_ suffix: String) -> String {
         var s = self
         while s.hasSuffix(suffix) { s.removeLast(suffix.count) }
         return s

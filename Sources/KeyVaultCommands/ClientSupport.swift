@@ -18,7 +18,20 @@ struct HomeOptions: ParsableArguments {
         discussion: "Without TLS, the server's host and anyone on the network path see every request's metadata and can rewrite answers, and a device-link exchange would cross the network in the clear. Without this flag, plain http:// reaches only loopback (127.0.0.0/8, ::1, localhost)."))
     var insecureHTTP = false
 
+    @Option(name: .customLong("ca-cert"), help: ArgumentHelp(
+        "Trust this certificate authority (a PEM file) for the https:// server, beside the system's (default: $KEYCTL_CA_CERT).",
+        discussion: "For a server whose certificate a private CA issued: give that CA's certificate, not the server's key. It is read on every run, never saved in the device home.",
+        valueName: "file"))
+    var caCertificate: String?
+
     var directory: String { Self.defaultDirectory(home) }
+
+    /// `--ca-cert`, else `KEYCTL_CA_CERT`, else none.
+    var certificateAuthority: String? {
+        if let caCertificate, !caCertificate.isEmpty { return caCertificate }
+        if let env = ProcessInfo.processInfo.environment["KEYCTL_CA_CERT"], !env.isEmpty { return env }
+        return nil
+    }
 
     /// `--home`, else `KEYCTL_HOME`, else `~/.keyctl`.
     static func defaultDirectory(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -41,7 +54,9 @@ struct HomeOptions: ParsableArguments {
                                   exitCode: .usage)
             }
         }
-        return try KeyctlMain.$insecureHTTP.withValue(insecureHTTP) { try KeyctlMain.transport(server) }
+        return try KeyctlMain.$insecureHTTP.withValue(insecureHTTP) {
+            try KeyctlMain.$certificateAuthority.withValue(certificateAuthority) { try KeyctlMain.transport(server) }
+        }
     }
 
     /// The device home, with a passphrase prompt for sealed keys on a terminal
@@ -101,10 +116,17 @@ extension KeyctlMain {
     /// so that the real transport checks it again itself.
     @TaskLocal static var insecureHTTP = false
 
+    /// --ca-cert (or KEYCTL_CA_CERT) of the command building a transport.
+    @TaskLocal static var certificateAuthority: String?
+
     /// How commands reach a server; tests may replace it for one run. Commands call
     /// it through `HomeOptions.transport(for:)`, which refuses plain HTTP first.
+    /// URLSession, unless a CA is to be trusted beside the system's (``TrustingTransport``).
     @TaskLocal static var transport: @Sendable (String) throws -> any HTTPTransport = { server in
         guard let url = URL(string: server) else { throw KeyctlError(.invalidInput, "\(server) is not a URL") }
+        if let certificateAuthority {
+            return try TrustingTransport(baseURL: url, certificateAuthority: certificateAuthority, allowInsecureHTTP: insecureHTTP)
+        }
         return URLSessionTransport(baseURL: url, allowInsecureHTTP: insecureHTTP)
     }
 }

@@ -33,6 +33,8 @@ enum Hints {
             "see the ids and names with `keyctl device list`"
         case .noSuchMember:
             "see the members with `keyctl member list`; add one with `keyctl member add NAME`"
+        case .network where error.message.localizedCaseInsensitiveContains("certificate"):
+            "this computer does not trust the server's certificate; if a private CA issued it, give that CA's certificate with --ca-cert FILE (or KEYCTL_CA_CERT)"
         case .network:
             "check that `keyctl serve` is running there and the URL (--server) is right"
         case .badResponse where error.status != nil:

@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import NIOCore
 import NIOPosix
 import Logging
@@ -21,18 +23,21 @@ public func prepareServerProcess() -> Bool {
 }
 
 /// The router with every controller's routes and the error middleware.
-func buildRouter(_ service: ServiceState) -> Router<KeyVaultRequestContext> { buildRoutes(service).router }
+func buildRouter(_ service: ServiceState, metrics: ServiceMetrics = ServiceMetrics()) -> Router<KeyVaultRequestContext> {
+    buildRoutes(service, metrics: metrics).router
+}
 
 /// The router, and the table of its routes (which a test matches against openapi.json).
-func buildRoutes(_ service: ServiceState) -> (router: Router<KeyVaultRequestContext>, routes: [APIRoute]) {
+func buildRoutes(_ service: ServiceState, metrics: ServiceMetrics = ServiceMetrics()) -> (router: Router<KeyVaultRequestContext>, routes: [APIRoute]) {
     let router = Router(context: KeyVaultRequestContext.self)
+    router.add(middleware: RequestMetricsMiddleware(metrics: metrics))  // outside ErrorMiddleware: it sees each refusal's code
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))  // method and path only: no header values, no bodies
     if !service.configuration.trustedProxies.isEmpty {
         router.add(middleware: ClientAddressMiddleware(trusted: service.configuration.trustedProxies))
     }
     let routes = RouteBuilder(router: router, authenticator: service.authenticator, defaultBodyLimit: service.configuration.maxJSONBytes)
-    HealthController().addRoutes(to: routes)
+    HealthController(database: service.database, metrics: metrics).addRoutes(to: routes)
     AccountController(service: service).addRoutes(to: routes)
     ChainController(service: service).addRoutes(to: routes)
     DeviceController(service: service).addRoutes(to: routes)
@@ -60,10 +65,13 @@ public func buildApplication(
         throw ConfigurationError("buildApplication opens SQLite only; runServer connects to PostgreSQL")
     }
     let database = try KeyVaultDatabase.open(path: path)
-    return try buildApplication(configuration, database: database, logger: logger, onServerRunning: onServerRunning)
+    return try buildApplication(configuration, database: database, logger: logger, services: [], secret: nil,
+                                server: try httpServer(tls: try configuration.tlsConfiguration()), metrics: ServiceMetrics(),
+                                onServerRunning: onServerRunning)
 }
 
-/// The same on a given store (tests use an in-memory database). `services` run beside
+/// The same on a given store (tests use an in-memory database), over plain HTTP
+/// (``runServer(_:logger:onServerRunning:)`` serves HTTPS). `services` run beside
 /// the server (a PostgreSQL store's connection pool).
 ///
 /// - Parameter secret: the replicas' shared secret; nil reads (or makes) the
@@ -74,10 +82,28 @@ public func buildApplication(
     secret: ServerSecret? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
+    try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret, server: .http1(),
+                         metrics: ServiceMetrics(), onServerRunning: onServerRunning)
+}
+
+/// HTTP/1.1, inside TLS when `tls` is given.
+///
+/// - Throws: NIOSSL's error for a configuration it cannot make a context of.
+func httpServer(tls: TLSConfiguration?) throws -> HTTPServerBuilder {
+    if let tls { try .tls(.http1(), tlsConfiguration: tls) } else { .http1() }
+}
+
+/// The same with `metrics` behind `GET /metrics`, on `server`.
+func buildApplication(
+    _ configuration: ServerConfiguration, database: any KeyVaultRepository, logger: Logger, services: [any Service],
+    secret: ServerSecret?, server: HTTPServerBuilder, metrics: ServiceMetrics,
+    onServerRunning: @escaping @Sendable (Int) async -> Void
+) throws -> some ApplicationProtocol {
     let state = try ServiceState(configuration: configuration, database: database, secret: try secret ?? configuration.secret())
-    let router = buildRouter(state)
+    let router = buildRouter(state, metrics: metrics)
     return Application(
         router: router,
+        server: server,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "KeyVault"),
         services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
@@ -100,13 +126,21 @@ public func runServer(_ configuration: ServerConfiguration, logger: Logger,
                       onServerRunning: @escaping @Sendable (Int) async -> Void) async throws {
     let location: DatabaseLocation
     let secret: ServerSecret
+    let server: HTTPServerBuilder
     do {
         try configuration.validate()
         location = try configuration.databaseLocation()
         secret = try configuration.secret()
+        let tls = try configuration.tlsConfiguration()
+        do {
+            server = try httpServer(tls: tls)
+        } catch {
+            throw ConfigurationError("\(ServerConfiguration.tlsCertificateSetting): TLS cannot be set up with these files")
+        }
     } catch let error as ConfigurationError {
         throw StartError.configuration(error.message)
     }
+    let metrics = ServiceMetrics()
     let database: any KeyVaultRepository
     var services: [any Service] = []
     switch location {
@@ -118,14 +152,18 @@ public func runServer(_ configuration: ServerConfiguration, logger: Logger,
         }
     case .postgres(let url):
         do {
-            let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger)
+            let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger, maximumConnections: postgresPoolSize)
             database = postgres
             services.append(postgres.client)
+            metrics.databasePool(maximumConnections: postgresPoolSize)
         } catch let error as PostgresStartError {
             throw StartError.database(path: error.database, reason: error.reason)
         }
     }
     let app = try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
-                                   onServerRunning: onServerRunning)
+                                   server: server, metrics: metrics, onServerRunning: onServerRunning)
     try await app.runService()
 }
+
+/// The most connections one service process opens to PostgreSQL.
+let postgresPoolSize = 20

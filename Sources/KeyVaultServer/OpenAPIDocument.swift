@@ -12,10 +12,51 @@ enum OpenAPIDocument {
   "paths": {
     "/health": {
       "get": {
-        "summary": "Liveness",
+        "summary": "Liveness (the same as /health/live)",
         "responses": {
           "200": {
             "description": "{\"status\":\"ok\"}"
+          }
+        }
+      }
+    },
+    "/health/live": {
+      "get": {
+        "summary": "Liveness: the process answers; nothing else is checked",
+        "responses": {
+          "200": {
+            "description": "{\"status\":\"ok\"}"
+          }
+        }
+      }
+    },
+    "/health/ready": {
+      "get": {
+        "summary": "Readiness: the database answers a read within 3 seconds",
+        "responses": {
+          "200": {
+            "description": "{\"status\":\"ready\"}"
+          },
+          "503": {
+            "description": "{\"status\":\"unavailable\",\"database\":\"unreachable\"}; the reason is logged, not sent"
+          }
+        }
+      }
+    },
+    "/metrics": {
+      "get": {
+        "summary": "Metrics in Prometheus' text format",
+        "description": "keyvault_http_requests_total{method,route,status}, keyvault_http_request_duration_seconds{method,route} (a histogram), keyvault_http_requests_in_flight, keyvault_refusals_total{code} (the wire error code), keyvault_database_ready (the last readiness check), keyvault_database_pool_max_connections{backend} (PostgreSQL). A route is its template (/v1/accounts/{account}/chain), never a path with an id in it; an unknown route is NotFound.",
+        "responses": {
+          "200": {
+            "description": "text/plain; version=0.0.4",
+            "content": {
+              "text/plain": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
           }
         }
       }

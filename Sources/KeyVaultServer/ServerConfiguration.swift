@@ -29,6 +29,10 @@ public struct ServerConfiguration: Sendable {
     /// The secret replicas share (``ServerSecret``): 64 hex digits, mode 0600, made on
     /// first start when missing. Unset: one of this process alone.
     public var secretFile: String?
+    /// HTTPS: a PEM file with the server's certificate (then its intermediates), and a
+    /// PEM file with its private key. Both or neither; neither serves plain HTTP.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
 
     public init() {}
 
@@ -44,6 +48,8 @@ public struct ServerConfiguration: Sendable {
         ("KEYVAULT_LOG_LEVEL", "trace, debug, info, notice, warning, error or critical (default info)"),
         ("KEYVAULT_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed (default none)"),
         ("KEYVAULT_SECRET_FILE", "the secret every replica shares (64 hex digits, mode 0600; made on first start when missing). Unset: sessions end with the process"),
+        ("KEYVAULT_TLS_CERT", "PEM certificate chain for HTTPS (with KEYVAULT_TLS_KEY; default none: plain HTTP)"),
+        ("KEYVAULT_TLS_KEY", "PEM private key for HTTPS, readable by the service's user only (mode 0600 or 0640)"),
     ]
 
     /// Applies `KEYVAULT_*` variables from `environment`.
@@ -66,6 +72,8 @@ public struct ServerConfiguration: Sendable {
             trustedProxies = try IPNetwork.list(value, setting: "KEYVAULT_TRUSTED_PROXIES")
         }
         if let value = environment["KEYVAULT_SECRET_FILE"] { secretFile = value }
+        if let value = environment["KEYVAULT_TLS_CERT"] { tlsCertificatePath = value }
+        if let value = environment["KEYVAULT_TLS_KEY"] { tlsKeyPath = value }
     }
 
     /// The secret of ``secretFile`` (read, or made there), or one of this process alone.
@@ -107,6 +115,7 @@ public struct ServerConfiguration: Sendable {
                 throw ConfigurationError("the database directory \(directory) does not exist")
             }
         }
+        try validateTLSFiles()
     }
 
     /// The database the setting names: a PostgreSQL URL, else a SQLite file.

@@ -6,19 +6,32 @@ import Logging
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the KeyVault service (HTTP, embedded SQLite or PostgreSQL).",
+        abstract: "Run the KeyVault service (HTTP or HTTPS, embedded SQLite or PostgreSQL).",
+        usage: """
+            keyctl serve [--host <host>] [--port <port>] [--database <path-or-url>] [--tls-cert <file> --tls-key <file>] [<options>]
+              keyctl serve [--database <path>] backup --to <file>
+            """,
         discussion: """
             The service stores each account's chain, key boxes, wrapped keys and
             encrypted attachments, and can open none of them. With no options it
             listens on 127.0.0.1:8080 and keeps its database in ./keyvault.sqlite.
 
+            HTTPS: give --tls-cert and --tls-key (PEM files; the key readable by the
+            service's user only, mode 0600, or 0640 for a group such as ssl-cert).
+            GET /health/live answers while the process runs, GET /health/ready when
+            the database answers too (else 503), GET /metrics in Prometheus' format.
+            `keyctl serve backup --to FILE` copies a SQLite database while it serves.
+            docs/operations.md: every setting, backups, systemd, nginx, replicas.
+
             Settings also come from the environment (options win):
             \(ServerConfiguration.environmentVariables.map { "  \($0.name): \($0.help)" }.joined(separator: "\n"))
 
-            Once listening it prints one line, "keyctl: serving on http://HOST:PORT".
+            Once listening it prints one line, "keyctl: serving on http://HOST:PORT"
+            (https:// with TLS).
             Ctrl-C (SIGINT) or SIGTERM stop it gracefully: requests in flight finish
             and the database is closed cleanly.
-            """)
+            """,
+        subcommands: [Backup.self])
 
     @Option(help: "Address to listen on.")
     var host: String?
@@ -45,6 +58,15 @@ struct Serve: AsyncParsableCommand {
                                valueName: "file"))
     var secretFile: String?
 
+    @Option(name: .customLong("tls-cert"),
+            help: ArgumentHelp("Serve HTTPS with this PEM certificate (then its intermediates); needs --tls-key.", valueName: "file"))
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"),
+            help: ArgumentHelp("The certificate's PEM private key, unencrypted, not readable by other users (0600 or 0640).",
+                               valueName: "file"))
+    var tlsKey: String?
+
     func run() async throws {
         let console = KeyctlMain.console
         var configuration = ServerConfiguration()
@@ -59,6 +81,8 @@ struct Serve: AsyncParsableCommand {
             if !trustedProxies.isEmpty {
                 configuration.trustedProxies = try trustedProxies.flatMap { try IPNetwork.list($0, setting: "--trusted-proxy") }
             }
+            if let tlsCertificate { configuration.tlsCertificatePath = tlsCertificate }
+            if let tlsKey { configuration.tlsKeyPath = tlsKey }
             try configuration.validate()
         } catch let error as ConfigurationError {
             throw KeyctlError(.invalidInput, "bad configuration: \(error.message)",
@@ -67,10 +91,11 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "keyvault") { JSONLogHandler(label: $0) }
         logger.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
         let host = configuration.host
+        let scheme = configuration.servesTLS ? "https" : "http"
         let path = (try? configuration.databaseLocation().description) ?? ""  // never the password
         do {
             try await runServer(configuration, logger: logger) { port in
-                console.write("keyctl: serving on http://\(host):\(port) (database \(path))\n")
+                console.write("keyctl: serving on \(scheme)://\(host):\(port) (database \(path))\n")
             }
         } catch StartError.configuration(let message) {
             throw KeyctlError(.invalidInput, "bad configuration: \(message)",
@@ -80,6 +105,46 @@ struct Serve: AsyncParsableCommand {
             throw KeyctlError(.io, "cannot open the database \(path) (--database or KEYVAULT_DATABASE): \(reason)",
                               hint: postgres ? "check that PostgreSQL runs there and that the user, its password and the database are right"
                                              : "check that the directory exists and is writable")
+        }
+    }
+}
+
+extension Serve {
+    struct Backup: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy the service's SQLite database, consistently, while it serves.",
+            usage: "keyctl serve [--database <path>] backup --to <file>",
+            discussion: """
+                SQLite's online backup copies one consistent snapshot of the database
+                (every commit made before it began), whether or not a service is running
+                on it. The copy is written beside FILE under another name (mode 0600),
+                checked, then renamed to FILE, which must not exist yet. Start a service
+                from it with `keyctl serve --database FILE`.
+
+                The database is serve's --database (before or after `backup`), else
+                KEYVAULT_DATABASE, else ./keyvault.sqlite. A PostgreSQL database is
+                backed up with pg_dump: docs/operations.md.
+                """)
+
+        /// `--database` is serve's own option (given before or after `backup`).
+        @ParentCommand var serve: Serve
+
+        @Option(name: .customLong("to"), help: ArgumentHelp("Where to write the copy: a file that does not exist yet.", valueName: "file"))
+        var destination: String
+
+        func run() throws {
+            var configuration = ServerConfiguration()
+            if let value = ProcessInfo.processInfo.environment["KEYVAULT_DATABASE"] { configuration.databasePath = value }
+            if let database = serve.database { configuration.databasePath = database }
+            do {
+                try backupDatabase(configuration, to: destination)
+            } catch BackupRefusal.configuration(let message) {
+                throw KeyctlError(.invalidInput, "cannot back up: \(message)", hint: "see `keyctl serve backup --help`", exitCode: .usage)
+            } catch BackupRefusal.failed(let message) {
+                throw KeyctlError(.io, "the backup failed: \(message)",
+                                  hint: "nothing was written at \(destination); check the paths and free space, then run it again")
+            }
+            KeyctlMain.console.write("keyctl: copied \(configuration.databasePath) to \(destination)\n")
         }
     }
 }

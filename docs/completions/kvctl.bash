@@ -188,7 +188,7 @@ _kvctl_init() {
     repeating_flags=()
     non_repeating_flags=(--yes --passphrase --json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--server --name --recovery-file --kdf --home)
+    non_repeating_options=(--server --name --recovery-file --kdf --home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -208,6 +208,9 @@ _kvctl_init() {
     '--home')
         return
         ;;
+    '--ca-cert')
+        return
+        ;;
     esac
 }
 
@@ -215,12 +218,15 @@ _kvctl_status() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home)
+    non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -253,7 +259,7 @@ _kvctl_device_enroll() {
     repeating_flags=()
     non_repeating_flags=(--passphrase --json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--server --account --name --home)
+    non_repeating_options=(--server --account --name --home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -268,6 +274,9 @@ _kvctl_device_enroll() {
         return
         ;;
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -277,7 +286,7 @@ _kvctl_device_link() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --passphrase --version -h --help)
     repeating_options=()
-    non_repeating_options=(--server --account --name --home --poll)
+    non_repeating_options=(--server --account --name --home --ca-cert --poll)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -292,6 +301,9 @@ _kvctl_device_link() {
         return
         ;;
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     '--poll')
@@ -304,7 +316,7 @@ _kvctl_device_approve() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--poll --home)
+    non_repeating_options=(--poll --home --ca-cert)
     __kvctl_offer_flags_options 1
 
     # Offer option value completions
@@ -315,6 +327,9 @@ _kvctl_device_approve() {
     '--home')
         return
         ;;
+    '--ca-cert')
+        return
+        ;;
     esac
 }
 
@@ -322,12 +337,15 @@ _kvctl_device_list() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home)
+    non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -337,7 +355,7 @@ _kvctl_device_revoke() {
     repeating_flags=()
     non_repeating_flags=(--yes --json --insecure-http --version -h --help)
     repeating_options=(--keep)
-    non_repeating_options=(--recovery-file --kdf --home)
+    non_repeating_options=(--recovery-file --kdf --home --ca-cert)
     __kvctl_offer_flags_options 1
 
     # Offer option value completions
@@ -352,6 +370,9 @@ _kvctl_device_revoke() {
         return
         ;;
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -384,12 +405,15 @@ _kvctl_member_add() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home)
+    non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -399,12 +423,15 @@ _kvctl_member_list() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home)
+    non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -414,12 +441,15 @@ _kvctl_member_rotate() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home)
+    non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -452,12 +482,15 @@ _kvctl_master_rotate() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home)
+    non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -543,7 +576,7 @@ _kvctl_recovery_rotate() {
     repeating_flags=()
     non_repeating_flags=(--yes --json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--recovery-file --kdf --home)
+    non_repeating_options=(--recovery-file --kdf --home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -555,6 +588,9 @@ _kvctl_recovery_rotate() {
         return
         ;;
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -587,7 +623,7 @@ _kvctl_attachment_address() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--member --home)
+    non_repeating_options=(--member --home --ca-cert)
     __kvctl_offer_flags_options 1
 
     # Offer option value completions
@@ -596,6 +632,9 @@ _kvctl_attachment_address() {
         return
         ;;
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -605,7 +644,7 @@ _kvctl_attachment_put() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--member --home)
+    non_repeating_options=(--member --home --ca-cert)
     __kvctl_offer_flags_options 1
 
     # Offer option value completions
@@ -616,6 +655,9 @@ _kvctl_attachment_put() {
     '--home')
         return
         ;;
+    '--ca-cert')
+        return
+        ;;
     esac
 }
 
@@ -623,7 +665,7 @@ _kvctl_attachment_get() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--member --output -o --home)
+    non_repeating_options=(--member --output -o --home --ca-cert)
     __kvctl_offer_flags_options 1
 
     # Offer option value completions
@@ -637,6 +679,9 @@ _kvctl_attachment_get() {
     '--home')
         return
         ;;
+    '--ca-cert')
+        return
+        ;;
     esac
 }
 
@@ -644,7 +689,7 @@ _kvctl_attachment_list() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--member --home)
+    non_repeating_options=(--member --home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -653,6 +698,9 @@ _kvctl_attachment_list() {
         return
         ;;
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -662,7 +710,7 @@ _kvctl_attachment_rewrap() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--member --home)
+    non_repeating_options=(--member --home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -673,6 +721,9 @@ _kvctl_attachment_rewrap() {
     '--home')
         return
         ;;
+    '--ca-cert')
+        return
+        ;;
     esac
 }
 
@@ -680,12 +731,15 @@ _kvctl_audit() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home)
+    non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -718,12 +772,15 @@ _kvctl_account_delete() {
     repeating_flags=()
     non_repeating_flags=(--yes --json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home)
+    non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--home')
+        return
+        ;;
+    '--ca-cert')
         return
         ;;
     esac
@@ -771,7 +828,7 @@ _kvctl_serve() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=(--trusted-proxy)
-    non_repeating_options=(--host --port --database --max-attachment-bytes --log-level --secret-file)
+    non_repeating_options=(--host --port --database --max-attachment-bytes --log-level --secret-file --tls-cert --tls-key)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -795,6 +852,42 @@ _kvctl_serve() {
         return
         ;;
     '--secret-file')
+        return
+        ;;
+    '--tls-cert')
+        return
+        ;;
+    '--tls-key')
+        return
+        ;;
+    esac
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    backup)
+        # Offer subcommand argument completions
+        "_kvctl_serve_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'backup' -- "${cur}"))
+        ;;
+    esac
+}
+
+_kvctl_serve_backup() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--to)
+    __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--to')
         return
         ;;
     esac

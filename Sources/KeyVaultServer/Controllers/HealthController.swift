@@ -1,14 +1,47 @@
 import Hummingbird
+import KeyVaultModel
+import KeyVaultStore
+import Logging
 
-/// The routes about the service itself: health and its API description.
+/// The routes about the service itself: health, readiness, metrics and its API description.
 struct HealthController: Sendable {
+    let database: any KeyVaultRepository
+    let metrics: ServiceMetrics
+    /// How long a readiness check waits for the database.
+    var readinessTimeout: Duration = .seconds(3)
+
     func addRoutes(to routes: RouteBuilder) {
         routes.open(.get, "/health", use: health)
+        routes.open(.get, "/health/live", use: health)
+        routes.open(.get, "/health/ready", use: ready)
+        routes.open(.get, "/metrics", use: exposition)
         routes.open(.get, "/openapi.json", use: openAPI)
     }
 
+    /// The process answers: nothing else is checked (a liveness probe must not fail
+    /// because the database is away, or the orchestrator restarts a healthy process).
     @Sendable func health(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
         try .json(["status": "ok"])
+    }
+
+    /// The database answers a read within ``readinessTimeout``: 200, else 503 (the
+    /// reason goes to the log, not to the caller).
+    @Sendable func ready(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+        do {
+            try await checkDatabase()
+            metrics.databaseReady(true)
+            return try .json(["status": "ready"])
+        } catch {
+            metrics.databaseReady(false)
+            context.logger.warning("not ready: the database does not answer", metadata: ["reason": .string(Self.describe(error))])
+            return try .json(["status": "unavailable", "database": "unreachable"], status: .serviceUnavailable)
+        }
+    }
+
+    /// Prometheus' text format.
+    @Sendable func exposition(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
     }
 
     /// Compiled into the binary: a resource bundle would be missing beside an installed
@@ -16,4 +49,26 @@ struct HealthController: Sendable {
     @Sendable func openAPI(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
         Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
     }
+
+    /// A point read of a device that cannot exist: a real query on either backend, cheap,
+    /// and it reads no account. A pool that cannot connect would wait; the timeout ends it.
+    private func checkDatabase() async throws {
+        let database = database
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { _ = try await database.device(DeviceID(unchecked: "readiness-probe")) }
+            group.addTask {
+                try await Task.sleep(for: readinessTimeout)
+                throw ReadinessTimeout()
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    private struct ReadinessTimeout: Error, CustomStringConvertible {
+        var description: String { "no answer in time" }
+    }
+
+    /// GRDB's and postgres-nio's descriptions quote no statement arguments.
+    private static func describe(_ error: any Error) -> String { String(describing: error) }
 }

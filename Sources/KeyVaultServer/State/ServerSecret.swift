@@ -88,7 +88,7 @@ public struct ServerSecret: Sendable {
         var template = Array((path + ".XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600, a name of its own
         guard fd >= 0 else { throw ConfigurationError("cannot create the secret file \(path): \(String(cString: strerror(errno)))") }
-        let aside = String(cString: template)
+        let aside = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         defer { unlink(aside) }
         var raw = SystemRandom.bytes(count: 32)
         let digits = Array("0123456789abcdef".utf8)
