@@ -77,6 +77,11 @@ class SignRequest(requests.auth.AuthBase):
         for name in ("KeyVault-Session", "KeyVault-MAC"):
             request.headers.pop(name, None)
         url = urlsplit(request.url)
+        if request.method.upper() == "DELETE" and url.path.rstrip("/") == f"/v1/accounts/{ACCOUNT}":
+            # The stateful phase can find the test account's id in an answer and delete
+            # it, which would end the run's device: that request goes unsigned (401).
+            del request.headers["KeyVault-Signature"]
+            return request
         body = request.body or b""
         if isinstance(body, str):
             body = body.encode()
@@ -90,10 +95,11 @@ class SignRequest(requests.auth.AuthBase):
         return request
 
 
-@schemathesis.auth()
+@schemathesis.auth(refresh_interval=None)  # get() answers per operation: nothing to cache
 class DeviceSignature:
     def get(self, case, ctx):
-        return DEVICE
+        # Only the routes the description says are signed: the others stay as a stranger sends them.
+        return DEVICE if case.operation.definition.raw.get("security") else None
 
     def set(self, case, data, ctx):
         case.headers = dict(case.headers or {})
@@ -114,10 +120,28 @@ class DeviceSignature:
             parameters["address"] = ADDRESS_STORED
 
 
+def device_id(signing_key: bytes) -> str:
+    """docs/formats/account-chain.md: the first 16 bytes of SHA-256 over the domain and the key."""
+    return hashlib.sha256(b"keyvault/v1/device-id\x00" + signing_key).digest()[:16].hex()
+
+
 @schemathesis.hook
 def before_call(context, case, kwargs):
     if (case.headers or {}).get("KeyVault-Signature") == PLACEHOLDER:
         kwargs["auth"] = SignRequest()
+    elif isinstance(case.path_parameters, dict) and HEX32.match(str(case.path_parameters.get("account", ""))):
+        # Open routes of the test account (its recovery slot, challenges, link requests)
+        # answer more than 404.
+        case.path_parameters["account"] = ACCOUNT
+    # A new device's link request names its id, derived from its signing key, which
+    # no schema can say: a well-formed body gets a real key and its id, so that the
+    # server's answer to a valid request (201, or 429 past five) is what is tested.
+    body = case.body
+    if (case.method.upper() == "POST" and case.path == "/v1/accounts/{account}/link-requests" and isinstance(body, dict)
+            and re.match(r"^[0-9a-fA-F]{64}$", str(body.get("signingKey", ""))) and HEX32.match(str(body.get("device", "")))):
+        key = SigningKey.generate().verify_key.encode()
+        body["signingKey"] = key.hex()
+        body["device"] = device_id(key)
 
 
 @schemathesis.hook
@@ -125,6 +149,39 @@ def after_call(context, case, response):
     request_headers = response.request.headers
     if request_headers.get("KeyVault-Signature") not in (None, PLACEHOLDER):
         TALLY[str(response.status_code)] += 1
+        if response.status_code == 401:
+            try:
+                TALLY["401 " + json.loads(response.content)["error"]["code"]] += 1
+            except (ValueError, KeyError, TypeError):
+                pass
+
+
+# A schema-valid request that the server refuses (ST202) is a failure of the
+# description, unless what it failed is a check no JSON Schema can state: a signature
+# or a key derived from another field, a chain position, a binary framing, a
+# commitment. The server names those with their own codes (docs/api.md), and only
+# they are forgiven; `bad_request` (a shape the description should have refused)
+# is not. Each forgiven refusal is counted and printed, so a run shows what it did
+# not hold against the server.
+CONTENT_CHECKS = {
+    "malformed_link", "malformed_attachment", "box_position", "wrong_generation", "unknown_signer",
+    "unknown_recipient", "unknown_member", "no_such_device", "already_revoked", "last_device", "bad_reveal",
+}
+FORGIVEN: Counter[str] = Counter()
+
+
+@schemathesis.hook
+def filter_failure(context, failure, case, response):
+    if getattr(failure, "code", None) != "ST202" or response.status_code != 400:
+        return True
+    try:
+        error = json.loads(response.content)["error"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    if error.get("code") in CONTENT_CHECKS:
+        FORGIVEN[f"{case.method.upper()} {case.path}: {error['code']}"] += 1
+        return False
+    return True
 
 
 @atexit.register
@@ -132,4 +189,4 @@ def _write_tally() -> None:
     path = os.environ.get("KEYVAULT_CONFORMANCE_TALLY")
     if path:
         with open(path, "w", encoding="utf-8") as file:
-            json.dump(dict(TALLY), file, sort_keys=True)
+            json.dump({"signed": dict(TALLY), "forgiven": dict(FORGIVEN)}, file, sort_keys=True)

@@ -15,7 +15,22 @@ enum OpenAPIDocument {
         "summary": "Liveness",
         "responses": {
           "200": {
-            "description": "{\"status\":\"ok\"}"
+            "description": "{\"status\":\"ok\"}",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "status"
+                  ],
+                  "properties": {
+                    "status": {
+                      "const": "ok"
+                    }
+                  }
+                }
+              }
+            }
           }
         }
       }
@@ -52,9 +67,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
             "$ref": "#/components/responses/Error"
           },
           "409": {
@@ -106,9 +118,6 @@ enum OpenAPIDocument {
           "404": {
             "$ref": "#/components/responses/Error"
           },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
           "413": {
             "$ref": "#/components/responses/Error"
           }
@@ -141,7 +150,9 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "integer"
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 18446744073709551615
             }
           }
         ],
@@ -166,9 +177,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -199,7 +207,14 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "Appended"
+            "description": "Appended",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AppendResponse"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -256,7 +271,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "devices"
+                  ],
+                  "properties": {
+                    "devices": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/DeviceInfo"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -268,9 +301,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -305,7 +335,9 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "integer"
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 4294967295
             }
           },
           {
@@ -319,7 +351,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "boxes"
+                  ],
+                  "properties": {
+                    "boxes": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/KeyBox"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -331,9 +381,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -368,13 +415,31 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "string"
+              "$ref": "#/components/schemas/Id"
             }
           }
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "wraps"
+                  ],
+                  "properties": {
+                    "wraps": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/MemberWrap"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -386,9 +451,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -430,6 +492,9 @@ enum OpenAPIDocument {
               }
             }
           },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
           "404": {
             "$ref": "#/components/responses/Error"
           }
@@ -454,13 +519,33 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "integer"
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 18446744073709551615
             }
           }
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "entries"
+                  ],
+                  "properties": {
+                    "entries": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/AuditEntry"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -472,9 +557,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -516,7 +598,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "attachments"
+                  ],
+                  "properties": {
+                    "attachments": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/AttachmentInfo"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -528,9 +628,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -581,10 +678,24 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "Stored"
+            "description": "Stored",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AttachmentInfo"
+                }
+              }
+            }
           },
           "200": {
-            "description": "Already stored"
+            "description": "Already stored",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AttachmentInfo"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -675,9 +786,6 @@ enum OpenAPIDocument {
           "404": {
             "$ref": "#/components/responses/Error"
           },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
           "413": {
             "$ref": "#/components/responses/Error"
           }
@@ -708,24 +816,22 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RecoveryChallenge"
+                }
+              }
+            }
           },
           "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "401": {
             "$ref": "#/components/responses/Error"
           },
           "403": {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
-          "429": {
             "$ref": "#/components/responses/Error"
           }
         }
@@ -747,7 +853,14 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RecoverySession"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -761,7 +874,7 @@ enum OpenAPIDocument {
           "404": {
             "$ref": "#/components/responses/Error"
           },
-          "409": {
+          "413": {
             "$ref": "#/components/responses/Error"
           },
           "429": {
@@ -796,7 +909,14 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AppendResponse"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -813,7 +933,7 @@ enum OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -845,21 +965,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/LinkRequestInfo"
+                }
+              }
+            }
           },
           "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
             "$ref": "#/components/responses/Error"
           },
           "404": {
             "$ref": "#/components/responses/Error"
           },
           "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
             "$ref": "#/components/responses/Error"
           },
           "429": {
@@ -892,7 +1016,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "requests"
+                  ],
+                  "properties": {
+                    "requests": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/LinkRequestInfo"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -906,10 +1048,7 @@ enum OpenAPIDocument {
           "404": {
             "$ref": "#/components/responses/Error"
           },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -948,24 +1087,19 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/LinkRequestInfo"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
           },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
-          "429": {
             "$ref": "#/components/responses/Error"
           }
         }
@@ -1013,7 +1147,7 @@ enum OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1067,19 +1201,13 @@ enum OpenAPIDocument {
           "400": {
             "$ref": "#/components/responses/Error"
           },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
           "404": {
             "$ref": "#/components/responses/Error"
           },
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1120,7 +1248,14 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AppendResponse"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -1137,7 +1272,7 @@ enum OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1203,7 +1338,7 @@ enum OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1247,10 +1382,19 @@ enum OpenAPIDocument {
               }
             }
           },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
           "401": {
             "$ref": "#/components/responses/Error"
           },
           "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         }
@@ -1310,6 +1454,9 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1464,12 +1611,16 @@ enum OpenAPIDocument {
             "const": 1
           },
           "sequence": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 18446744073709551615
           },
           "previous": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32",
+            "description": "The hash of the link before (64 zeros before the genesis)"
           },
           "type": {
+            "type": "string",
             "enum": [
               "genesis",
               "device.add",
@@ -1481,22 +1632,29 @@ enum OpenAPIDocument {
             ]
           },
           "signer": {
-            "type": "string"
+            "$ref": "#/components/schemas/Signer"
           },
           "time": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": -9223372036854775808,
+            "maximum": 9223372036854775807
           },
           "body": {
             "type": "object",
+            "maxProperties": 32,
+            "propertyNames": {
+              "pattern": "^[A-Za-z][A-Za-z0-9]{0,63}$"
+            },
             "additionalProperties": {
-              "type": "string"
+              "type": "string",
+              "maxLength": 4096
             }
           },
           "signature": {
-            "type": "string",
-            "contentEncoding": "base64"
+            "$ref": "#/components/schemas/Signature"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "KeyBox": {
         "type": "object",
@@ -1510,27 +1668,35 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "generation": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
           },
           "sequence": {
             "type": "integer",
-            "description": "The chain link the box was made at (docs/formats/account-chain.md, Key boxes, version 2)."
+            "description": "The chain link the box was made at (docs/formats/account-chain.md, Key boxes, version 2).",
+            "minimum": 0,
+            "maximum": 18446744073709551615
           },
           "recipient": {
-            "type": "string"
+            "$ref": "#/components/schemas/Signer"
           },
           "box": {
             "type": "string",
-            "contentEncoding": "base64"
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 68,
+            "maxLength": 5460,
+            "description": "A libsodium sealed box (48 to 4096 bytes), standard base64"
           },
           "signer": {
-            "type": "string"
+            "$ref": "#/components/schemas/Signer"
           },
           "signature": {
-            "type": "string",
-            "contentEncoding": "base64"
+            "$ref": "#/components/schemas/Signature"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "MemberWrap": {
         "type": "object",
@@ -1542,19 +1708,27 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "member": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "memberGeneration": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
           },
           "masterGeneration": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
           },
           "envelope": {
             "type": "string",
-            "contentEncoding": "base64"
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 4,
+            "maxLength": 16384
           }
-        }
+        },
+        "additionalProperties": false
       },
       "RecoverySlot": {
         "type": "object",
@@ -1568,25 +1742,36 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "salt": {
-            "type": "string"
+            "type": "string",
+            "pattern": "^[0-9a-fA-F]{32}$",
+            "description": "16 bytes as 32 hex digits"
           },
           "iterations": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 2,
+            "maximum": 10
           },
           "memoryKiB": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 19456,
+            "maximum": 1048576
           },
           "authKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           },
           "boxKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           },
           "anchor": {
             "type": "string",
-            "contentEncoding": "base64"
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 88,
+            "maxLength": 16384,
+            "description": "An envelope (at least 62 bytes), standard base64"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "CreateAccountRequest": {
         "type": "object",
@@ -1605,9 +1790,11 @@ enum OpenAPIDocument {
             }
           },
           "recovery": {
-            "$ref": "#/components/schemas/RecoverySlot"
+            "type": "null",
+            "description": "Set the recovery code with a recovery.set link after creating the account"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "CreateAccountResponse": {
         "type": "object",
@@ -1617,19 +1804,17 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "account": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "head": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           }
         }
       },
       "AppendRequest": {
         "type": "object",
         "required": [
-          "link",
-          "boxes",
-          "wraps"
+          "link"
         ],
         "properties": {
           "link": {
@@ -1650,7 +1835,8 @@ enum OpenAPIDocument {
           "recovery": {
             "$ref": "#/components/schemas/RecoverySlot"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "ChainResponse": {
         "type": "object",
@@ -1661,7 +1847,7 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "account": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "links": {
             "type": "array",
@@ -1670,7 +1856,7 @@ enum OpenAPIDocument {
             }
           },
           "head": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           }
         }
       },
@@ -1682,13 +1868,15 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "challenge": {
-            "type": "string"
+            "type": "string",
+            "maxLength": 256,
+            "description": "As the challenge endpoint gave it (64 lowercase hex digits today; opaque)"
           },
           "signature": {
-            "type": "string",
-            "contentEncoding": "base64"
+            "$ref": "#/components/schemas/Signature"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "RecoveryEnrollRequest": {
         "type": "object",
@@ -1699,7 +1887,9 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "token": {
-            "type": "string"
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$",
+            "description": "From the recovery proof"
           },
           "link": {
             "$ref": "#/components/schemas/ChainLink"
@@ -1710,7 +1900,8 @@ enum OpenAPIDocument {
               "$ref": "#/components/schemas/KeyBox"
             }
           }
-        }
+        },
+        "additionalProperties": false
       },
       "LinkRequestCreate": {
         "type": "object",
@@ -1724,22 +1915,26 @@ enum OpenAPIDocument {
         "description": "A new device asks to join (docs/formats/device-link.md, version 2). commitment = SHA-256 over the account, device, keys, name and the new device's secret random value r_N.",
         "properties": {
           "device": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id",
+            "description": "Derived from signingKey (docs/formats/device-link.md)"
           },
           "name": {
-            "type": "string"
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 100
           },
           "signingKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           },
           "boxKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           },
           "commitment": {
-            "type": "string",
+            "$ref": "#/components/schemas/Key32",
             "description": "64 hex digits"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "SessionGrant": {
         "type": "object",
@@ -1750,7 +1945,7 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "session": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "key": {
             "type": "string",
@@ -1769,7 +1964,216 @@ enum OpenAPIDocument {
         "properties": {
           "nonce": {
             "type": "string",
-            "description": "32 random bytes as 64 hex digits"
+            "description": "32 random bytes as 64 hex digits",
+            "pattern": "^[0-9a-fA-F]{64}$"
+          }
+        },
+        "additionalProperties": false
+      },
+      "Id": {
+        "type": "string",
+        "pattern": "^[0-9a-f]{32}$",
+        "description": "An account, device or member id: 32 lowercase hex digits"
+      },
+      "Key32": {
+        "type": "string",
+        "pattern": "^[0-9a-fA-F]{64}$",
+        "description": "32 bytes as 64 hex digits (a public key, hash or random value)"
+      },
+      "Signer": {
+        "type": "string",
+        "pattern": "^([0-9a-f]{32}|recovery)$",
+        "description": "A device id, or recovery for the recovery key"
+      },
+      "Signature": {
+        "type": "string",
+        "contentEncoding": "base64",
+        "pattern": "^[A-Za-z0-9+/]{86}(==)?$",
+        "description": "A 64-byte Ed25519 signature, standard base64"
+      },
+      "DeviceInfo": {
+        "type": "object",
+        "required": [
+          "id",
+          "name",
+          "status",
+          "added"
+        ],
+        "properties": {
+          "id": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "name": {
+            "type": "string"
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "active",
+              "revoked"
+            ]
+          },
+          "added": {
+            "type": "integer"
+          },
+          "revoked": {
+            "type": "integer"
+          },
+          "lastSeen": {
+            "type": "integer"
+          }
+        }
+      },
+      "AttachmentInfo": {
+        "type": "object",
+        "required": [
+          "address",
+          "size",
+          "created"
+        ],
+        "properties": {
+          "address": {
+            "type": "string",
+            "pattern": "^ca1\\.[1-9][0-9]{0,9}\\.[0-9a-f]{64}$"
+          },
+          "size": {
+            "type": "integer"
+          },
+          "created": {
+            "type": "integer"
+          },
+          "existed": {
+            "type": "boolean"
+          }
+        }
+      },
+      "AuditEntry": {
+        "type": "object",
+        "required": [
+          "id",
+          "time",
+          "event"
+        ],
+        "properties": {
+          "id": {
+            "type": "integer"
+          },
+          "time": {
+            "type": "integer"
+          },
+          "event": {
+            "type": "string"
+          },
+          "device": {
+            "type": "string"
+          },
+          "detail": {
+            "type": "string"
+          }
+        }
+      },
+      "LinkRequestInfo": {
+        "type": "object",
+        "required": [
+          "code",
+          "status",
+          "expires",
+          "request"
+        ],
+        "properties": {
+          "code": {
+            "type": "string",
+            "pattern": "^[0-9A-HJKMNP-TV-Z]{10}$"
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "pending",
+              "approved",
+              "refused",
+              "expired"
+            ]
+          },
+          "expires": {
+            "type": "integer"
+          },
+          "request": {
+            "$ref": "#/components/schemas/LinkRequestCreate"
+          },
+          "approverNonce": {
+            "$ref": "#/components/schemas/Key32"
+          },
+          "deviceNonce": {
+            "$ref": "#/components/schemas/Key32"
+          },
+          "approver": {
+            "$ref": "#/components/schemas/Id"
+          }
+        }
+      },
+      "RecoveryChallenge": {
+        "type": "object",
+        "required": [
+          "challenge",
+          "expires"
+        ],
+        "properties": {
+          "challenge": {
+            "type": "string"
+          },
+          "expires": {
+            "type": "integer"
+          }
+        }
+      },
+      "RecoverySession": {
+        "type": "object",
+        "required": [
+          "token",
+          "expires",
+          "chain",
+          "boxes",
+          "wraps"
+        ],
+        "properties": {
+          "token": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$"
+          },
+          "expires": {
+            "type": "integer"
+          },
+          "chain": {
+            "$ref": "#/components/schemas/ChainResponse"
+          },
+          "boxes": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/KeyBox"
+            }
+          },
+          "wraps": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/MemberWrap"
+            }
+          }
+        }
+      },
+      "AppendResponse": {
+        "type": "object",
+        "required": [
+          "head",
+          "sequence"
+        ],
+        "properties": {
+          "head": {
+            "$ref": "#/components/schemas/Key32"
+          },
+          "sequence": {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "The new head's sequence number, as a decimal string"
           }
         }
       }
