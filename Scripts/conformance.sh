@@ -80,6 +80,9 @@ member=$("$keyctl" status --json | tail -n 1 | python3 -c 'import json, sys; pri
 export KEYVAULT_CONFORMANCE_HOME="$KEYCTL_HOME" KEYVAULT_CONFORMANCE_MEMBER="$member" KEYVAULT_CONFORMANCE_ADDRESS="$address"
 export KEYVAULT_CONFORMANCE_TALLY="$work/tally.json"
 export SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$root/Scripts/conformance${PYTHONPATH:+:$PYTHONPATH}"
+# And a pending device-link request on the account (a new device asking to join).
+KEYVAULT_CONFORMANCE_LINK_CODE=$("$venv/bin/python" -c 'import sys, hooks; print(hooks.create_link_request(sys.argv[1]))' "$url")
+export KEYVAULT_CONFORMANCE_LINK_CODE
 status=0
 # From the temporary directory: schemathesis writes its .schemathesis/ where it runs.
 (cd "$work" && "$venv/bin/schemathesis" run ${spec:+--url "$url"} "${spec:-$url/openapi.json}" \

@@ -50,6 +50,9 @@ _KEY = SigningKey(bytes.fromhex(_device["secrets"]["signingSeed"]))
 # A member and an attachment the script stored, so that their routes can answer 200.
 MEMBER = os.environ.get("KEYVAULT_CONFORMANCE_MEMBER", "")
 ADDRESS_STORED = os.environ.get("KEYVAULT_CONFORMANCE_ADDRESS", "")
+# A pending device-link request on the account, so that its routes answer more than 404.
+LINK_CODE = os.environ.get("KEYVAULT_CONFORMANCE_LINK_CODE", "")
+CODE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{10}$")
 
 TALLY: Counter[str] = Counter()
 
@@ -104,20 +107,26 @@ class DeviceSignature:
     def set(self, case, data, ctx):
         case.headers = dict(case.headers or {})
         case.headers["KeyVault-Signature"] = PLACEHOLDER
-        parameters = case.path_parameters
-        if not isinstance(parameters, dict):
-            return
         # Deleting the account would end the run's device: that one is signed for
         # whatever account was generated (a stranger's: 403 wrong_account).
-        deletes_account = case.method.upper() == "DELETE" and case.path == "/v1/accounts/{account}"
-        # Replace only values that already have the right form, so that cases made
-        # to be invalid stay invalid.
-        if not deletes_account and HEX32.match(str(parameters.get("account", ""))):
-            parameters["account"] = ACCOUNT
-        if MEMBER and HEX32.match(str(parameters.get("member", ""))):
-            parameters["member"] = MEMBER
-        if ADDRESS_STORED and ADDRESS.match(str(parameters.get("address", ""))) and case.method.upper() == "GET":
-            parameters["address"] = ADDRESS_STORED
+        if not (case.method.upper() == "DELETE" and case.path == "/v1/accounts/{account}"):
+            point_at_test_data(case)
+
+
+def point_at_test_data(case) -> None:
+    """Path parameters of the right form name the test account, member, attachment and
+    link request. Values of the wrong form stay, so that cases made to be invalid stay so."""
+    parameters = case.path_parameters
+    if not isinstance(parameters, dict):
+        return
+    if HEX32.match(str(parameters.get("account", ""))):
+        parameters["account"] = ACCOUNT
+    if MEMBER and HEX32.match(str(parameters.get("member", ""))):
+        parameters["member"] = MEMBER
+    if ADDRESS_STORED and ADDRESS.match(str(parameters.get("address", ""))) and case.method.upper() == "GET":
+        parameters["address"] = ADDRESS_STORED
+    if LINK_CODE and CODE.match(str(parameters.get("code", ""))):
+        parameters["code"] = LINK_CODE
 
 
 def device_id(signing_key: bytes) -> str:
@@ -125,23 +134,35 @@ def device_id(signing_key: bytes) -> str:
     return hashlib.sha256(b"keyvault/v1/device-id\x00" + signing_key).digest()[:16].hex()
 
 
+def new_device_fields() -> dict[str, str]:
+    """A new device's signing key and the id derived from it."""
+    key = SigningKey.generate().verify_key.encode()
+    return {"signingKey": key.hex(), "device": device_id(key)}
+
+
+def create_link_request(server: str) -> str:
+    """Asks to join the test account as a new device; returns the request's code."""
+    body = {**new_device_fields(), "name": "tablet", "boxKey": secrets.token_hex(32), "commitment": secrets.token_hex(32)}
+    response = requests.post(f"{server}/v1/accounts/{ACCOUNT}/link-requests", json=body, timeout=10)
+    response.raise_for_status()
+    return response.json()["code"]
+
+
 @schemathesis.hook
 def before_call(context, case, kwargs):
     if (case.headers or {}).get("KeyVault-Signature") == PLACEHOLDER:
         kwargs["auth"] = SignRequest()
-    elif isinstance(case.path_parameters, dict) and HEX32.match(str(case.path_parameters.get("account", ""))):
+    else:
         # Open routes of the test account (its recovery slot, challenges, link requests)
         # answer more than 404.
-        case.path_parameters["account"] = ACCOUNT
+        point_at_test_data(case)
     # A new device's link request names its id, derived from its signing key, which
     # no schema can say: a well-formed body gets a real key and its id, so that the
     # server's answer to a valid request (201, or 429 past five) is what is tested.
     body = case.body
     if (case.method.upper() == "POST" and case.path == "/v1/accounts/{account}/link-requests" and isinstance(body, dict)
             and re.match(r"^[0-9a-fA-F]{64}$", str(body.get("signingKey", ""))) and HEX32.match(str(body.get("device", "")))):
-        key = SigningKey.generate().verify_key.encode()
-        body["signingKey"] = key.hex()
-        body["device"] = device_id(key)
+        body.update(new_device_fields())
 
 
 @schemathesis.hook
