@@ -1648,7 +1648,8 @@ enum OpenAPIDocument {
             "additionalProperties": {
               "type": "string",
               "maxLength": 4096
-            }
+            },
+            "description": "The link type's fields (docs/formats/account-chain.md): at most 32, names of at most 64 characters, values of at most 16 KiB of UTF-8 (4096 characters always fit)"
           },
           "signature": {
             "$ref": "#/components/schemas/Signature"
