@@ -39,7 +39,9 @@ from nacl.signing import SigningKey
 
 PLACEHOLDER = "to-be-signed"
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
-ADDRESS = re.compile(r"^ca1\.[1-9][0-9]{0,9}\.[0-9a-f]{64}$")
+# openapi.json's content address: a UInt32 generation (1 to 4294967295) and 64 hex digits.
+ADDRESS = re.compile(r"^ca1\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}"
+                     r"|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\.[0-9a-f]{64}$")
 
 _home = os.environ["KEYVAULT_CONFORMANCE_HOME"]
 with open(os.path.join(_home, "device.json"), encoding="utf-8") as _file:
