@@ -81,7 +81,7 @@ export KEYVAULT_CONFORMANCE_HOME="$KEYCTL_HOME" KEYVAULT_CONFORMANCE_MEMBER="$me
 export KEYVAULT_CONFORMANCE_TALLY="$work/tally.json"
 export SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$root/Scripts/conformance${PYTHONPATH:+:$PYTHONPATH}"
 # And a pending device-link request on the account (a new device asking to join).
-KEYVAULT_CONFORMANCE_LINK_CODE=$("$venv/bin/python" -c 'import sys, hooks; print(hooks.create_link_request(sys.argv[1]))' "$url")
+KEYVAULT_CONFORMANCE_LINK_CODE=$(cd "$work" && "$venv/bin/python" -c 'import sys, hooks; print(hooks.create_link_request(sys.argv[1]))' "$url")
 export KEYVAULT_CONFORMANCE_LINK_CODE
 status=0
 # From the temporary directory: schemathesis writes its .schemathesis/ where it runs.
