@@ -15,7 +15,22 @@ enum OpenAPIDocument {
         "summary": "Liveness (the same as /health/live)",
         "responses": {
           "200": {
-            "description": "{\"status\":\"ok\"}"
+            "description": "{\"status\":\"ok\"}",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "status"
+                  ],
+                  "properties": {
+                    "status": {
+                      "const": "ok"
+                    }
+                  }
+                }
+              }
+            }
           }
         }
       }
@@ -95,9 +110,6 @@ enum OpenAPIDocument {
           "403": {
             "$ref": "#/components/responses/Error"
           },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
           "409": {
             "$ref": "#/components/responses/Error"
           },
@@ -147,9 +159,6 @@ enum OpenAPIDocument {
           "404": {
             "$ref": "#/components/responses/Error"
           },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
           "413": {
             "$ref": "#/components/responses/Error"
           }
@@ -182,7 +191,9 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "integer"
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 18446744073709551615
             }
           }
         ],
@@ -207,9 +218,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -240,7 +248,14 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "Appended"
+            "description": "Appended",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AppendResponse"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -297,7 +312,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "devices"
+                  ],
+                  "properties": {
+                    "devices": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/DeviceInfo"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -309,9 +342,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -346,7 +376,9 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "integer"
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 4294967295
             }
           },
           {
@@ -360,7 +392,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "boxes"
+                  ],
+                  "properties": {
+                    "boxes": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/KeyBox"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -372,9 +422,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -409,13 +456,31 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "string"
+              "$ref": "#/components/schemas/Id"
             }
           }
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "wraps"
+                  ],
+                  "properties": {
+                    "wraps": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/MemberWrap"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -427,9 +492,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -471,6 +533,9 @@ enum OpenAPIDocument {
               }
             }
           },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
           "404": {
             "$ref": "#/components/responses/Error"
           }
@@ -495,13 +560,33 @@ enum OpenAPIDocument {
             "in": "query",
             "required": false,
             "schema": {
-              "type": "integer"
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 18446744073709551615
             }
           }
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "entries"
+                  ],
+                  "properties": {
+                    "entries": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/AuditEntry"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -513,9 +598,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -557,7 +639,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "attachments"
+                  ],
+                  "properties": {
+                    "attachments": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/AttachmentInfo"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -569,9 +669,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -616,16 +713,30 @@ enum OpenAPIDocument {
             "required": true,
             "schema": {
               "type": "string",
-              "pattern": "^ca1\\.[1-9][0-9]{0,9}\\.[0-9a-f]{64}$"
+              "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
             }
           }
         ],
         "responses": {
           "201": {
-            "description": "Stored"
+            "description": "Stored",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AttachmentInfo"
+                }
+              }
+            }
           },
           "200": {
-            "description": "Already stored"
+            "description": "Already stored",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AttachmentInfo"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -693,7 +804,7 @@ enum OpenAPIDocument {
             "required": true,
             "schema": {
               "type": "string",
-              "pattern": "^ca1\\.[1-9][0-9]{0,9}\\.[0-9a-f]{64}$"
+              "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
             }
           }
         ],
@@ -714,9 +825,6 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
             "$ref": "#/components/responses/Error"
           },
           "413": {
@@ -749,24 +857,22 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RecoveryChallenge"
+                }
+              }
+            }
           },
           "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "401": {
             "$ref": "#/components/responses/Error"
           },
           "403": {
             "$ref": "#/components/responses/Error"
           },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
-          "429": {
             "$ref": "#/components/responses/Error"
           }
         }
@@ -788,7 +894,14 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RecoverySession"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -802,7 +915,7 @@ enum OpenAPIDocument {
           "404": {
             "$ref": "#/components/responses/Error"
           },
-          "409": {
+          "413": {
             "$ref": "#/components/responses/Error"
           },
           "429": {
@@ -837,7 +950,14 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AppendResponse"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -854,7 +974,7 @@ enum OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -886,21 +1006,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/LinkRequestInfo"
+                }
+              }
+            }
           },
           "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
             "$ref": "#/components/responses/Error"
           },
           "404": {
             "$ref": "#/components/responses/Error"
           },
           "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
             "$ref": "#/components/responses/Error"
           },
           "429": {
@@ -933,7 +1057,25 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "requests"
+                  ],
+                  "properties": {
+                    "requests": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/LinkRequestInfo"
+                      }
+                    }
+                  }
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -947,10 +1089,7 @@ enum OpenAPIDocument {
           "404": {
             "$ref": "#/components/responses/Error"
           },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -989,24 +1128,19 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/LinkRequestInfo"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
           },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
           "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
-          "429": {
             "$ref": "#/components/responses/Error"
           }
         }
@@ -1054,7 +1188,7 @@ enum OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1108,19 +1242,13 @@ enum OpenAPIDocument {
           "400": {
             "$ref": "#/components/responses/Error"
           },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
           "404": {
             "$ref": "#/components/responses/Error"
           },
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1161,7 +1289,14 @@ enum OpenAPIDocument {
         ],
         "responses": {
           "201": {
-            "description": "OK"
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AppendResponse"
+                }
+              }
+            }
           },
           "400": {
             "$ref": "#/components/responses/Error"
@@ -1178,7 +1313,7 @@ enum OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1244,7 +1379,7 @@ enum OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
-          "429": {
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1288,10 +1423,19 @@ enum OpenAPIDocument {
               }
             }
           },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
           "401": {
             "$ref": "#/components/responses/Error"
           },
           "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         }
@@ -1325,7 +1469,7 @@ enum OpenAPIDocument {
             "required": true,
             "schema": {
               "type": "string",
-              "pattern": "^ca1\\.[1-9][0-9]{0,9}\\.[0-9a-f]{64}$"
+              "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
             }
           }
         ],
@@ -1351,6 +1495,9 @@ enum OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
             "$ref": "#/components/responses/Error"
           }
         },
@@ -1390,7 +1537,7 @@ enum OpenAPIDocument {
             "required": true,
             "schema": {
               "type": "string",
-              "pattern": "^ca1\\.[1-9][0-9]{0,9}\\.[0-9a-f]{64}$"
+              "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
             }
           }
         ],
@@ -1505,12 +1652,16 @@ enum OpenAPIDocument {
             "const": 1
           },
           "sequence": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 18446744073709551615
           },
           "previous": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32",
+            "description": "The hash of the link before (64 zeros before the genesis)"
           },
           "type": {
+            "type": "string",
             "enum": [
               "genesis",
               "device.add",
@@ -1522,22 +1673,30 @@ enum OpenAPIDocument {
             ]
           },
           "signer": {
-            "type": "string"
+            "$ref": "#/components/schemas/Signer"
           },
           "time": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": -9223372036854775808,
+            "maximum": 9223372036854775807
           },
           "body": {
             "type": "object",
+            "maxProperties": 32,
+            "propertyNames": {
+              "pattern": "^[A-Za-z][A-Za-z0-9]{0,63}$"
+            },
             "additionalProperties": {
-              "type": "string"
-            }
+              "type": "string",
+              "maxLength": 4096
+            },
+            "description": "The link type's fields (docs/formats/account-chain.md): at most 32, names of at most 64 characters, values of at most 16 KiB of UTF-8 (4096 characters always fit)"
           },
           "signature": {
-            "type": "string",
-            "contentEncoding": "base64"
+            "$ref": "#/components/schemas/Signature"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "KeyBox": {
         "type": "object",
@@ -1551,27 +1710,35 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "generation": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
           },
           "sequence": {
             "type": "integer",
-            "description": "The chain link the box was made at (docs/formats/account-chain.md, Key boxes, version 2)."
+            "description": "The chain link the box was made at (docs/formats/account-chain.md, Key boxes, version 2).",
+            "minimum": 0,
+            "maximum": 18446744073709551615
           },
           "recipient": {
-            "type": "string"
+            "$ref": "#/components/schemas/Signer"
           },
           "box": {
             "type": "string",
-            "contentEncoding": "base64"
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 68,
+            "maxLength": 5460,
+            "description": "A libsodium sealed box (48 to 4096 bytes), standard base64"
           },
           "signer": {
-            "type": "string"
+            "$ref": "#/components/schemas/Signer"
           },
           "signature": {
-            "type": "string",
-            "contentEncoding": "base64"
+            "$ref": "#/components/schemas/Signature"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "MemberWrap": {
         "type": "object",
@@ -1583,19 +1750,27 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "member": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "memberGeneration": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
           },
           "masterGeneration": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
           },
           "envelope": {
             "type": "string",
-            "contentEncoding": "base64"
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 4,
+            "maxLength": 16384
           }
-        }
+        },
+        "additionalProperties": false
       },
       "RecoverySlot": {
         "type": "object",
@@ -1609,25 +1784,36 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "salt": {
-            "type": "string"
+            "type": "string",
+            "pattern": "^[0-9a-fA-F]{32}$",
+            "description": "16 bytes as 32 hex digits"
           },
           "iterations": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 2,
+            "maximum": 10
           },
           "memoryKiB": {
-            "type": "integer"
+            "type": "integer",
+            "minimum": 19456,
+            "maximum": 1048576
           },
           "authKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           },
           "boxKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           },
           "anchor": {
             "type": "string",
-            "contentEncoding": "base64"
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 88,
+            "maxLength": 16384,
+            "description": "An envelope (at least 62 bytes), standard base64"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "CreateAccountRequest": {
         "type": "object",
@@ -1646,9 +1832,11 @@ enum OpenAPIDocument {
             }
           },
           "recovery": {
-            "$ref": "#/components/schemas/RecoverySlot"
+            "type": "null",
+            "description": "Set the recovery code with a recovery.set link after creating the account"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "CreateAccountResponse": {
         "type": "object",
@@ -1658,19 +1846,17 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "account": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "head": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           }
         }
       },
       "AppendRequest": {
         "type": "object",
         "required": [
-          "link",
-          "boxes",
-          "wraps"
+          "link"
         ],
         "properties": {
           "link": {
@@ -1691,7 +1877,8 @@ enum OpenAPIDocument {
           "recovery": {
             "$ref": "#/components/schemas/RecoverySlot"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "ChainResponse": {
         "type": "object",
@@ -1702,7 +1889,7 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "account": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "links": {
             "type": "array",
@@ -1711,7 +1898,7 @@ enum OpenAPIDocument {
             }
           },
           "head": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           }
         }
       },
@@ -1723,13 +1910,15 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "challenge": {
-            "type": "string"
+            "type": "string",
+            "maxLength": 256,
+            "description": "As the challenge endpoint gave it (64 lowercase hex digits today; opaque)"
           },
           "signature": {
-            "type": "string",
-            "contentEncoding": "base64"
+            "$ref": "#/components/schemas/Signature"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "RecoveryEnrollRequest": {
         "type": "object",
@@ -1740,7 +1929,9 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "token": {
-            "type": "string"
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$",
+            "description": "From the recovery proof"
           },
           "link": {
             "$ref": "#/components/schemas/ChainLink"
@@ -1751,7 +1942,8 @@ enum OpenAPIDocument {
               "$ref": "#/components/schemas/KeyBox"
             }
           }
-        }
+        },
+        "additionalProperties": false
       },
       "LinkRequestCreate": {
         "type": "object",
@@ -1765,22 +1957,26 @@ enum OpenAPIDocument {
         "description": "A new device asks to join (docs/formats/device-link.md, version 2). commitment = SHA-256 over the account, device, keys, name and the new device's secret random value r_N.",
         "properties": {
           "device": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id",
+            "description": "Derived from signingKey (docs/formats/device-link.md)"
           },
           "name": {
-            "type": "string"
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 100
           },
           "signingKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           },
           "boxKey": {
-            "type": "string"
+            "$ref": "#/components/schemas/Key32"
           },
           "commitment": {
-            "type": "string",
+            "$ref": "#/components/schemas/Key32",
             "description": "64 hex digits"
           }
-        }
+        },
+        "additionalProperties": false
       },
       "SessionGrant": {
         "type": "object",
@@ -1791,7 +1987,7 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "session": {
-            "type": "string"
+            "$ref": "#/components/schemas/Id"
           },
           "key": {
             "type": "string",
@@ -1810,7 +2006,216 @@ enum OpenAPIDocument {
         "properties": {
           "nonce": {
             "type": "string",
-            "description": "32 random bytes as 64 hex digits"
+            "description": "32 random bytes as 64 hex digits",
+            "pattern": "^[0-9a-fA-F]{64}$"
+          }
+        },
+        "additionalProperties": false
+      },
+      "Id": {
+        "type": "string",
+        "pattern": "^[0-9a-f]{32}$",
+        "description": "An account, device or member id: 32 lowercase hex digits"
+      },
+      "Key32": {
+        "type": "string",
+        "pattern": "^[0-9a-fA-F]{64}$",
+        "description": "32 bytes as 64 hex digits (a public key, hash or random value)"
+      },
+      "Signer": {
+        "type": "string",
+        "pattern": "^([0-9a-f]{32}|recovery)$",
+        "description": "A device id, or recovery for the recovery key"
+      },
+      "Signature": {
+        "type": "string",
+        "contentEncoding": "base64",
+        "pattern": "^[A-Za-z0-9+/]{86}(==)?$",
+        "description": "A 64-byte Ed25519 signature, standard base64"
+      },
+      "DeviceInfo": {
+        "type": "object",
+        "required": [
+          "id",
+          "name",
+          "status",
+          "added"
+        ],
+        "properties": {
+          "id": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "name": {
+            "type": "string"
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "active",
+              "revoked"
+            ]
+          },
+          "added": {
+            "type": "integer"
+          },
+          "revoked": {
+            "type": "integer"
+          },
+          "lastSeen": {
+            "type": "integer"
+          }
+        }
+      },
+      "AttachmentInfo": {
+        "type": "object",
+        "required": [
+          "address",
+          "size",
+          "created"
+        ],
+        "properties": {
+          "address": {
+            "type": "string",
+            "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
+          },
+          "size": {
+            "type": "integer"
+          },
+          "created": {
+            "type": "integer"
+          },
+          "existed": {
+            "type": "boolean"
+          }
+        }
+      },
+      "AuditEntry": {
+        "type": "object",
+        "required": [
+          "id",
+          "time",
+          "event"
+        ],
+        "properties": {
+          "id": {
+            "type": "integer"
+          },
+          "time": {
+            "type": "integer"
+          },
+          "event": {
+            "type": "string"
+          },
+          "device": {
+            "type": "string"
+          },
+          "detail": {
+            "type": "string"
+          }
+        }
+      },
+      "LinkRequestInfo": {
+        "type": "object",
+        "required": [
+          "code",
+          "status",
+          "expires",
+          "request"
+        ],
+        "properties": {
+          "code": {
+            "type": "string",
+            "pattern": "^[0-9A-HJKMNP-TV-Z]{10}$"
+          },
+          "status": {
+            "type": "string",
+            "enum": [
+              "pending",
+              "approved",
+              "refused",
+              "expired"
+            ]
+          },
+          "expires": {
+            "type": "integer"
+          },
+          "request": {
+            "$ref": "#/components/schemas/LinkRequestCreate"
+          },
+          "approverNonce": {
+            "$ref": "#/components/schemas/Key32"
+          },
+          "deviceNonce": {
+            "$ref": "#/components/schemas/Key32"
+          },
+          "approver": {
+            "$ref": "#/components/schemas/Id"
+          }
+        }
+      },
+      "RecoveryChallenge": {
+        "type": "object",
+        "required": [
+          "challenge",
+          "expires"
+        ],
+        "properties": {
+          "challenge": {
+            "type": "string"
+          },
+          "expires": {
+            "type": "integer"
+          }
+        }
+      },
+      "RecoverySession": {
+        "type": "object",
+        "required": [
+          "token",
+          "expires",
+          "chain",
+          "boxes",
+          "wraps"
+        ],
+        "properties": {
+          "token": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$"
+          },
+          "expires": {
+            "type": "integer"
+          },
+          "chain": {
+            "$ref": "#/components/schemas/ChainResponse"
+          },
+          "boxes": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/KeyBox"
+            }
+          },
+          "wraps": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/MemberWrap"
+            }
+          }
+        }
+      },
+      "AppendResponse": {
+        "type": "object",
+        "required": [
+          "head",
+          "sequence"
+        ],
+        "properties": {
+          "head": {
+            "$ref": "#/components/schemas/Key32"
+          },
+          "sequence": {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "The new head's sequence number, as a decimal string"
           }
         }
       }
