@@ -1987,7 +1987,9 @@ enum OpenAPIDocument {
         ],
         "properties": {
           "session": {
-            "$ref": "#/components/schemas/Id"
+            "type": "string",
+            "pattern": "^[0-9a-f]{96}$",
+            "description": "tag, expiry, device and random part (docs/formats/request-signature.md, Sessions)"
           },
           "key": {
             "type": "string",
