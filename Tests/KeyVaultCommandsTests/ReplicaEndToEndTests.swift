@@ -1,7 +1,24 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import KeyVaultCrypto
+import KeyVaultModel
 import KeyVaultPostgres
+import KeyVaultProtocol
 import KeyVaultTestSupport
 import Testing
+
+/// Sends `method path` with `headers` to a replica; returns the status and body.
+private func send(_ replica: RunningServer, _ method: String, _ path: String, headers: [(String, String)],
+                  body: [UInt8] = []) async throws -> (Int, Data) {
+    var request = URLRequest(url: URL(string: replica.url + path)!)
+    request.httpMethod = method
+    request.httpBody = body.isEmpty ? nil : Data(body)
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    let (data, response) = try await URLSession.shared.data(for: request)
+    return ((response as! HTTPURLResponse).statusCode, data)
+}
 
 /// The PostgreSQL of this run (`bash Scripts/with-postgres.sh swift test`), if any.
 private let postgres: String? = {
@@ -17,7 +34,8 @@ private func databaseURL(_ url: String, named name: String) throws -> String {
 }
 
 /// Issue 10: three `keyctl serve` processes on one PostgreSQL, given one secret file,
-/// with devices spread across them: the story of the client end-to-end test, master
+/// with devices spread across them: a signed request replayed to another replica and a
+/// session opened on one and used on another, the story of the client end-to-end test, master
 /// rotations from devices on different replicas at once ending on one chain, a device
 /// revoked through one replica refused by another, and a replica killed with SIGKILL
 /// in the middle of a rotation leaving the account consistent (`keyctl audit` exit 0
@@ -38,6 +56,27 @@ func threeReplicasOnOnePostgreSQLServeOneAccountConsistently() async throws {
             #expect(result.code == 0, "keyctl \(arguments.joined(separator: " ")) as \(device): \(result.err)", sourceLocation: sourceLocation)
             return result.code == 0 ? try lastJSON(result.out) : [:]
         }
+
+        // A device of another account, by hand: a request signed for one replica and
+        // replayed to another is refused; a session opened on one is honoured by another.
+        let signing = Ed25519.PrivateKey(), boxKey = X25519.PrivateKey()
+        let genesis = ChainLink.genesis(signingKey: signing, boxKey: boxKey.publicKey, name: "probe", time: 1_700_000_000)
+        let probe = deviceID(for: signing.publicKey), chain = "/v1/accounts/\(genesis.accountID)/chain"
+        #expect(try await send(replicas[0], "POST", "/v1/accounts", headers: [("Content-Type", "application/json")],
+                               body: Array(JSONEncoder().encode(CreateAccountRequest(genesis: genesis, boxes: [], recovery: nil)))).0 == 201)
+        let signed = RequestSignature.headers(method: "GET", path: chain, query: "", body: [], device: probe, key: signing,
+                                              timestamp: Int64(Date().timeIntervalSince1970))
+        #expect(try await send(replicas[1], "GET", chain, headers: signed).0 == 200)
+        let replayed = try await send(replicas[2], "GET", chain, headers: signed)
+        #expect(replayed.0 == 401 && String(decoding: replayed.1, as: UTF8.self).contains("replayed_nonce"))
+        let sessions = "/v1/accounts/\(genesis.accountID)/sessions"
+        let opened = try await send(replicas[0], "POST", sessions, headers: RequestSignature.headers(
+            method: "POST", path: sessions, query: "", body: [], device: probe, key: signing, timestamp: Int64(Date().timeIntervalSince1970)))
+        let grant = try JSONDecoder().decode(SessionGrant.self, from: opened.1)
+        let macHeaders = try RequestMAC.headers(method: "GET", path: chain, query: "", body: [], session: grant.session,
+                                                key: try grant.key(using: boxKey), timestamp: Int64(Date().timeIntervalSince1970))
+        #expect(try await send(replicas[2], "GET", chain, headers: macHeaders).0 == 200)
+        #expect(try await send(replicas[1], "GET", chain, headers: macHeaders).0 == 401)  // and once only
 
         // The laptop talks to replica 0, the phone to 1, the tablet to 2.
         let account = try #require(try run(["init", "--server", replicas[0].url, "--name", "laptop", "--recovery-file", path("code"), "--yes"],
