@@ -65,9 +65,11 @@ for backend in SQLite PostgreSQL; do
   echo "setting up $accounts accounts on $backend…" >&2
   "$bin/keyvault-bench" server-setup "$database" "$accounts" "$work/all.json" all >&2
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); json.dump(d[:1000], open(sys.argv[2],'w'))" "$work/all.json" "$work/devices.json"
-  taskset -c 0 "$bin/keyctl" serve --port 18093 --database "$database" --log-level warning > "$work/serve.out" 2>&1 &
+  taskset -c 0 "$bin/keyctl" serve --port 18093 --database "$database" --secret-file "$work/secret" --log-level warning \
+    > "$work/serve.out" 2>&1 &
   server=$!
   for _ in $(seq 100); do grep -q serving "$work/serve.out" 2>/dev/null && break; sleep 0.2; done
+  kill -0 $server 2>/dev/null && grep -q serving "$work/serve.out" || { echo "keyctl serve did not start:" >&2; cat "$work/serve.out" >&2; exit 1; }
   "$bin/keyvault-bench" session-requests "$work/devices.json" $((duration * 40000)) http://127.0.0.1:18093 "$work/session.req"
   rows+=("$(wrk_run "$backend|session-MAC read of this device's key boxes" http://127.0.0.1:18093 "$work/session.req" $server)")
   "$bin/keyvault-bench" sign-requests "$work/all.json" $((accounts - 1)) append "$work/append.req"
@@ -95,7 +97,3 @@ for row in "${rows[@]}"; do
   echo "| $b | $l | $r | $p50 | $p99 | $bad | $us µs | $ps |"
 done
 echo "| PostgreSQL | pgbench -S (select-only), the ceiling | $tps | | | | | $pg_us µs |"
-trap - EXIT
-kill $(jobs -p) 2>/dev/null || true
-rm -rf "$work"
-exit 0

@@ -18,11 +18,11 @@ elif [ -x .build/release/keyctl ]; then keyctl=$PWD/.build/release/keyctl
 else swift build --product keyctl >&2; keyctl=$(swift build --show-bin-path)/keyctl; fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/keyvault-soak.XXXXXX")
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-port=$((20000 + RANDOM % 20000))
-"$keyctl" serve --port "$port" --database "$work/soak.sqlite" --log-level error > "$work/serve.out" 2>&1 &
+"$keyctl" serve --port 0 --database "$work/soak.sqlite" --log-level error > "$work/serve.out" 2>&1 &
 server=$!
 for _ in $(seq 100); do grep -q serving "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-url=http://127.0.0.1:$port
+kill -0 $server 2>/dev/null && grep -q serving "$work/serve.out" || { echo "soak: keyctl serve did not start:" >&2; cat "$work/serve.out" >&2; exit 1; }
+url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$work/serve.out" | head -n1)
 
 # Accounts: a laptop (init) and a phone (enrolled with the recovery code), one member each.
 for a in $(seq "$accounts"); do

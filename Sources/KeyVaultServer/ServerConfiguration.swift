@@ -105,10 +105,11 @@ public struct ServerConfiguration: Sendable {
         }
         // Replicas that drew secrets of their own would refuse each other's sessions and
         // challenges (and count the owner's proofs as failures): one file for all of them.
-        if try databaseLocation().isPostgres, secretFile == nil {
+        let location = try databaseLocation()
+        if location.isPostgres, secretFile == nil {
             throw ConfigurationError("a PostgreSQL database is for replicas, which share one secret: give each the same --secret-file (KEYVAULT_SECRET_FILE); it is made on the first start when missing")
         }
-        if case .sqlite(let path) = try databaseLocation() {
+        if case .sqlite(let path) = location {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {

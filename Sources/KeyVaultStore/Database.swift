@@ -11,6 +11,12 @@ import KeyVaultModel
 public struct KeyVaultDatabase: KeyVaultRepository {
     /// Internal (not private) only so that the concern files can use it.
     let writer: any DatabaseWriter
+    /// The point reads of the request path (a device, the boxes), which run
+    /// synchronously on the calling thread: a connection of their own, never one of
+    /// the pool's readers. Those are leased across suspensions by async reads; a
+    /// point read waiting for one on the thread such a read must resume on hung the
+    /// whole server (`manySignedRequestsAtOnceAreAllAnsweredByAFreshServer`).
+    let pointReader: any DatabaseReader
     private var syncChainWrites = true
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
@@ -27,7 +33,10 @@ public struct KeyVaultDatabase: KeyVaultRepository {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
-        var database = try KeyVaultDatabase(writer: pool)
+        var readOnly = Configuration()
+        readOnly.readonly = true
+        readOnly.busyMode = .timeout(5)
+        var database = try KeyVaultDatabase(writer: pool, pointReader: { try DatabaseQueue(path: path, configuration: readOnly) })
         database.syncChainWrites = syncChainWrites
         return database
     }
@@ -64,9 +73,11 @@ public struct KeyVaultDatabase: KeyVaultRepository {
         try KeyVaultDatabase(writer: DatabaseQueue())
     }
 
-    init(writer: any DatabaseWriter) throws {
+    /// - Parameter pointReader: made after the migrations; nil: the writer (a queue in memory).
+    init(writer: any DatabaseWriter, pointReader: (() throws -> any DatabaseReader)? = nil) throws {
         self.writer = writer
         try Self.migrator.migrate(writer)
+        self.pointReader = try pointReader?() ?? writer
     }
 
     package static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }

@@ -97,7 +97,7 @@ extension KeyVaultDatabase {
     /// The stored JSON of each box, as this server encoded it when the box was
     /// written: the hot read path splices it into the response without decoding.
     public func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) throws -> [Data] {
-        try writer.unsafeReentrantRead { db in  // one statement: atomic without a transaction
+        try pointReader.unsafeReentrantRead { db in  // one statement: atomic without a transaction
             var sql = "SELECT json FROM key_boxes WHERE account = ?"
             var arguments: StatementArguments = [account.rawValue]
             if let recipient { sql += " AND recipient = ?"; arguments += [recipient] }

@@ -9,7 +9,7 @@ extension KeyVaultDatabase {
     /// SQLite answers in microseconds), one statement (atomic by itself, so no
     /// wrapping transaction), a cached prepared statement.
     public func device(_ id: DeviceID) throws -> StoredDevice? {
-        try writer.unsafeReentrantRead { db in
+        try pointReader.unsafeReentrantRead { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?"), arguments: [id.rawValue]).map(Self.device)
         }
     }

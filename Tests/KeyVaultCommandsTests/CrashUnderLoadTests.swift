@@ -88,7 +88,7 @@ func aServerKilledAtRandomUnderLoadLeavesEveryAccountConsistent() async throws {
             _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("out-\(device)")], device)
         }
     }
-    // The figures of this run (docs/crash-test.md has the long mode's).
+    // The figures of this run (docs/evidence.md has the long mode's).
     print("crash test: \(rounds) rounds, killed while busy \(killedWhileBusy) times, \(listed.count) attachments, \(active.count) active devices")
     #expect(server.stop() == 0)
 }

@@ -50,14 +50,14 @@ import Testing
     #expect(try await store.rowCount(of: "used_once") == 0)
     let challenge = try gate.issueChallenge(for: account).challenge
     #expect(challenge.count == 64)
-    #expect(gate.isOpen(challenge: challenge, for: other) == false)  // bound to its account
+    #expect(gate.wasIssued(challenge: challenge, for: other) == false)  // bound to its account
     var forged = Array(challenge)
     forged[0] = forged[0] == "0" ? "1" : "0"  // a later expiry, say
-    #expect(gate.isOpen(challenge: String(forged), for: account) == false)
-    #expect(gate.isOpen(challenge: challenge.uppercased(), for: account) == false)
-    #expect(gate.isOpen(challenge: "zz", for: account) == false)
-    #expect(try RecoveryGate(database: store, secret: .ephemeral()).isOpen(challenge: challenge, for: account) == false)  // another secret
-    #expect(gate.isOpen(challenge: challenge, for: account))
+    #expect(gate.wasIssued(challenge: String(forged), for: account) == false)
+    #expect(gate.wasIssued(challenge: challenge.uppercased(), for: account) == false)
+    #expect(gate.wasIssued(challenge: "zz", for: account) == false)
+    #expect(try RecoveryGate(database: store, secret: .ephemeral()).wasIssued(challenge: challenge, for: account) == false)  // another secret
+    #expect(gate.wasIssued(challenge: challenge, for: account))
     #expect(try await gate.close(challenge: challenge, for: other) == false)
     #expect(try await gate.close(challenge: challenge, for: account))
     #expect(try await gate.close(challenge: challenge, for: account) == false)  // single use

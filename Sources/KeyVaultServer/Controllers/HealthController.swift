@@ -8,7 +8,7 @@ struct HealthController: Sendable {
     let database: any KeyVaultRepository
     let metrics: ServiceMetrics
     /// How long a readiness check waits for the database.
-    var readinessTimeout: Duration = .seconds(3)
+    static let readinessTimeout: Duration = .seconds(3)
 
     func addRoutes(to routes: RouteBuilder) {
         routes.open(.get, "/health", use: health)
@@ -57,7 +57,7 @@ struct HealthController: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { _ = try await database.device(DeviceID(unchecked: "readiness-probe")) }
             group.addTask {
-                try await Task.sleep(for: readinessTimeout)
+                try await Task.sleep(for: Self.readinessTimeout)
                 throw ReadinessTimeout()
             }
             defer { group.cancelAll() }

@@ -43,7 +43,7 @@ struct RecoveryController: Sendable {
         let gate = service.recoveryGate, database = service.database
         // A challenge this service did not issue for this account (or one expired) cannot
         // make any proof pass: refused without counting, so it costs nothing.
-        guard gate.isOpen(challenge: proof.challenge, for: account) else {
+        guard gate.wasIssued(challenge: proof.challenge, for: account) else {
             throw APIError(.badRecoveryProof, "the recovery proof does not answer a challenge issued for this account in the last \(RecoveryGate.challengeLifetime) seconds; ask for a new one")
         }
         let signature = base64Decode(proof.signature) ?? []

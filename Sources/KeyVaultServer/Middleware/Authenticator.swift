@@ -26,9 +26,6 @@ struct Authenticator: Sendable {
     let nonces: NonceLedger
     let devices = DeviceCache()
     let sessions: Sessions
-    /// Whether a session outlives this process (the secret came from a file, and other
-    /// replicas or a restart know it): then the nonces of session requests are stored.
-    let sessionsOutliveProcess: Bool
     let refusals = RefusalLog()
     let window: Int64
     /// Test hook: runs before the last-seen update, to widen the window in which a
@@ -84,7 +81,7 @@ struct Authenticator: Sendable {
             throw ProtocolError(.badSignature, "the request MAC does not verify")
         }
         // Sessions of a secret of this process alone end with it, and so may their nonces.
-        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: sessionsOutliveProcess)
+        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: sessions.outliveProcess)
     }
 
     /// The device, if it is enrolled in `account`.

@@ -48,8 +48,8 @@ struct RecoveryGate: Sendable {
     }
 
     /// Whether `challenge` was issued for `account` with this secret and is unexpired
-    /// (answered or not: ``close(challenge:for:)`` says).
-    func isOpen(challenge: String, for account: AccountID) -> Bool {
+    /// (whether it was answered already, ``close(challenge:for:)`` says).
+    func wasIssued(challenge: String, for account: AccountID) -> Bool {
         challenges.expiry(of: challenge, for: account, now: Self.now()) != nil
     }
 

@@ -19,7 +19,7 @@ struct ServiceState: Sendable {
         self.configuration = configuration
         self.database = database
         authenticator = Authenticator(database: database, nonces: NonceLedger(window: configuration.signatureWindowSeconds),
-                                      sessions: try Sessions(secret: secret), sessionsOutliveProcess: secret.isPersistent,
+                                      sessions: try Sessions(secret: secret),
                                       window: configuration.signatureWindowSeconds)
         recoveryGate = try RecoveryGate(database: database, secret: secret)
     }

@@ -18,10 +18,14 @@ struct Sessions: Sendable {
     static let idByteCount = 48
     private let root: SymmetricKey
     private let tag: [UInt8]
+    /// Whether a session outlives this process (the secret came from a file, and other
+    /// replicas or a restart know it): then the nonces of session requests are stored.
+    let outliveProcess: Bool
 
     init(secret: ServerSecret) throws {
         root = try secret.key(for: "session")
         tag = try secret.tag()
+        outliveProcess = secret.isPersistent
     }
 
     func open(for device: DeviceID, now: Int64) throws -> (id: String, key: SymmetricKey, expires: Int64) {
@@ -48,9 +52,10 @@ struct Sessions: Sendable {
     }
 }
 
-/// Nonces of session (MAC) requests seen within the signature window, per device:
-/// sessions die with the process, so these need not outlive it (Ed25519-signed
-/// requests record theirs in the database). A nonce is accepted once;
+/// Nonces of session (MAC) requests seen within the signature window, per device,
+/// for sessions of a secret of this process alone, which die with it, so these need
+/// not outlive it either (otherwise, and for Ed25519-signed requests, the nonces are
+/// in the database). A nonce is accepted once;
 /// entries older than twice the window are dropped, since their timestamps would
 /// be refused anyway. A lock, not an actor: the check never suspends, so it costs
 /// no thread hop on the request path.
