@@ -23,7 +23,7 @@ swift build -c release --scratch-path .build-release --product keyvault-bench >&
 bin=.build-release/release
 work=$(mktemp -d)
 chmod 755 "$work"
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 hz=$(getconf CLK_TCK)
 
 # PostgreSQL on core 0, like the service (its backends inherit the postmaster's affinity).
@@ -61,11 +61,13 @@ wrk_run() {  # wrk_run LABEL URL FILE SERVER-PID: "label|rps|p50|p99|non2xx|serv
 
 rows=()
 for backend in SQLite PostgreSQL; do
-  if [ $backend = SQLite ]; then database="$work/kv.sqlite"; else database=$kv_pg; fi
+  # SQLite as it runs by default (one process, no secret file: session nonces in memory);
+  # PostgreSQL as replicas run (a secret file: session nonces in the database).
+  if [ $backend = SQLite ]; then database="$work/kv.sqlite"; secret=(); else database=$kv_pg; secret=(--secret-file "$work/secret"); fi
   echo "setting up $accounts accounts on $backend…" >&2
   "$bin/keyvault-bench" server-setup "$database" "$accounts" "$work/all.json" all >&2
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); json.dump(d[:1000], open(sys.argv[2],'w'))" "$work/all.json" "$work/devices.json"
-  taskset -c 0 "$bin/keyctl" serve --port 18093 --database "$database" --secret-file "$work/secret" --log-level warning \
+  taskset -c 0 "$bin/keyctl" serve --port 18093 --database "$database" "${secret[@]}" --log-level warning \
     > "$work/serve.out" 2>&1 &
   server=$!
   for _ in $(seq 100); do grep -q serving "$work/serve.out" 2>/dev/null && break; sleep 0.2; done
@@ -97,3 +99,4 @@ for row in "${rows[@]}"; do
   echo "| $b | $l | $r | $p50 | $p99 | $bad | $us µs | $ps |"
 done
 echo "| PostgreSQL | pgbench -S (select-only), the ceiling | $tps | | | | | $pg_us µs |"
+exit 0
