@@ -33,10 +33,11 @@ public struct KeyVaultDatabase: KeyVaultRepository {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
-        var readOnly = Configuration()
-        readOnly.readonly = true
-        readOnly.busyMode = .timeout(5)
-        var database = try KeyVaultDatabase(writer: pool, pointReader: { try DatabaseQueue(path: path, configuration: readOnly) })
+        // Not opened read-only: a read-only connection that closes last cannot checkpoint
+        // and remove the WAL, and a cleanly stopped server leaves only its database file.
+        var pointConfiguration = Configuration()
+        pointConfiguration.busyMode = .timeout(5)
+        var database = try KeyVaultDatabase(writer: pool, pointReader: { try DatabaseQueue(path: path, configuration: pointConfiguration) })
         database.syncChainWrites = syncChainWrites
         return database
     }
