@@ -120,7 +120,7 @@ let package = Package(
             "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultPostgres", "KeyVaultTestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
-        ]),
+        ], resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultTests", dependencies: [
             "KeyVault", "KeyVaultServer", "KeyVaultStore", "KeyVaultProtocol", "KeyVaultVault", "KeyVaultMnemonic",
             "KeyVaultCrypto", "KeyVaultModel", "KeyVaultTestSupport",

@@ -92,9 +92,11 @@ struct Ticket: Sendable {
     let key: SymmetricKey
     let lifetime: Int64
 
-    func issue(for account: AccountID) throws -> (String, Int64) {
-        let expires = RecoveryGate.now() + lifetime
-        let body = withUnsafeBytes(of: UInt64(expires).bigEndian, Array.init) + SystemRandom.bytes(count: 8)
+    /// - Parameter random: the random part (8 bytes; given only by the vector test).
+    func issue(for account: AccountID, now: Int64 = RecoveryGate.now(),
+               random: [UInt8] = SystemRandom.bytes(count: 8)) throws -> (String, Int64) {
+        let expires = now + lifetime
+        let body = withUnsafeBytes(of: UInt64(expires).bigEndian, Array.init) + random
         return (Hex.encode(body + (try mac(body, account))), expires)
     }
 

@@ -28,10 +28,11 @@ struct Sessions: Sendable {
         outliveProcess = secret.isPersistent
     }
 
-    func open(for device: DeviceID, now: Int64) throws -> (id: String, key: SymmetricKey, expires: Int64) {
+    /// - Parameter random: the id's random part (16 bytes; given only by the vector test).
+    func open(for device: DeviceID, now: Int64,
+              random: [UInt8] = SystemRandom.bytes(count: 16)) throws -> (id: String, key: SymmetricKey, expires: Int64) {
         let expires = now + Self.lifetime
-        let id = tag + withUnsafeBytes(of: UInt64(expires).bigEndian, Array.init) + (try Hex.decode(device.rawValue))
-            + SystemRandom.bytes(count: 16)
+        let id = tag + withUnsafeBytes(of: UInt64(expires).bigEndian, Array.init) + (try Hex.decode(device.rawValue)) + random
         return (Hex.encode(id), try key(id), expires)
     }
 
