@@ -13,38 +13,31 @@ private let rounds = ProcessInfo.processInfo.environment["KEYVAULT_CRASH_ROUNDS"
 /// of them; at the end every attachment opens on every active device.
 @Test(.timeLimit(.minutes(20)))
 func aServerKilledAtRandomUnderLoadLeavesEveryAccountConsistent() async throws {
-    let homes = try TemporaryDirectory("kv-crash")
+    let homes = try DeviceHomes("kv-crash")
     let first = try RunningServer()
     let port = first.port, url = first.url
     var server = first
-    func path(_ name: String) -> String { homes.path(name) }
-    func home(_ device: String) -> [String] { ["--home", path(device), "--json"] }
-    func run(_ arguments: [String], _ device: String, input: String = "", sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
-        let result = try keyctl(arguments + home(device), input: Data(input.utf8))
-        #expect(result.code == 0, "keyctl \(arguments.joined(separator: " ")) as \(device): \(result.err)", sourceLocation: sourceLocation)
-        return result.code == 0 ? try lastJSON(result.out) : [:]
-    }
-    let account = try #require(try run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("code"), "--yes"],
+    let account = try #require(try homes.run(["init", "--server", url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"],
                                          "laptop")["account"] as? String)
-    let code = try String(contentsOfFile: path("code"), encoding: .utf8)
-    _ = try run(["member", "add", "Alice"], "laptop")
+    let code = try String(contentsOfFile: homes.path("code"), encoding: .utf8)
+    _ = try homes.run(["member", "add", "Alice"], "laptop")
     for device in ["phone", "tablet"] {
-        _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", device], device, input: code)
+        _ = try homes.run(["device", "enroll", "--server", url, "--account", account, "--name", device], device, input: code)
     }
     var active = ["laptop", "phone", "tablet"]
     var extra: String?  // a device enrolled in one round and revoked in a later one
     var killedWhileBusy = 0
 
     for round in 0..<rounds {
-        let file = path("scan-\(round)")
+        let file = homes.path("scan-\(round)")
         try Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* (round + 7)) }).write(to: URL(fileURLWithPath: file))
         var work = [BackgroundKeyctl]()
-        work.append(try BackgroundKeyctl(["master", "rotate"] + home("laptop")))
-        work.append(try BackgroundKeyctl(["attachment", "put", "--member", "Alice", file] + home("phone")))
-        work.append(try BackgroundKeyctl(["member", "rotate", "Alice"] + home("tablet")))
+        work.append(try BackgroundKeyctl(["master", "rotate"] + homes.home("laptop")))
+        work.append(try BackgroundKeyctl(["attachment", "put", "--member", "Alice", file] + homes.home("phone")))
+        work.append(try BackgroundKeyctl(["member", "rotate", "Alice"] + homes.home("tablet")))
         let newcomer = "extra-\(round)"
         if round % 3 == 0 {
-            let enroll = try BackgroundKeyctl(["device", "enroll", "--server", url, "--account", account, "--name", newcomer] + home(newcomer))
+            let enroll = try BackgroundKeyctl(["device", "enroll", "--server", url, "--account", account, "--name", newcomer] + homes.home(newcomer))
             enroll.type(code)
             work.append(enroll)
         }
@@ -56,36 +49,36 @@ func aServerKilledAtRandomUnderLoadLeavesEveryAccountConsistent() async throws {
 
         // An enrollment cut off by the kill is run again: it finishes with the device it added, or adds it now.
         if round % 3 == 0 {
-            if try keyctl(["status"] + home(newcomer)).code != 0 {
-                _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", newcomer], newcomer, input: code)
+            if try keyctl(["status"] + homes.home(newcomer)).code != 0 {
+                _ = try homes.run(["device", "enroll", "--server", url, "--account", account, "--name", newcomer], newcomer, input: code)
             }
             if let previous = extra {
-                let devices = try #require(try run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
+                let devices = try #require(try homes.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
                 let id = try #require(devices.first { $0["name"] as? String == previous }?["id"] as? String)
-                _ = try run(["device", "revoke", id, "--yes"], "laptop")
+                _ = try homes.run(["device", "revoke", id, "--yes"], "laptop")
                 active.removeAll { $0 == previous }
-                let refused = try keyctl(["status"] + home(previous))
+                let refused = try keyctl(["status"] + homes.home(previous))
                 #expect(refused.code == 4, "round \(round): the revoked \(previous) was not refused: \(refused.err)")
             }
             extra = newcomer
             active.append(newcomer)
         }
         for device in active {
-            let audit = try keyctl(["audit"] + home(device))
+            let audit = try keyctl(["audit"] + homes.home(device))
             #expect(audit.code == 0, "round \(round), \(device): \(audit.out) \(audit.err)")
         }
-        let listed = try #require(try run(["attachment", "list", "--member", "Alice"], "laptop")["attachments"] as? [[String: Any]])
+        let listed = try #require(try homes.run(["attachment", "list", "--member", "Alice"], "laptop")["attachments"] as? [[String: Any]])
         let byTime = listed.sorted { ($0["created"] as? Int ?? 0) < ($1["created"] as? Int ?? 0) }
         if let newest = byTime.last?["address"] as? String {
             for device in active {
-                _ = try run(["attachment", "get", "--member", "Alice", newest, "-o", path("out-\(device)")], device)
+                _ = try homes.run(["attachment", "get", "--member", "Alice", newest, "-o", homes.path("out-\(device)")], device)
             }
         }
     }
-    let listed = try #require(try run(["attachment", "list", "--member", "Alice"], "laptop")["attachments"] as? [[String: Any]])
+    let listed = try #require(try homes.run(["attachment", "list", "--member", "Alice"], "laptop")["attachments"] as? [[String: Any]])
     for address in listed.compactMap({ $0["address"] as? String }) {
         for device in active {
-            _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("out-\(device)")], device)
+            _ = try homes.run(["attachment", "get", "--member", "Alice", address, "-o", homes.path("out-\(device)")], device)
         }
     }
     // The figures of this run (docs/evidence.md has the long mode's).

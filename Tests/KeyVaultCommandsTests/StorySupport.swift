@@ -9,25 +9,45 @@ import Testing
 final class Story: @unchecked Sendable {
     let server: RunningServer
     let url: String
-    private let homes: TemporaryDirectory
-    var root: URL { homes.url }
+    private let homes: DeviceHomes
+    var root: URL { homes.root }
 
     init(_ name: String) throws {
         server = try RunningServer()
         url = server.url
-        homes = try TemporaryDirectory("kv-\(name)")
+        homes = try DeviceHomes("kv-\(name)")
     }
+
+    /// `--home` of the device called `name`, and `--json`.
+    func home(_ name: String) -> [String] { homes.home(name) }
+
+    func path(_ name: String) -> String { homes.path(name) }
+
+    /// Runs `keyctl ARGUMENTS` as `device`; expects exit code `expect`, and returns the last JSON line when that is 0.
+    func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
+             sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        try homes.run(arguments, device, input: input, expect: expect, sourceLocation: sourceLocation)
+    }
+}
+
+/// Device homes in a temporary folder (removed with the value), and a runner of
+/// `keyctl` as one of them.
+final class DeviceHomes: Sendable {
+    private let directory: TemporaryDirectory
+    var root: URL { directory.url }
+
+    init(_ name: String) throws { directory = try TemporaryDirectory(name) }
 
     /// `--home` of the device called `name`, and `--json`.
     func home(_ name: String) -> [String] { ["--home", path(name), "--json"] }
 
-    func path(_ name: String) -> String { root.appendingPathComponent(name).path }
+    func path(_ name: String) -> String { directory.path(name) }
 
     /// Runs `keyctl ARGUMENTS` as `device`; expects exit code `expect`, and returns the last JSON line when that is 0.
     func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
              sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
         let result = try keyctl(arguments + home(device), input: Data(input.utf8))
-        #expect(result.code == expect, "keyctl \(arguments.joined(separator: " ")): \(result.err)", sourceLocation: sourceLocation)
-        return expect == 0 ? try lastJSON(result.out) : [:]
+        #expect(result.code == expect, "keyctl \(arguments.joined(separator: " ")) as \(device): \(result.err)", sourceLocation: sourceLocation)
+        return expect == 0 && result.code == 0 ? try lastJSON(result.out) : [:]
     }
 }
