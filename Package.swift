@@ -95,6 +95,13 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/Sources/keyvault-bench"),
 
+        // Fuzz targets (Fuzz/Targets) and their libFuzzer driver: `bash Scripts/fuzz.sh TARGET SECONDS`
+        // builds keyvault-fuzz with -sanitize=fuzzer,address; built plainly it replays inputs.
+        .target(name: "KeyVaultFuzzing", dependencies: [
+            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVaultModel", "KeyVaultProtocol", "KeyVaultServer",
+        ], path: "Fuzz/Targets"),
+        .executableTarget(name: "keyvault-fuzz", dependencies: ["KeyVaultFuzzing"], path: "Fuzz/Driver"),
+
         // What every test target shares (vector files, temporary directories, the built
         // binaries and a process runner, a real `keyctl serve`): Foundation only, so the
         // fast targets stay fast.
@@ -109,7 +116,7 @@ let package = Package(
         ], resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultModelTests", dependencies: ["KeyVaultModel"]),
         .testTarget(name: "KeyVaultStoreTests", dependencies: [
-            "KeyVaultStore", "KeyVaultPostgres", "KeyVaultModel", "KeyVaultTestSupport",
+            "KeyVaultStore", "KeyVaultPostgres", "KeyVaultModel", "KeyVaultCrypto", "KeyVaultTestSupport",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "KeyVaultVaultTests", dependencies: ["KeyVaultVault", "KeyVaultMnemonic", "KeyVaultCrypto", "KeyVaultTestSupport"],
@@ -127,6 +134,7 @@ let package = Package(
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
+        .testTarget(name: "KeyVaultFuzzTests", dependencies: ["KeyVaultFuzzing", "KeyVaultTestSupport"]),
         .testTarget(name: "KeyVaultCommandsTests", dependencies: [
             "KeyVaultCommands", "keyctl", "FamilyRecords", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultCrypto",
             "KeyVaultTestSupport", "KeyVaultPostgres",

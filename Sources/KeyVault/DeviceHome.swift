@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import KeyVaultCrypto
 import KeyVaultModel
 
@@ -47,7 +46,7 @@ package struct DeviceRecord: Sendable {
 /// (what `keyctl` offers; an app's Keychain protects its own storage).
 package final class DeviceHome: Sendable {
     package let storage: any DeviceStorage
-    private let sealing = Mutex<Sealing>(Sealing())
+    private let sealing = Locked<Sealing>(Sealing())
 
     private struct Sealing {
         var passphrase: SecureBytes?

@@ -1,6 +1,5 @@
 import Foundation
 import KeyVaultCrypto
-import Synchronization
 
 /// Where a device keeps what it remembers between runs: one document holding its
 /// keys, the newest chain head it has verified and the key generations it has
@@ -37,7 +36,7 @@ extension DeviceStorage {
 /// document is wiped when it is replaced, erased, or the storage is freed. It has no
 /// lock: keep one `Vault` on it at a time.
 public final class MemoryDeviceStorage: DeviceStorage {
-    private let document = Mutex<[UInt8]?>(nil)
+    private let document = Locked<[UInt8]?>(nil)
 
     public init() {}
 
@@ -68,7 +67,7 @@ public final class MemoryDeviceStorage: DeviceStorage {
 public final class FileDeviceStorage: DeviceStorage {
     /// The directory the device lives in.
     public let directory: String
-    private let lockDescriptor = Mutex<Int32>(-1)
+    private let lockDescriptor = Locked<Int32>(-1)
 
     public init(directory: String) {
         self.directory = directory

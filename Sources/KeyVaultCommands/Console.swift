@@ -1,9 +1,9 @@
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KeyVaultCrypto
 
 /// Where a command reads and writes. Commands never touch the process's standard
 /// streams directly, so tests drive them in-process with a ``BufferConsole``.
@@ -141,20 +141,20 @@ enum TerminalEcho {
 }
 
 /// An in-memory console for tests. Progress lines may arrive from several tasks,
-/// so its buffers sit behind a Mutex.
+/// so its buffers sit behind a lock.
 public final class BufferConsole: Console, Sendable {
     private struct Buffers {
         var input: [UInt8]
         var output = ""
         var errorOutput = ""
     }
-    private let buffers: Mutex<Buffers>
+    private let buffers: Locked<Buffers>
     public let inputIsTerminal: Bool
     public let outputIsTerminal: Bool
     public let errorIsTerminal: Bool
 
     public init(input: String = "", terminal: Bool = false) {
-        buffers = Mutex(Buffers(input: Array(input.utf8)))
+        buffers = Locked(Buffers(input: Array(input.utf8)))
         inputIsTerminal = terminal
         outputIsTerminal = terminal
         errorIsTerminal = terminal

@@ -8,8 +8,8 @@ import Foundation
 /// marks U+FF9E/U+FF9F become U+3099/U+309A, combining class 8) stays after marks
 /// of a higher class. Unicode's Canonical Ordering Algorithm is applied here on top:
 /// every run of non-starters is stably sorted by combining class (UAX #15, §3.11).
-enum NFKD {
-    static func normalize(_ text: String) -> String {
+package enum NFKD {
+    package static func normalize(_ text: String) -> String {
         var scalars = Array(text.decomposedStringWithCompatibilityMapping.unicodeScalars)
         var start = 0
         while start < scalars.count {

@@ -127,6 +127,37 @@ public enum RequestMAC {
     }
 }
 
+extension RequestMAC {
+    /// The headers a session request makes its claim with, checked for form only
+    /// (the session and its MAC are the server's to judge).
+    public struct Claim: Sendable {
+        public let session: String
+        public let timestamp: Int64
+        public let nonce: String
+        public let mac: [UInt8]
+
+        /// - Throws: `malformed_signature` when a header is missing or ill-formed.
+        public init(session: String, timestamp: String?, nonce: String?, mac: String?) throws {
+            guard let timestamp, let time = Int64(timestamp), let nonce, RequestSignature.isWellFormedNonce(nonce),
+                  let bytes = mac.flatMap(base64Decode), bytes.count == 32
+            else {
+                throw ProtocolError(.malformedSignature, "a session request needs KeyVault-Timestamp, KeyVault-Nonce and a base64 32-byte KeyVault-MAC")
+            }
+            self.session = session
+            self.timestamp = time
+            self.nonce = nonce
+            self.mac = bytes
+        }
+
+        /// Whether the MAC is right for this request under the session's key.
+        public func isValid(method: String, path: String, query: String, bodyHash: [UInt8], key: SymmetricKey) throws -> Bool {
+            let bytes = RequestMAC.macBytes(method: method, path: path, query: query, bodyHash: bodyHash,
+                                            timestamp: timestamp, nonce: nonce, session: session)
+            return try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: key)
+        }
+    }
+}
+
 extension KeyVaultModel.SessionGrant {
     /// Opens the session key sealed to this device.
     public func key(using boxKey: X25519.PrivateKey) throws -> SymmetricKey {

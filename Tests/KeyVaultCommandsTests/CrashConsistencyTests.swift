@@ -6,12 +6,11 @@ import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultTestSupport
-import Synchronization
 import Testing
 
 /// Appends acknowledged so far, shared with the task that kills the server.
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
     func increment() { value.withLock { $0 += 1 } }
     var current: Int { value.withLock { $0 } }
 }

@@ -5,7 +5,6 @@ import HummingbirdTesting
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
-import Synchronization
 import Testing
 @testable import KeyVaultServer
 import KeyVaultStore
@@ -76,7 +75,7 @@ import KeyVaultStore
 
 /// Holds requests in their last-seen update while set.
 private final class Hold: Sendable {
-    private let held = Mutex(false)
+    private let held = Locked(false)
     var isHeld: Bool { held.withLock { $0 } }
     func set(_ value: Bool) { held.withLock { $0 = value } }
 }

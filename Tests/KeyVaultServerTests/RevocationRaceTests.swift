@@ -5,7 +5,6 @@ import HummingbirdTesting
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
-import Synchronization
 import Testing
 @testable import KeyVaultServer
 import KeyVaultStore
@@ -13,7 +12,7 @@ import KeyVaultStore
 /// Counts the requests that reached the last-seen update, so the test revokes only
 /// once some of them are suspended there.
 final class TouchGate: Sendable {
-    private let entered = Mutex(0)
+    private let entered = Locked(0)
     var count: Int { entered.withLock { $0 } }
     func enter() { entered.withLock { $0 += 1 } }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultPostgres
 import Testing
@@ -58,7 +58,7 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
     try await backend.withStore { database in
         try await createAccount(database)
         let member = MemberID(unchecked: hex(5))
-        let existed = Mutex<[Bool]>([])
+        let existed = Locked<[Bool]>([])
         let result = await race(6) { _ in
             let info = try await database.putAttachment(account, member: member, address: "ca1.1.x", key: Data([1]), data: Data([2, 3]),
                                                         device: phone.id)
@@ -89,7 +89,7 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
 
 @Test(arguments: Backend.all) func aNonceIsTakenOnceWhoeverRaces(_ backend: Backend) async throws {
     try await backend.withStore { database in
-        let taken = Mutex(0)
+        let taken = Locked(0)
         let result = await race(8) { _ in
             if try await database.useNonce("n1", device: phone.id, timestamp: 1000, forgetBefore: 0) { taken.withLock { $0 += 1 } }
         }

@@ -1,7 +1,7 @@
 import Foundation
 import KeyVault
+import KeyVaultCrypto
 import KeyVaultModel
-import Synchronization
 import Testing
 
 /// Item 5 of issue 8: `audit` reads the whole log page by page. Here the log is
@@ -9,7 +9,7 @@ import Testing
 /// after the first page are found, so there is no false "missing" finding.
 @Test func auditReadsEveryPageOfALongLogWithoutFalseFindings() async throws {
     try await Fixture.run { fixture, laptop in
-        let real = Mutex<[AuditEntry]?>(nil)
+        let real = Locked<[AuditEntry]?>(nil)
         let pageSize = 1000
         fixture.transport.tamper { request, reply in
             guard request.method == "GET", request.target.contains("/audit"), reply.status == 200 else { return }

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import KeyVault
+import KeyVaultCrypto
 import KeyVaultModel
-import Synchronization
 import Testing
 
 /// Answers the first chain append late: the server has applied it, the device
@@ -10,7 +10,7 @@ import Testing
 final class SlowFirstAppend: HTTPTransport {
     let inner: any HTTPTransport
     let delay: Duration
-    private let delayed = Mutex(false)
+    private let delayed = Locked(false)
 
     init(_ inner: any HTTPTransport, delay: Duration = .milliseconds(300)) {
         self.inner = inner
@@ -75,7 +75,7 @@ final class SlowFirstAppend: HTTPTransport {
 /// Runs `hook` once, just before the first chain append it sees is sent.
 final class BeforeFirstAppend: HTTPTransport {
     let inner: any HTTPTransport
-    private let hook = Mutex<(@Sendable () async throws -> Void)?>(nil)
+    private let hook = Locked<(@Sendable () async throws -> Void)?>(nil)
 
     init(_ inner: any HTTPTransport, _ hook: @escaping @Sendable () async throws -> Void) {
         self.inner = inner

@@ -3,7 +3,6 @@ import KeyVault
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
-import Synchronization
 import Testing
 
 // Device link, version 2 (docs/formats/device-link.md), against the real in-process
@@ -11,7 +10,7 @@ import Testing
 
 /// What the new device showed, as the events came.
 final class LinkScreen: Sendable {
-    private let state = Mutex<(code: String?, sas: String?, resumed: Bool)>((nil, nil, false))
+    private let state = Locked<(code: String?, sas: String?, resumed: Bool)>((nil, nil, false))
     var code: String? { state.withLock { $0.code } }
     var sas: String? { state.withLock { $0.sas } }
     var resumed: Bool { state.withLock { $0.resumed } }
@@ -97,14 +96,14 @@ func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws
                                      commitment: Hex.encode(commitment))
         }()
         // What the approver is shown as the reveal: nothing until the attacker has chosen.
-        let served = Mutex<String?>(nil)
+        let served = Locked<String?>(nil)
         // The new device polls the same route; it uses only the approver's value from it.
         fixture.transport.tamper(rewriting("/link-requests/", as: LinkRequestInfo.self) { info in
             info.request = forged
             if info.deviceNonce != nil { info.deviceNonce = served.withLock { $0 } }
         })
         // A dishonest server stores whatever the approver signs: keep it here.
-        let approvals = Mutex<[AppendRequest]>([])
+        let approvals = Locked<[AppendRequest]>([])
         fixture.transport.answer { request in
             guard request.method == "POST", request.target.hasSuffix("/approve"),
                   let append = try? JSONDecoder().decode(AppendRequest.self, from: Data(request.body)) else { return nil }

@@ -1,13 +1,13 @@
 import Foundation
 import KeyVault
+import KeyVaultCrypto
 import KeyVaultMnemonic
-import Synchronization
 import Testing
 
 /// A storage whose document cannot be read (a locked Keychain, a file this user
 /// may not read): that is not an empty storage.
 final class UnreadableStorage: DeviceStorage {
-    let writes = Mutex(0)
+    let writes = Locked(0)
     var location: String { "unreadable" }
     func read() throws -> [UInt8]? { throw KeyVaultError(.home, "the keychain is locked") }
     func write(_ document: [UInt8]) throws { writes.withLock { $0 += 1 } }

@@ -4,7 +4,6 @@ import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
-import Synchronization
 import Testing
 
 // Regression tests from the attack review of issue 8's changes: each was a failing
@@ -148,7 +147,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         let plan = try await laptop.revocationPlan(for: try await laptop.device(matching: "phone"))
         #expect(plan.targets.map(\.name) == ["phone", "x"])
         // The first revocation of x is refused as already revoked (and is not), once.
-        let refusedOnce = Mutex(false)
+        let refusedOnce = Locked(false)
         let xID = x.device.rawValue
         fixture.transport.answer { request in
             guard request.method == "POST", request.target.hasSuffix("/chain"),

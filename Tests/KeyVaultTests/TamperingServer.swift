@@ -9,7 +9,6 @@ import KeyVaultModel
 import KeyVaultTestSupport
 import Logging
 import NIOCore
-import Synchronization
 @testable import KeyVaultServer
 import KeyVaultStore
 
@@ -32,8 +31,8 @@ struct RouterTransport: HTTPTransport {
 final class TamperingTransport: HTTPTransport {
     typealias Rule = @Sendable (HTTPExchange, inout HTTPReply) throws -> Void
     let inner: RouterTransport
-    private let rule = Mutex<Rule?>(nil)
-    private let answer = Mutex<(@Sendable (HTTPExchange) -> HTTPReply?)?>(nil)
+    private let rule = Locked<Rule?>(nil)
+    private let answer = Locked<(@Sendable (HTTPExchange) -> HTTPReply?)?>(nil)
 
     init(_ inner: RouterTransport) { self.inner = inner }
 

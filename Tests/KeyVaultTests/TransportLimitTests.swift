@@ -1,6 +1,6 @@
 import Foundation
 import KeyVault
-import Synchronization
+import KeyVaultCrypto
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -12,7 +12,7 @@ import Glibc
 /// then streams `bodyBytes` bytes (or until the client hangs up), counting what it sent.
 final class FloodServer: Sendable {
     let port: UInt16
-    let sent = Mutex<Int>(0)
+    let sent = Locked<Int>(0)
     private let listener: Int32
 
     /// `pause`: microseconds between 64 KiB chunks (a network's pace, not loopback's).

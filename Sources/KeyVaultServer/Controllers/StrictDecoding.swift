@@ -66,6 +66,17 @@ extension LinkNonce: StrictRequest {
     static let schema: FieldSchema = .object(["nonce": nil])
 }
 
+/// Every strictly decoded request body, each decoded as the service does (for the
+/// fuzz target of the service's JSON decoding, Fuzz/Targets).
+package let strictRequestDecoders: [(name: String, decode: @Sendable ([UInt8]) throws -> Void)] = [
+    ("account", { _ = try decodeBody(CreateAccountRequest.self, from: $0) }),
+    ("append", { _ = try decodeBody(AppendRequest.self, from: $0) }),
+    ("recovery-enroll", { _ = try decodeBody(RecoveryEnrollRequest.self, from: $0) }),
+    ("recovery-proof", { _ = try decodeBody(RecoveryProof.self, from: $0) }),
+    ("link-request", { _ = try decodeBody(LinkRequestCreate.self, from: $0) }),
+    ("link-nonce", { _ = try decodeBody(LinkNonce.self, from: $0) }),
+]
+
 /// Decodes a request body: unknown fields refused by the type's schema, then the
 /// decoder's checks; every refusal a 400 that says what is wrong.
 func decodeBody<T: StrictRequest>(_ type: T.Type, from bytes: [UInt8]) throws -> T {

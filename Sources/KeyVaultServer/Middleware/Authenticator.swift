@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import HTTPTypes
 import Hummingbird
 import KeyVaultCrypto
@@ -67,21 +66,17 @@ struct Authenticator: Sendable {
         guard let session = try sessions.get(id, now: now) else {
             throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
         }
-        guard let timestampText = request.headers[Headers.timestamp],
-              let timestamp = Int64(timestampText),
-              let nonce = request.headers[Headers.nonce],
-              RequestSignature.isWellFormedNonce(nonce),
-              let mac = request.headers[Headers.mac].flatMap(base64Decode), mac.count == 32
-        else { throw ProtocolError(.malformedSignature, "a session request needs KeyVault-Timestamp, KeyVault-Nonce and a base64 32-byte KeyVault-MAC") }
+        let claim = try RequestMAC.Claim(session: id, timestamp: request.headers[Headers.timestamp],
+                                         nonce: request.headers[Headers.nonce], mac: request.headers[Headers.mac])
         var device = try await enrolled(session.device, in: account)
-        let bytes = RequestMAC.macBytes(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
-                                        bodyHash: SHA256.hash(body), timestamp: timestamp, nonce: nonce, session: id)
-        guard try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: session.key) else {
+        guard try claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
+                                bodyHash: SHA256.hash(body), key: session.key)
+        else {
             await refused(.badSignature, device, account, detail: "session")
             throw ProtocolError(.badSignature, "the request MAC does not verify")
         }
         // Sessions of a secret of this process alone end with it, and so may their nonces.
-        return try await admit(&device, account: account, timestamp: timestamp, nonce: nonce, persistNonce: sessions.outliveProcess)
+        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: sessions.outliveProcess)
     }
 
     /// The device, if it is enrolled in `account`.
@@ -155,7 +150,7 @@ final class RefusalLog: Sendable {
         var last: [String: (time: Int64, skipped: Int)] = [:]
         var lastSweep: Int64 = 0
     }
-    private let entries = Mutex(Entries())
+    private let entries = Locked(Entries())
 
     /// nil when this refusal is not logged; otherwise how many were left out since the last row.
     func admit(device: DeviceID, event: AuditEvent, at now: Int64) -> Int? {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultStore
 
@@ -20,7 +20,7 @@ final class DeviceCache: Sendable {
         /// from the database just before the commit may be put just after it.
         var revocations: [DeviceID: (account: AccountID, sequence: UInt64)] = [:]
     }
-    private let entries = Mutex(Entries())
+    private let entries = Locked(Entries())
 
     func get(_ id: DeviceID) -> StoredDevice? {
         entries.withLock { $0.devices[id] }

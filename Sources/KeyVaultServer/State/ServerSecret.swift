@@ -27,6 +27,10 @@ public struct ServerSecret: Sendable {
     /// A secret of this process alone.
     public static func ephemeral() -> ServerSecret { ServerSecret(key: SymmetricKey(), isPersistent: false) }
 
+    /// A secret of the caller's choosing, kept by nothing (the fuzz targets need the
+    /// same session tag in every run).
+    package static func given(_ key: SymmetricKey) -> ServerSecret { ServerSecret(key: key, isPersistent: false) }
+
     /// The key for one use: HKDF-SHA256(secret, info "keyvault/v1/server/" ‖ purpose).
     func key(for purpose: String) throws -> SymmetricKey {
         try HKDF.deriveKey(from: key, info: Array("keyvault/v1/server/\(purpose)".utf8))

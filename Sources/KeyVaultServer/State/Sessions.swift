@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import KeyVaultCrypto
 import KeyVaultModel
 
@@ -7,10 +6,10 @@ import KeyVaultModel
 /// device, and the key is derived from the server secret and the id. Any replica given
 /// the same secret (`--secret-file`) checks a session any other opened; no database
 /// row or memory holds a session key (docs/formats/request-signature.md, "Sessions").
-struct Sessions: Sendable {
-    struct Session {
-        let device: DeviceID
-        let key: SymmetricKey
+package struct Sessions: Sendable {
+    package struct Session {
+        package let device: DeviceID
+        package let key: SymmetricKey
     }
 
     static let lifetime: Int64 = 3600
@@ -22,14 +21,14 @@ struct Sessions: Sendable {
     /// replicas or a restart know it): then the nonces of session requests are stored.
     let outliveProcess: Bool
 
-    init(secret: ServerSecret) throws {
+    package init(secret: ServerSecret) throws {
         root = try secret.key(for: "session")
         tag = try secret.tag()
         outliveProcess = secret.isPersistent
     }
 
     /// - Parameter random: the id's random part (16 bytes; given only by the vector test).
-    func open(for device: DeviceID, now: Int64,
+    package func open(for device: DeviceID, now: Int64,
               random: [UInt8] = SystemRandom.bytes(count: 16)) throws -> (id: String, key: SymmetricKey, expires: Int64) {
         let expires = now + Self.lifetime
         let id = tag + withUnsafeBytes(of: UInt64(expires).bigEndian, Array.init) + (try Hex.decode(device.rawValue)) + random
@@ -37,7 +36,7 @@ struct Sessions: Sendable {
     }
 
     /// The session `id` names, if it is well formed, made with this secret and unexpired.
-    func get(_ id: String, now: Int64) throws -> Session? {
+    package func get(_ id: String, now: Int64) throws -> Session? {
         guard id.utf8.count == 2 * Self.idByteCount, id == id.lowercased(), let bytes = try? Hex.decode(id),
               Array(bytes[0..<8]) == tag
         else { return nil }
@@ -65,7 +64,7 @@ final class NonceLedger: Sendable {
         var nonces: [DeviceID: [String: Int64]] = [:]
         var lastSweep: Int64 = 0
     }
-    private let seen = Mutex(Seen())
+    private let seen = Locked(Seen())
     private let window: Int64
 
     init(window: Int64) { self.window = window }
