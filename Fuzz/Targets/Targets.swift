@@ -1,0 +1,102 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultServer
+
+enum MnemonicTarget {
+    static func run(_ data: [UInt8]) throws(FuzzFinding) {
+        let quick = data.withUnsafeBytes { Mnemonic.validate(utf8: $0) }
+        let parsed = try? Mnemonic(utf8: data)
+        // The hot path and the parser agree on every input.
+        try expect(quick == parsed?.language,
+                   "validate says \(String(describing: quick)), parsing says \(String(describing: parsed?.language))")
+        if let parsed {
+            let again = try? Mnemonic(phrase: parsed.phrase, language: parsed.language)
+            try expect(again?.entropy == parsed.entropy, "the words of a parsed phrase do not parse back to its entropy")
+        }
+        // NFKD (passphrases): canonically ordered, and a fixed point.
+        let text = String(decoding: data, as: UTF8.self)
+        let once = Array(NFKD.normalize(text).unicodeScalars)
+        for (a, b) in zip(once, once.dropFirst()) {
+            let (ca, cb) = (a.properties.canonicalCombiningClass.rawValue, b.properties.canonicalCombiningClass.rawValue)
+            try expect(cb == 0 || ca <= cb, "NFKD left U+\(String(a.value, radix: 16)) before U+\(String(b.value, radix: 16)) out of canonical order")
+        }
+        let twice = Array(NFKD.normalize(String(String.UnicodeScalarView(once))).unicodeScalars)
+        try expect(once == twice, "NFKD is not idempotent")
+    }
+}
+
+enum EnvelopeTarget {
+    static let key = FixedKeys.symmetric(0x42)
+
+    static func run(_ data: [UInt8]) throws(FuzzFinding) {
+        if let envelope = try? Envelope(bytes: data) {
+            try expect(envelope.bytes == data, "an envelope does not encode back to the bytes it was parsed from")
+            _ = try? envelope.open(using: key, context: EnvelopeContext(purpose: "fuzz"))
+        }
+        // A context from the input as text (purpose, then key=value lines).
+        let text = String(decoding: data.prefix(2048), as: UTF8.self)
+        let parts = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if let purpose = parts.first {
+            var fields: [String: String] = [:]
+            for part in parts.dropFirst() {
+                let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+                fields[pair.first ?? ""] = pair.count > 1 ? pair[1] : ""
+            }
+            if let context = try? EnvelopeContext(purpose: purpose, fields) {
+                _ = context.description  // never prints field values (checked by the crypto tests)
+                _ = try? Envelope(base64: text).open(using: key, context: context)
+            }
+        }
+    }
+}
+
+enum AttachmentTarget {
+    static func run(_ data: [UInt8]) throws(FuzzFinding) {
+        if let object = try? AttachmentObject(bytes: data) {
+            try expect(object.bytes == data, "an attachment object does not encode back to its bytes")
+            try expect((try? AttachmentObject(bytes: object.bytes)) == object, "an encoded attachment object does not parse back")
+            try expect((try? AttachmentObject.checkKey(object.key)) != nil, "the key part of a parsed object is refused on its own")
+        }
+        _ = try? AttachmentObject.checkKey(data)
+    }
+}
+
+enum HeadersTarget {
+    /// The time the seeds were made at: their sessions are unexpired then.
+    static let now: Int64 = 1_700_000_000
+    static let device = FixedKeys.signing(0x01)
+    static let sessions = try! Sessions(secret: .given(FixedKeys.symmetric(0x53)))
+    static let request = (method: "POST", path: "/v1/accounts/00112233445566778899aabbccddeeff/chain", query: "",
+                          bodyHash: SHA256.hash([UInt8]()))
+
+    /// Lines: device, timestamp, nonce, signature, session, MAC.
+    static func run(_ data: [UInt8]) throws(FuzzFinding) {
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        func line(_ i: Int) -> String? { i < lines.count ? lines[i] : nil }
+        let r = request
+        if let claim = try? RequestSignature.Claim(device: line(0), timestamp: line(1), nonce: line(2), signature: line(3)) {
+            try expect(claim.device.rawValue.utf8.count == 32 && claim.signature.count == 64, "a claim was accepted with a malformed device or signature")
+            _ = claim.isValid(method: r.method, path: r.path, query: r.query, bodyHash: r.bodyHash, key: device.publicKey)
+        }
+        guard let id = line(4) else { return }
+        let session: Sessions.Session?
+        do { session = try sessions.get(id, now: now) } catch { throw FuzzFinding("the session lookup threw: \(error)") }
+        guard let session else { return }
+        try expect(DeviceID(rawValue: session.device.rawValue) != nil, "a session names a malformed device")
+        if let claim = try? RequestMAC.Claim(session: id, timestamp: line(1), nonce: line(2), mac: line(5)) {
+            _ = try? claim.isValid(method: r.method, path: r.path, query: r.query, bodyHash: r.bodyHash, key: session.key)
+        }
+    }
+}
+
+enum RequestJSONTarget {
+    /// The first byte picks the request type; the rest is the body.
+    static func run(_ data: [UInt8]) {
+        guard let first = data.first else { return }
+        let decoder = strictRequestDecoders[Int(first) % strictRequestDecoders.count]
+        _ = try? decoder.decode(Array(data.dropFirst()))
+    }
+}
