@@ -506,6 +506,29 @@ def link_vectors() -> None:
 
 # --------------------------------------------------------------------------- key boxes v2 and chain history
 
+class ChainSteps:
+    """A vector chain being built: its accepted links, every step (accepted, with its
+    signed bytes and hash, or refused, with its code) and the sequence of each named link."""
+
+    def __init__(self):
+        self.links, self.steps, self.at = [], [], {}
+
+    def link(self, type_: str, signer: str, body: dict, key: SigningKey) -> dict:
+        prev = self.links[-1] if self.links else None
+        link = {"version": 1, "sequence": len(self.links), "previous": link_hash(prev) if prev else "0" * 64, "type": type_,
+                "signer": signer, "time": 1_700_000_000 + 10 * len(self.links), "body": body}
+        return sign_link(link, key)
+
+    def accept(self, name: str, link: dict, note: str) -> None:
+        self.steps.append({"note": note, "link": link, "outcome": "valid", "signedBytes": link_signed_bytes(link).hex(),
+                           "hash": link_hash(link)})
+        self.at[name] = len(self.links)
+        self.links.append(link)
+
+    def refuse(self, link: dict, note: str, outcome: str) -> None:
+        self.steps.append({"note": note, "link": link, "outcome": outcome})
+
+
 def box_signed_bytes(account: str, box: dict) -> bytes:
     return (b"keyvault/v2/key-box\x00" + short(account.encode()) + box["generation"].to_bytes(4, "big")
             + box["sequence"].to_bytes(8, "big") + short(box["recipient"].encode())
@@ -525,22 +548,12 @@ def key_box_vectors() -> None:
     ids = {name: device_id(key.verify_key.encode()) for name, key in [("laptop", laptop), ("phone", phone), ("tablet", tablet)]}
     keys = {"laptop": laptop, "phone": phone, "tablet": tablet}
     boxkeys = {"laptop": laptop_box, "phone": phone_box, "tablet": tablet_box}
-    links, steps, at = [], [], {}
+    chain = ChainSteps()
+    links, steps, at, accept, refuse = chain.links, chain.steps, chain.at, chain.accept, chain.refuse
 
     def make(type_, signer, body):
         key = codes[signer][0] if isinstance(signer, int) else keys[signer]
-        prev = links[-1] if links else None
-        link = {"version": 1, "sequence": len(links), "previous": link_hash(prev) if prev else "0" * 64, "type": type_,
-                "signer": "recovery" if isinstance(signer, int) else ids[signer], "time": 1_700_000_000 + 10 * len(links), "body": body}
-        return sign_link(link, key)
-
-    def accept(name, link, note):
-        steps.append({"note": note, "link": link, "outcome": "valid", "signedBytes": link_signed_bytes(link).hex(), "hash": link_hash(link)})
-        at[name] = len(links)
-        links.append(link)
-
-    def refuse(link, note, code):
-        steps.append({"note": note, "link": link, "outcome": code})
+        return chain.link(type_, "recovery" if isinstance(signer, int) else ids[signer], body, key)
 
     def code_fields(i, generation):
         return {"authKey": codes[i][0].verify_key.encode().hex(), "boxKey": codes[i][1].public_key.encode().hex(),
@@ -658,6 +671,142 @@ def server_secret_vectors() -> None:
         "sessions": sessions, "tickets": tickets})
 
 
+def sharing_vectors() -> None:
+    """docs/formats/member-sharing.md: the sharing links of an account chain, the
+    contact commitment and safety code, and share boxes judged against the chain.
+    Its own seeded generator (the files above keep their bytes), and sealed boxes
+    built here from their definition with a seeded ephemeral key (libsodium's
+    crypto_box_seal draws a fresh one), so that regenerating changes nothing."""
+    own = random.Random(20261125)
+
+    def orand(n: int) -> bytes:
+        return bytes(own.getrandbits(8) for _ in range(n))
+
+    def seal(recipient, message: bytes) -> bytes:
+        # crypto_box_seal: epk ‖ crypto_box(m, nonce = BLAKE2b-192(epk ‖ pk), pk, esk)
+        ephemeral, pk = PrivateKey(orand(32)), recipient.encode()
+        epk = ephemeral.public_key.encode()
+        nonce = hashlib.blake2b(epk + pk, digest_size=24).digest()
+        return epk + sodium.crypto_box(message, nonce, pk, ephemeral.encode())
+
+    laptop, laptop_box = SigningKey(orand(32)), PrivateKey(orand(32))
+    laptop_id = device_id(laptop.verify_key.encode())
+    code = (SigningKey(orand(32)), PrivateKey(orand(32)))
+    identities = [(SigningKey(orand(32)), PrivateKey(orand(32))) for _ in range(2)]      # the sharer's, generations 1 and 2
+    grantee_ids = [(SigningKey(orand(32)), PrivateKey(orand(32))) for _ in range(2)]     # the grantee's, generations 1 and 2
+    grantee, stranger = orand(16).hex(), orand(16).hex()
+    member, other_member, unknown_member = orand(16).hex(), orand(16).hex(), orand(16).hex()
+    chain = ChainSteps()
+    links, steps, at, accept, refuse = chain.links, chain.steps, chain.at, chain.accept, chain.refuse
+
+    def make(type_, body, recovery=False):
+        return chain.link(type_, "recovery" if recovery else laptop_id, body, code[0] if recovery else laptop)
+
+    def identity(keys, generation):
+        return {"identityGeneration": str(generation), "signingKey": keys[0].verify_key.encode().hex(),
+                "boxKey": keys[1].public_key.encode().hex()}
+
+    def pin(account, keys, generation):
+        return dict(identity(keys, generation), account=account)
+
+    def grant(member_, account, generation, read_only="true"):
+        return {"member": member_, "grantee": account, "granteeIdentityGeneration": str(generation), "readOnly": read_only}
+
+    accept("genesis", make("genesis", dict(device_fields(laptop, laptop_box, "laptop"), masterGeneration="1")), "genesis by the laptop")
+    accept("code", make("recovery.set", {"authKey": code[0].verify_key.encode().hex(), "boxKey": code[1].public_key.encode().hex(),
+                                         "recoveryGeneration": "1"}), "the laptop sets a recovery code")
+    accept("member", make("member.add", {"member": member, "memberGeneration": "1"}), "the laptop adds a member")
+    accept("other", make("member.add", {"member": other_member, "memberGeneration": "1"}), "the laptop adds another member")
+    refuse(make("share.grant", grant(member, grantee, 1)), "a grant before the account has a sharing identity", "no_identity")
+    refuse(make("identity.set", identity(identities[0], 2)), "a first identity that is not generation 1", "stale_generation")
+    refuse(make("identity.set", identity(identities[0], 1), recovery=True), "the recovery key sets the identity", "unknown_signer")
+    accept("identity1", make("identity.set", identity(identities[0], 1)), "the laptop makes the sharing identity")
+    refuse(make("identity.set", identity(identities[1], 3)), "an identity that skips a generation", "stale_generation")
+    refuse(make("contact.pin", pin(link_hash(links[0])[:32], grantee_ids[0], 1)), "the account pins itself", "malformed_link")
+    refuse(make("contact.pin", pin(grantee, grantee_ids[0], 1), recovery=True), "the recovery key pins a contact", "unknown_signer")
+    refuse(make("share.grant", grant(member, grantee, 1)), "a grant to an account that is not pinned", "unknown_contact")
+    accept("pin1", make("contact.pin", pin(grantee, grantee_ids[0], 1)), "the laptop pins the grantee's identity 1")
+    refuse(make("share.grant", grant(member, grantee, 2)), "a grant naming an identity generation other than the pinned one", "contact_changed")
+    refuse(make("share.grant", grant(unknown_member, grantee, 1)), "a grant of a member the account does not have", "unknown_member")
+    refuse(make("share.grant", grant(member, grantee, 1, "yes")), "readOnly neither true nor false", "malformed_link")
+    accept("grant1", make("share.grant", grant(member, grantee, 1)), "the member is shared read-only with the grantee")
+    refuse(make("share.grant", grant(member, grantee, 1, "false")), "the same member shared again with the same account", "grant_exists")
+    refuse(make("share.revoke", {"member": member, "grantee": stranger}), "revoking a share that was never granted", "unknown_grant")
+    accept("revoke1", make("share.revoke", {"member": member, "grantee": grantee}), "the share is taken back")
+    refuse(make("share.revoke", {"member": member, "grantee": grantee}), "revoking it again", "unknown_grant")
+    accept("rotate", make("member.rotate", {"member": member, "memberGeneration": "2"}), "the member key is rotated after the unshare")
+    accept("pin2", make("contact.pin", pin(grantee, grantee_ids[1], 2)), "the grantee's new identity 2 is verified and pinned again")
+    accept("grant2", make("share.grant", grant(member, grantee, 2, "false")), "the member is shared again, not read-only")
+    accept("identity2", make("identity.set", identity(identities[1], 2)), "the sharer's identity moves to generation 2")
+    account = link_hash(links[0])[:32]
+
+    def box_bytes(b: dict) -> bytes:
+        return (b"keyvault/v1/share/box\x00" + short(account.encode()) + short(b["member"].encode())
+                + b["memberGeneration"].to_bytes(4, "big") + short(b["grantee"].encode())
+                + b["granteeIdentityGeneration"].to_bytes(4, "big") + b["grant"].to_bytes(8, "big")
+                + hashlib.sha256(base64.b64decode(b["box"])).digest())
+
+    boxes = []
+
+    def box(note, outcome, generation=1, member_=member, grantee_=grantee, identity_generation=2, grant_=None, signer=None,
+            signed=None, sealed=None):
+        grant_ = at["grant2"] if grant_ is None else grant_
+        recipient = grantee_ids[identity_generation - 1][1].public_key
+        sealed = seal(recipient, orand(32)) if sealed is None else sealed
+        b = {"member": member_, "memberGeneration": generation, "grantee": grantee_, "granteeIdentityGeneration": identity_generation,
+             "grant": grant_, "box": base64.b64encode(sealed).decode()}
+        signing = identities[1][0] if signer is None else signer
+        b["signature"] = base64.b64encode(signing.sign(box_bytes(dict(b, **(signed or {})))).signature).decode()
+        boxes.append({"note": note, "box": b, "outcome": outcome, "signedBytes": box_bytes(b).hex()})
+
+    box("member key generation 1 for the grantee's identity 2, under the second grant", "valid", generation=1)
+    box("member key generation 2 for the grantee's identity 2, under the second grant", "valid", generation=2)
+    box("a box of a member key generation the member does not have yet", "wrong_generation", generation=3)
+    box("a box of a member the account does not have", "unknown_member", member_=unknown_member)
+    box("a box moved to a member that is not shared", "unknown_grant", member_=other_member)
+    box("a box moved to another grantee", "unknown_grant", grantee_=stranger)
+    box("a box under the first grant, revoked since", "unknown_grant", identity_generation=1, grant_=at["grant1"])
+    box("a box naming a link that is not a grant", "unknown_grant", grant_=at["rotate"])
+    box("a box sealed to the grantee's old identity under the second grant", "wrong_generation", identity_generation=1)
+    box("a box signed by the sharer's previous identity", "bad_signature", signer=identities[0][0])
+    box("a box signed by another identity", "bad_signature", signer=SigningKey(orand(32)))
+    box("a box signed for member key generation 1, presented as generation 2", "bad_signature", generation=2, signed={"memberGeneration": 1})
+    box("a box that is not a sealed box", "malformed_box", sealed=orand(20))
+    for vector in boxes:  # the valid boxes open with the grantee's key (libsodium's own crypto_box_seal_open)
+        if vector["outcome"] == "valid":
+            SealedBox(grantee_ids[1][1]).decrypt(base64.b64decode(vector["box"]["box"]))
+
+    def identity_json(account_, keys, generation):
+        return {"account": account_, "identityGeneration": generation, "signingKey": keys[0].verify_key.encode().hex(),
+                "boxKey": keys[1].public_key.encode().hex()}
+
+    def identity_bytes(ident: dict) -> bytes:
+        return (short(ident["account"].encode()) + ident["identityGeneration"].to_bytes(4, "big")
+                + bytes.fromhex(ident["signingKey"]) + bytes.fromhex(ident["boxKey"]))
+
+    contacts = []
+    for generations in [(1, 1), (2, 7), (4294967295, 3)]:
+        initiator = identity_json(orand(16).hex(), (SigningKey(orand(32)), PrivateKey(orand(32))), generations[0])
+        responder = identity_json(orand(16).hex(), (SigningKey(orand(32)), PrivateKey(orand(32))), generations[1])
+        r_a, r_b = orand(32), orand(32)
+        commitment = hashlib.sha256(b"keyvault/v1/contact/commit\x00" + identity_bytes(initiator) + r_a).digest()
+        digest = hashlib.sha256(b"keyvault/v1/contact/safety-code\x00" + identity_bytes(initiator) + commitment + r_a
+                                + identity_bytes(responder) + r_b).digest()
+        for i in range(8):
+            n = int.from_bytes(digest[4 * i:4 * i + 4], "big")
+            if n < 4_294_000_000:
+                break
+        digits = f"{n % 1_000_000:06d}"
+        contacts.append({"initiator": initiator, "responder": responder, "initiatorNonce": r_a.hex(), "responderNonce": r_b.hex(),
+                         "commitment": commitment.hex(), "safetyCode": digits[:3] + " " + digits[3:], "wrongNonce": orand(32).hex()})
+    write(SERVER / "member-sharing-v1.json", {
+        "source": "Generated by Scripts/vectors/generate.py from docs/formats/member-sharing.md with PyNaCl (Ed25519, crypto_box) "
+                  "and Python hashlib. Steps: the sharer's chain, each link valid or refused with its code. Boxes: judged against "
+                  "the whole chain. Contacts: `wrongNonce` does not open the commitment.",
+        "account": account, "head": link_hash(links[-1]), "member": member, "grantee": grantee,
+        "steps": steps, "boxes": boxes, "contacts": contacts})
+
+
 if __name__ == "__main__":
     ed25519_vectors()
     x25519_vectors()
@@ -678,3 +827,4 @@ if __name__ == "__main__":
     unicode_passphrase_vectors()
     master_key_check_vectors()
     server_secret_vectors()
+    sharing_vectors()

@@ -7,6 +7,14 @@ public enum LinkType: String, Sendable, Codable, CaseIterable {
     case masterRotate = "master.rotate"
     case memberAdd = "member.add"
     case memberRotate = "member.rotate"
+    /// The account's sharing identity (docs/formats/member-sharing.md).
+    case identitySet = "identity.set"
+    /// Another account's sharing identity, verified with a safety code.
+    case contactPin = "contact.pin"
+    /// A member shared with a pinned contact.
+    case shareGrant = "share.grant"
+    /// A share taken back.
+    case shareRevoke = "share.revoke"
 }
 
 /// One link of an account chain, as it travels in JSON. The signed bytes and the

@@ -53,6 +53,10 @@ extension ErrorCode {
     public static let noSuchDevice = ErrorCode(rawValue: "no_such_device")
     /// A link naming a member the account does not have.
     public static let unknownMember = ErrorCode(rawValue: "unknown_member")
+    /// A link naming an account this account has not pinned as a contact (docs/formats/member-sharing.md).
+    public static let unknownContact = ErrorCode(rawValue: "unknown_contact")
+    /// A share revoke, or a share box, naming no active grant.
+    public static let unknownGrant = ErrorCode(rawValue: "unknown_grant")
     /// Revoking a device that is already revoked.
     public static let alreadyRevoked = ErrorCode(rawValue: "already_revoked")
     /// Revoking the last active device.
@@ -119,6 +123,12 @@ extension ErrorCode {
     public static let deviceExists = ErrorCode(rawValue: "device_exists")
     /// A member that already exists.
     public static let memberExists = ErrorCode(rawValue: "member_exists")
+    /// A share grant before the account has a sharing identity.
+    public static let noIdentity = ErrorCode(rawValue: "no_identity")
+    /// A share grant naming a contact identity other than the one pinned: verify the contact again.
+    public static let contactChanged = ErrorCode(rawValue: "contact_changed")
+    /// A share grant for a member and account already shared.
+    public static let grantExists = ErrorCode(rawValue: "grant_exists")
     /// A link request that is no longer pending.
     public static let linkRequestClosed = ErrorCode(rawValue: "link_request_closed")
     /// A link request step out of order.
@@ -140,12 +150,13 @@ extension ErrorCode {
     public static let wireCodes: [ErrorCode] = [
         .badRequest, .malformedLink, .unsupportedVersion, .malformedBox, .malformedSession, .badReveal, .boxPosition,
         .wrongGeneration, .malformedAttachment, .unknownSigner, .unknownRecipient, .noSuchDevice, .unknownMember,
-        .alreadyRevoked, .lastDevice, .weakKDF, .kdfAboveCeiling,
+        .unknownContact, .unknownGrant, .alreadyRevoked, .lastDevice, .weakKDF, .kdfAboveCeiling,
         .unsignedRequest, .malformedSignature, .unknownDevice, .badSignature, .staleTimestamp, .replayedNonce,
         .unknownSession, .badRecoveryProof, .badRecoveryToken,
         .deviceRevoked, .wrongAccount, .wrongSigner, .signerRevoked, .recoveryCompromised, .inviteRequired, .signatureRequired,
         .notFound, .methodNotAllowed,
-        .staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .linkRequestClosed, .linkRequestOutOfTurn,
+        .staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .noIdentity, .contactChanged, .grantExists,
+        .linkRequestClosed, .linkRequestOutOfTurn,
         .payloadTooLarge, .rateLimited, .tooManyLinkRequests, .internalError,
     ]
 }

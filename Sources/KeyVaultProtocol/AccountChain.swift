@@ -110,6 +110,38 @@ public struct ChainState: Sendable, Equatable {
         public var name: String
     }
 
+    /// A sharing identity: this account's (``identity``) or a pinned contact's
+    /// (docs/formats/member-sharing.md).
+    public struct Identity: Sendable, Equatable {
+        public var generation: UInt32
+        public var signingKey: Ed25519.PublicKey
+        public var boxKey: X25519.PublicKey
+        /// The link that set it (`identity.set`) or pinned it (`contact.pin`).
+        public var link: UInt64
+    }
+
+    /// Who a grant is for: a member of this account and another account.
+    public struct GrantKey: Sendable, Hashable {
+        public var member: MemberID
+        public var grantee: AccountID
+        public init(member: MemberID, grantee: AccountID) {
+            self.member = member
+            self.grantee = grantee
+        }
+    }
+
+    public struct Grant: Sendable, Equatable {
+        public var member: MemberID
+        public var grantee: AccountID
+        /// The grantee's identity generation, as pinned when the grant was made.
+        public var granteeIdentityGeneration: UInt32
+        public var readOnly: Bool
+        /// The `share.grant` link.
+        public var granted: UInt64
+        /// The `share.revoke` link that ended it.
+        public var revoked: UInt64?
+    }
+
     public private(set) var account: AccountID
     public private(set) var head: String
     public private(set) var sequence: UInt64
@@ -122,6 +154,14 @@ public struct ChainState: Sendable, Equatable {
     /// The check value each generation's link committed to, where it carries one.
     public private(set) var masterKeyChecks: [UInt32: String]
     public private(set) var members: [MemberID: Member]
+    /// The account's current sharing identity (its last `identity.set`).
+    public private(set) var identity: Identity?
+    /// The contacts pinned with `contact.pin`, by account (a re-pin replaces the pin).
+    public private(set) var contacts: [AccountID: Identity]
+    /// The grants in force.
+    public private(set) var grants: [GrantKey: Grant]
+    /// The grants taken back, oldest first.
+    public private(set) var revokedGrants: [Grant]
 
     /// The current recovery code, if one was ever set.
     public var recovery: Recovery? { recoveries.last }
@@ -154,6 +194,10 @@ public struct ChainState: Sendable, Equatable {
         masterGenerationStarts = [0]
         masterKeyChecks = try Self.masterKeyCheck(link).map { [1: $0] } ?? [:]
         members = [:]
+        identity = nil
+        contacts = [:]
+        grants = [:]
+        revokedGrants = []
     }
 
     /// Replays a whole chain.
@@ -168,7 +212,9 @@ public struct ChainState: Sendable, Equatable {
     /// - Throws: `stale_chain` when `previous` is not the head (someone else wrote
     ///   first); `malformed_link`, `bad_signature`, `unknown_signer`,
     ///   `signer_revoked`, `no_such_device`, `already_revoked`, `stale_generation`,
-    ///   `last_device` for links that do not follow.
+    ///   `last_device` for links that do not follow; for the sharing links
+    ///   (docs/formats/member-sharing.md) also `unknown_member`, `no_identity`,
+    ///   `unknown_contact`, `contact_changed`, `grant_exists`, `unknown_grant`.
     public mutating func apply(_ link: ChainLink) throws {
         try Self.checkShape(link)
         guard link.previous == head, link.sequence == sequence + 1 else {
@@ -256,6 +302,41 @@ public struct ChainState: Sendable, Equatable {
             }
             member.generation = generation
             next.members[id] = member
+        case .identitySet:
+            let new = try Self.identityFields(link, sequence: link.sequence)
+            guard new.generation == (identity?.generation ?? 0) + 1 else {
+                throw ProtocolError(.staleGeneration, "identity generation \(new.generation) does not follow \(identity?.generation ?? 0)")
+            }
+            next.identity = new
+        case .contactPin:
+            let contact = try Self.accountField(link)
+            guard contact != account else { throw ProtocolError.malformed("contact.pin names another account than this one") }
+            next.contacts[contact] = try Self.identityFields(link, sequence: link.sequence)
+        case .shareGrant:
+            let key = try Self.grantKey(link)
+            let generation = try Self.generationField(link, "granteeIdentityGeneration")
+            guard let readOnly = link.body["readOnly"].flatMap({ ["true": true, "false": false][$0] }) else {
+                throw ProtocolError.malformed("share.grant needs readOnly: true or false")
+            }
+            guard members[key.member] != nil else { throw ProtocolError(.unknownMember, "no such member in this account") }
+            guard identity != nil else { throw ProtocolError(.noIdentity, "this account has no sharing identity yet (identity.set)") }
+            guard let contact = contacts[key.grantee] else {
+                throw ProtocolError(.unknownContact, "account \(key.grantee) is not a pinned contact of this account")
+            }
+            guard generation == contact.generation else {
+                throw ProtocolError(.contactChanged, "the grant names identity generation \(generation) of \(key.grantee), but \(contact.generation) is pinned")
+            }
+            guard grants[key] == nil else { throw ProtocolError(.grantExists, "that member is already shared with that account") }
+            next.grants[key] = Grant(member: key.member, grantee: key.grantee, granteeIdentityGeneration: generation, readOnly: readOnly,
+                                     granted: link.sequence)
+        case .shareRevoke:
+            let key = try Self.grantKey(link)
+            guard var grant = grants[key] else {
+                throw ProtocolError(.unknownGrant, "that member is not shared with that account")
+            }
+            grant.revoked = link.sequence
+            next.grants[key] = nil
+            next.revokedGrants.append(grant)
         }
         next.head = link.hash
         next.sequence = link.sequence
@@ -351,6 +432,29 @@ public struct ChainState: Sendable, Equatable {
         return check
     }
 
+    /// The `identityGeneration`, `signingKey` and `boxKey` of an identity.set or contact.pin link.
+    static func identityFields(_ link: ChainLink, sequence: UInt64) throws -> Identity {
+        let generation = try generationField(link, "identityGeneration")
+        let signingKey = try Ed25519.PublicKey(rawRepresentation: hexField(link, "signingKey", count: 32))
+        let boxKey = try X25519.PublicKey(rawRepresentation: hexField(link, "boxKey", count: 32))
+        return Identity(generation: generation, signingKey: signingKey, boxKey: boxKey, link: sequence)
+    }
+
+    static func accountField(_ link: ChainLink, _ name: String = "account") throws -> AccountID {
+        guard let id = link.body[name].flatMap(AccountID.init(rawValue:)) else {
+            throw ProtocolError.malformed("\(link.type.rawValue) needs \(name): an account id (32 hex digits)")
+        }
+        return id
+    }
+
+    /// The `member` and `grantee` of a share.grant or share.revoke link.
+    static func grantKey(_ link: ChainLink) throws -> GrantKey {
+        guard let member = link.body["member"].flatMap(MemberID.init(rawValue:)) else {
+            throw ProtocolError.malformed("\(link.type.rawValue) needs a member id (32 hex digits)")
+        }
+        return GrantKey(member: member, grantee: try accountField(link, "grantee"))
+    }
+
     static func deviceField(_ link: ChainLink) throws -> DeviceID {
         guard let id = link.body["device"].flatMap(DeviceID.init(rawValue:)) else {
             throw ProtocolError.malformed("\(link.type.rawValue) needs a device id (32 hex digits)")
@@ -401,9 +505,7 @@ extension KeyBox {
     ///   `unknown_recipient`, `unknown_signer`, `signer_revoked`,
     ///   `recovery_compromised`, `bad_signature` (docs/formats/account-chain.md).
     public func verify(in state: ChainState) throws {
-        guard let bytes = base64Decode(box), bytes.count >= X25519.sealedBoxOverhead, bytes.count <= 4096 else {
-            throw ProtocolError(.malformedBox, "a key box is a base64 sealed box")
-        }
+        try checkSealedBox(box, "a key box")
         let s = sequence
         guard let current = state.masterGeneration(at: s) else {
             throw ProtocolError(.boxPosition, "the key box names link \(s), beyond the head of the chain (\(state.sequence))")
@@ -444,5 +546,12 @@ extension KeyBox {
         guard let signature = base64Decode(signature), key.isValidSignature(signature, for: signedBytes(account: state.account)) else {
             throw ProtocolError(.badSignature, "the key box for \(recipient) at generation \(generation) has an invalid signature")
         }
+    }
+}
+
+/// Refuses (`malformed_box`) a box that is not base64 of a sealed box of at most 4096 bytes.
+func checkSealedBox(_ box: String, _ what: String) throws {
+    guard let bytes = base64Decode(box), bytes.count >= X25519.sealedBoxOverhead, bytes.count <= 4096 else {
+        throw ProtocolError(.malformedBox, "\(what) is a base64 sealed box")
     }
 }

@@ -61,8 +61,14 @@ public enum LinkSAS {
         w.raw(commitment)
         w.raw(deviceNonce)
         w.raw(approverNonce)
-        let digest = SHA256.hash(w.bytes)
-        // The first 32-bit chunk below `bound`; all eight above it has probability 2^-97.
+        return sixDigits(SHA256.hash(w.bytes))
+    }
+
+    /// Six digits "ddd ddd" drawn from a 32-byte digest, exactly uniform: the first
+    /// 32-bit big-endian chunk below `bound`, mod 10^6 (all eight above it has
+    /// probability 2^-97; then the last is used). The contact safety code
+    /// (Sharing.swift) draws its digits the same way.
+    static func sixDigits(_ digest: [UInt8]) -> String {
         var number: UInt32 = 0
         for chunk in 0..<8 {
             number = digest[(chunk * 4)..<(chunk * 4 + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }

@@ -1669,7 +1669,11 @@ enum OpenAPIDocument {
               "recovery.set",
               "master.rotate",
               "member.add",
-              "member.rotate"
+              "member.rotate",
+              "identity.set",
+              "contact.pin",
+              "share.grant",
+              "share.revoke"
             ]
           },
           "signer": {

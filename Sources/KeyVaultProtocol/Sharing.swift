@@ -1,0 +1,131 @@
+import KeyVaultCrypto
+import KeyVaultModel
+
+// docs/formats/member-sharing.md is the specification of everything in this file.
+
+/// An account's sharing identity as another account sees it: the account id and the
+/// public halves its chain's `identity.set` link names.
+public struct ContactIdentity: Sendable, Equatable {
+    public var account: AccountID
+    public var generation: UInt32
+    public var signingKey: Ed25519.PublicKey
+    public var boxKey: X25519.PublicKey
+
+    public init(account: AccountID, generation: UInt32, signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey) {
+        self.account = account
+        self.generation = generation
+        self.signingKey = signingKey
+        self.boxKey = boxKey
+    }
+
+    /// An account's current identity, from its replayed chain (nil before `identity.set`).
+    public init?(_ chain: ChainState) {
+        guard let identity = chain.identity else { return nil }
+        self.init(account: chain.account, generation: identity.generation, signingKey: identity.signingKey, boxKey: identity.boxKey)
+    }
+
+    /// Account, generation and both keys, as the commitment and the safety code take them.
+    fileprivate func write(to w: inout CanonicalWriter) {
+        w.short(account.rawValue)
+        w.u32(generation)
+        w.raw(signingKey.rawRepresentation)
+        w.raw(boxKey.rawRepresentation)
+    }
+}
+
+/// The initiator's commitment to its identity and its random value r_A, sent before
+/// it sees anything of the responder's: SHA-256 over the account, identity
+/// generation, identity keys and r_A.
+public enum ContactCommitment {
+    public static let nonceByteCount = 32
+
+    /// The commitment, 32 bytes; nil when the nonce is not 32 bytes.
+    public static func compute(_ identity: ContactIdentity, nonce: [UInt8]) -> [UInt8]? {
+        guard nonce.count == nonceByteCount else { return nil }
+        var w = CanonicalWriter(domain: "keyvault/v1/contact/commit")
+        identity.write(to: &w)
+        w.raw(nonce)
+        return SHA256.hash(w.bytes)
+    }
+
+    /// True when `nonce` opens `commitment` for this identity (compared in constant time).
+    public static func opens(_ commitment: [UInt8], identity: ContactIdentity, nonce: [UInt8]) -> Bool {
+        guard commitment.count == 32, let actual = compute(identity, nonce: nonce) else { return false }
+        return constantTimeEquals(actual, commitment)
+    }
+}
+
+/// The six digits both people read to each other before either device pins the
+/// other's identity, uniform over 000000-999999 and drawn as ``LinkSAS`` draws its
+/// digits, over the ordered transcript: the initiator's identity, commitment and
+/// nonce, then the responder's identity and nonce.
+public enum ContactSafetyCode {
+    /// "ddd ddd"; nil when the commitment or a nonce has the wrong length.
+    public static func compute(initiator: ContactIdentity, commitment: [UInt8], initiatorNonce: [UInt8],
+                               responder: ContactIdentity, responderNonce: [UInt8]) -> String? {
+        guard commitment.count == 32, initiatorNonce.count == ContactCommitment.nonceByteCount,
+              responderNonce.count == ContactCommitment.nonceByteCount else { return nil }
+        var w = CanonicalWriter(domain: "keyvault/v1/contact/safety-code")
+        initiator.write(to: &w)
+        w.raw(commitment)
+        w.raw(initiatorNonce)
+        responder.write(to: &w)
+        w.raw(responderNonce)
+        return LinkSAS.sixDigits(SHA256.hash(w.bytes))
+    }
+}
+
+// MARK: Share boxes
+
+extension ShareBox {
+    /// The bytes the sharer's identity signs: sharer account, member, member key
+    /// generation, grantee account, grantee identity generation, grant link and the
+    /// box's hash, so a box cannot be moved to another member, grantee, grant,
+    /// generation or sharer.
+    public func signedBytes(sharer: AccountID) -> [UInt8] {
+        var w = CanonicalWriter(domain: "keyvault/v1/share/box")
+        w.short(sharer.rawValue)
+        w.short(member.rawValue)
+        w.u32(memberGeneration)
+        w.short(grantee.rawValue)
+        w.u32(granteeIdentityGeneration)
+        w.u64(grant)
+        w.raw(SHA256.hash(base64Decode(box) ?? []))
+        return w.bytes
+    }
+
+    /// Signs the box with the sharer's identity signing key (sets `signature`).
+    public mutating func sign(with identityKey: Ed25519.PrivateKey, sharer: AccountID) {
+        signature = base64Encode(identityKey.signature(for: signedBytes(sharer: sharer)))
+    }
+
+    /// Checks the box against the sharer's replayed chain: the member and its key
+    /// generation exist, the grant it names is in force for this member and grantee
+    /// and names the same grantee identity generation, and the sharer's current
+    /// identity signed it.
+    ///
+    /// - Throws: `ProtocolError` `malformed_box`, `unknown_member`, `wrong_generation`,
+    ///   `unknown_grant`, `no_identity`, `bad_signature`, in that order
+    ///   (docs/formats/member-sharing.md, "Share boxes").
+    public func verify(in sharer: ChainState) throws {
+        try checkSealedBox(box, "a share box")
+        guard let current = sharer.members[member] else { throw ProtocolError(.unknownMember, "no such member in the sharer's account") }
+        guard (1...current.generation).contains(memberGeneration) else {
+            throw ProtocolError(.wrongGeneration, "the share box is of member key generation \(memberGeneration), but the member is at \(current.generation)")
+        }
+        let key = ChainState.GrantKey(member: member, grantee: grantee)
+        guard let grant = sharer.grants[key], grant.granted == self.grant else {
+            let revoked = sharer.revokedGrants.last { $0.granted == self.grant && $0.member == member && $0.grantee == grantee }
+            throw ProtocolError(.unknownGrant, revoked.map { "the grant of link \($0.granted) was revoked at link \($0.revoked ?? 0)" }
+                                ?? "link \(self.grant) grants no share of this member to \(grantee)")
+        }
+        guard granteeIdentityGeneration == grant.granteeIdentityGeneration else {
+            throw ProtocolError(.wrongGeneration, "the share box is sealed to identity generation \(granteeIdentityGeneration) of \(grantee), but the grant names \(grant.granteeIdentityGeneration)")
+        }
+        guard let identity = sharer.identity else { throw ProtocolError(.noIdentity, "the sharer's account has no sharing identity") }
+        guard let signature = base64Decode(signature), identity.signingKey.isValidSignature(signature, for: signedBytes(sharer: sharer.account))
+        else {
+            throw ProtocolError(.badSignature, "the share box of member \(member) for \(grantee) is not signed by the sharer's identity")
+        }
+    }
+}
