@@ -109,6 +109,15 @@ public enum SeedCorpus {
         try append(.deviceRevoke, by: 2, ["device": ids[1]])
         try append(.recoverySet, by: 2, ["authKey": Hex.encode(ChainTarget.recovery.publicKey.rawRepresentation),
                                          "boxKey": Hex.encode(FixedKeys.box(0x65).publicKey.rawRepresentation), "recoveryGeneration": "2"])
+        // Sharing (docs/formats/member-sharing.md): an identity, a pinned contact, a grant and its end.
+        let contact = String(repeating: "c0", count: 16)
+        try append(.identitySet, by: 0, ["identityGeneration": "1", "signingKey": Hex.encode(keys[3].publicKey.rawRepresentation),
+                                         "boxKey": Hex.encode(FixedKeys.box(0x66).publicKey.rawRepresentation)])
+        try append(.contactPin, by: 2, ["account": contact, "identityGeneration": "1",
+                                        "signingKey": Hex.encode(FixedKeys.signing(0x70).publicKey.rawRepresentation),
+                                        "boxKey": Hex.encode(FixedKeys.box(0x71).publicKey.rawRepresentation)])
+        try append(.shareGrant, by: 0, ["member": member, "grantee": contact, "granteeIdentityGeneration": "1", "readOnly": "true"])
+        try append(.shareRevoke, by: 2, ["member": member, "grantee": contact])
         _ = try ChainState(links: links)  // every seed link follows
         return links
     }
