@@ -23,7 +23,7 @@ else echo "fuzz.sh: no target $target (one of: ${targets[*]}, all)" >&2; exit 2;
 scratch=.build-fuzz
 echo "fuzz.sh: building keyvault-fuzz with -sanitize=fuzzer,address in $scratch" >&2
 swift build --scratch-path "$scratch" --product keyvault-fuzz \
-  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -DFUZZING 2>&1 | grep -vE 'warning: Cannot export local symbol' >&2
+  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -DFUZZING 2>&1 | { grep -vE 'warning: Cannot export local symbol' || true; } >&2
 binary="$(swift build --scratch-path "$scratch" --show-bin-path)/keyvault-fuzz"
 
 status=0
@@ -36,7 +36,7 @@ for t in "${run[@]}"; do
   log="$scratch/fuzz-$t.log"
   set +e
   KEYVAULT_FUZZ_TARGET=$t LSAN_OPTIONS="suppressions=$PWD/Fuzz/lsan.supp:print_suppressions=0" "$binary" "$work" "Fuzz/Corpus/$t" -max_total_time="$seconds" -max_len=8192 \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$crashes/" "${dict[@]}" "$@" >"$log" 2>&1
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$crashes/" ${dict[@]+"${dict[@]}"} "$@" >"$log" 2>&1
   code=$?
   set -e
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | tail -1 | grep -oE '[0-9]+$' || echo "?")

@@ -4,9 +4,9 @@ import KeyVaultModel
 import KeyVaultProtocol
 
 /// Chain links as JSON, replayed one by one. The first byte says whether to repair
-/// each link before applying it (bit 0: set `previous` and `sequence` to follow the
-/// head; bit 1: sign it again with the fixed key of its signer, when there is one),
-/// so that mutations reach the rules behind the hash chain and the signatures.
+/// each link before applying it (bit 1: sign it again with the fixed key of its
+/// signer, when there is one; bit 0: also set `previous` and `sequence` to follow the
+/// head), so that mutations reach the rules behind the hash chain and the signatures.
 enum ChainTarget {
     static let devices = (1...4).map { FixedKeys.signing(UInt8($0)) }
     static let recovery = FixedKeys.signing(0x52)
@@ -17,7 +17,7 @@ enum ChainTarget {
               let links = try? JSONDecoder().decode([ChainLink].self, from: Data(data.dropFirst())),
               var genesis = links.first
         else { return 0 }
-        let (rechain, resign) = (flags & 1 != 0, flags & 2 != 0)
+        let (rechain, resign) = (flags & 1 != 0, flags & 3 != 0)
         if resign { sign(&genesis) }
         guard var state = try? ChainState(genesis: genesis) else { return 0 }
         try expect(state.sequence == 0 && state.head == genesis.hash && state.account == genesis.accountID,

@@ -31,7 +31,9 @@ public enum SeedCorpus {
             try Envelope.seal(Array("a member key, say".utf8), under: EnvelopeTarget.key, generation: 3, context: context, algorithm: $0)
         }
         for (i, envelope) in sealed.enumerated() { add(.envelope, "sealed-\(i + 1)", envelope.bytes) }
-        add(.envelope, "context", Array("member-key\naccount=00112233445566778899aabbccddeeff\nmember=ffeeddccbbaa99887766554433221100".utf8))
+        let inContext = try Envelope.seal(Array("a name".utf8), under: EnvelopeTarget.key, generation: 1,
+                                          context: EnvelopeContext(purpose: "member-name", ["member": "ffeeddccbbaa99887766554433221100"]))
+        add(.envelope, "context", Array("member-name\nmember=ffeeddccbbaa99887766554433221100\n\(inContext.base64)".utf8))
 
         // Attachment objects: a key envelope and a content envelope.
         add(.attachment, "object", AttachmentObject(key: sealed[0].bytes, content: sealed[1].bytes).bytes)
@@ -42,10 +44,10 @@ public enum SeedCorpus {
         let signer = HeadersTarget.device
         let device = deviceID(for: signer.publicKey)
         let signed = RequestSignature.headers(method: r.method, path: r.path, query: r.query, body: [], device: device,
-                                              key: signer, timestamp: HeadersTarget.now, nonce: String(repeating: "ab", count: 16))
-        let session = try HeadersTarget.sessions.open(for: device, now: HeadersTarget.now, random: [UInt8](repeating: 9, count: 16))
+                                              key: signer, timestamp: HeadersTarget.now, nonce: HeadersTarget.nonce)
+        let session = HeadersTarget.session
         let mac = try RequestMAC.headers(method: r.method, path: r.path, query: r.query, body: [], session: session.id,
-                                         key: session.key, timestamp: HeadersTarget.now, nonce: String(repeating: "cd", count: 16))
+                                         key: session.key, timestamp: HeadersTarget.now, nonce: HeadersTarget.nonce)
         add(.headers, "signed-and-session", Array((signed.map(\.1) + [session.id, mac[3].1]).joined(separator: "\n").utf8))
 
         // Chains: every link type, as is and to be repaired.

@@ -36,20 +36,18 @@ enum EnvelopeTarget {
             try expect(envelope.bytes == data, "an envelope does not encode back to the bytes it was parsed from")
             _ = try? envelope.open(using: key, context: EnvelopeContext(purpose: "fuzz"))
         }
-        // A context from the input as text (purpose, then key=value lines).
-        let text = String(decoding: data.prefix(2048), as: UTF8.self)
-        let parts = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        if let purpose = parts.first {
-            var fields: [String: String] = [:]
-            for part in parts.dropFirst() {
-                let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
-                fields[pair.first ?? ""] = pair.count > 1 ? pair[1] : ""
-            }
-            if let context = try? EnvelopeContext(purpose: purpose, fields) {
-                _ = context.description  // never prints field values (checked by the crypto tests)
-                _ = try? Envelope(base64: text).open(using: key, context: context)
-            }
+        // As text: a purpose, key=value lines, and on the last line an envelope in base64,
+        // opened under the known key in that context.
+        let lines = String(decoding: data.prefix(4096), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard lines.count >= 2, let envelope = try? Envelope(base64: lines[lines.count - 1]) else { return }
+        var fields: [String: String] = [:]
+        for part in lines.dropFirst().dropLast() {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            fields[pair.first ?? ""] = pair.count > 1 ? pair[1] : ""
         }
+        guard let context = try? EnvelopeContext(purpose: lines[0], fields) else { return }
+        _ = context.description
+        _ = try? envelope.open(using: key, context: context)
     }
 }
 
@@ -68,27 +66,40 @@ enum HeadersTarget {
     /// The time the seeds were made at: their sessions are unexpired then.
     static let now: Int64 = 1_700_000_000
     static let device = FixedKeys.signing(0x01)
+    static let deviceID = KeyVaultProtocol.deviceID(for: device.publicKey)
+    static let nonce = String(repeating: "ab", count: 16)
     static let sessions = try! Sessions(secret: .given(FixedKeys.symmetric(0x53)))
+    /// The one session the seeds use.
+    static let session = try! sessions.open(for: deviceID, now: now, random: [UInt8](repeating: 9, count: 16))
     static let request = (method: "POST", path: "/v1/accounts/00112233445566778899aabbccddeeff/chain", query: "",
                           bodyHash: SHA256.hash([UInt8]()))
 
-    /// Lines: device, timestamp, nonce, signature, session, MAC.
-    static func run(_ data: [UInt8]) throws(FuzzFinding) {
+    /// Lines: device, timestamp, nonce, signature, session, MAC. Only the request the
+    /// seeds signed (this device, time and nonce; this session) may verify.
+    /// Whether the signature and the session MAC verified.
+    @discardableResult
+    static func run(_ data: [UInt8]) throws(FuzzFinding) -> (signature: Bool, mac: Bool) {
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         func line(_ i: Int) -> String? { i < lines.count ? lines[i] : nil }
         let r = request
-        if let claim = try? RequestSignature.Claim(device: line(0), timestamp: line(1), nonce: line(2), signature: line(3)) {
-            try expect(claim.device.rawValue.utf8.count == 32 && claim.signature.count == 64, "a claim was accepted with a malformed device or signature")
-            _ = claim.isValid(method: r.method, path: r.path, query: r.query, bodyHash: r.bodyHash, key: device.publicKey)
+        var verified = (signature: false, mac: false)
+        if let claim = try? RequestSignature.Claim(device: line(0), timestamp: line(1), nonce: line(2), signature: line(3)),
+           claim.isValid(method: r.method, path: r.path, query: r.query, bodyHash: r.bodyHash, key: device.publicKey) {
+            try expect(claim.device == deviceID && claim.timestamp == now && claim.nonce == nonce,
+                       "a signature verified for a request the key never signed")
+            verified.signature = true
         }
-        guard let id = line(4) else { return }
-        let session: Sessions.Session?
-        do { session = try sessions.get(id, now: now) } catch { throw FuzzFinding("the session lookup threw: \(error)") }
-        guard let session else { return }
-        try expect(DeviceID(rawValue: session.device.rawValue) != nil, "a session names a malformed device")
-        if let claim = try? RequestMAC.Claim(session: id, timestamp: line(1), nonce: line(2), mac: line(5)) {
-            _ = try? claim.isValid(method: r.method, path: r.path, query: r.query, bodyHash: r.bodyHash, key: session.key)
+        guard let id = line(4) else { return verified }
+        let found: Sessions.Session?
+        do { found = try sessions.get(id, now: now) } catch { throw FuzzFinding("the session lookup threw: \(error)") }
+        guard let found else { return verified }
+        if let claim = try? RequestMAC.Claim(session: id, timestamp: line(1), nonce: line(2), mac: line(5)),
+           (try? claim.isValid(method: r.method, path: r.path, query: r.query, bodyHash: r.bodyHash, key: found.key)) == true {
+            try expect(id == session.id && found.device == deviceID && claim.timestamp == now && claim.nonce == nonce,
+                       "a session MAC verified for a request or session the seeds never made")
+            verified.mac = true
         }
+        return verified
     }
 }
 

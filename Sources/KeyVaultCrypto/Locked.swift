@@ -10,7 +10,7 @@ import Darwin
 /// without ThreadSanitizer, so under `swift test --sanitize=thread` every access it
 /// guards is reported as a race and a real one would drown among them. A pthread mutex
 /// is intercepted by ThreadSanitizer, so the run in CI reports only what is real.
-package final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value> {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
@@ -33,3 +33,7 @@ package final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+/// Sendable as `Mutex` is, but only for a Sendable value: a reference that is not
+/// Sendable cannot leave the lock unnoticed.
+extension Locked: @unchecked Sendable where Value: Sendable {}

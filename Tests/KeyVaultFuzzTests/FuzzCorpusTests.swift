@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import KeyVaultFuzzing
 import KeyVaultTestSupport
+import KeyVaultCrypto
 
 /// The fuzz targets' committed inputs: the seeds (Fuzz/Corpus) and every input a run
 /// ever found a crash or a broken invariant with (Fuzz/Regressions), replayed on every
@@ -37,6 +38,30 @@ import KeyVaultTestSupport
             let file = Self.fuzz.appendingPathComponent("Corpus/\(seed.target.rawValue)/\(seed.name)")
             #expect((try? Data(contentsOf: file)) == Data(seed.bytes), "Fuzz/Corpus/\(seed.target.rawValue)/\(seed.name) is stale")
         }
+    }
+
+    /// The headers seed is a request that verifies both ways, so mutations start from
+    /// the checks past parsing; one changed byte of either verifies no more.
+    @Test func theHeadersSeedVerifiesAndAChangedOneDoesNot() throws {
+        let seed = try #require(try SeedCorpus.make().first { $0.target == .headers }?.bytes)
+        let both = try HeadersTarget.run(seed)
+        #expect(both.signature && both.mac)
+        var changed = seed
+        changed[changed.count - 3] ^= 1  // in the MAC
+        #expect(try HeadersTarget.run(changed) == (signature: true, mac: false))
+        changed = seed
+        changed[0] = changed[0] == UInt8(ascii: "a") ? UInt8(ascii: "b") : UInt8(ascii: "a")  // the device id
+        #expect(try HeadersTarget.run(changed).signature == false)
+    }
+
+    /// Fuzz/Corpus holds exactly the seeds the generator names: none missing, none left over.
+    @Test func theCorpusHoldsExactlyTheGeneratorsSeeds() throws {
+        let made = Set(try SeedCorpus.make().map { "\($0.target.rawValue)/\($0.name)" })
+        var committed = Set<String>()
+        for target in FuzzTarget.allCases {
+            for file in try Self.inputs("Corpus", target) { committed.insert("\(target.rawValue)/\(file.lastPathComponent)") }
+        }
+        #expect(committed == made)
     }
 
     /// The chain seeds reach past the signatures: every link is accepted, as is and
