@@ -129,3 +129,33 @@ extension ShareBox {
         }
     }
 }
+
+extension ShareBox {
+    /// Checks the box as the grantee must before opening it: both chains replayed by
+    /// the grantee's device, the sharer's fetched from the server, its own from its own
+    /// account. On top of ``verify(in:)``: the sharer is a contact this account pinned,
+    /// and the sharer's identity now is the one pinned (a changed identity is refused
+    /// until the person verifies it again, so nothing the server chose is trusted);
+    /// the box is for this account, sealed to its identity generation now.
+    ///
+    /// - Throws: `ProtocolError` `unknown_contact`, `contact_changed`, then what
+    ///   ``verify(in:)`` throws, then `unknown_grant` (another grantee) or
+    ///   `wrong_generation` (another identity generation of this account).
+    public func verify(from sharer: ChainState, for grantee: ChainState) throws {
+        guard let pinned = grantee.contacts[sharer.account] else {
+            throw ProtocolError(.unknownContact, "\(sharer.account) is not a contact this account verified")
+        }
+        guard let identity = sharer.identity, identity.generation == pinned.generation,
+              identity.signingKey == pinned.signingKey, identity.boxKey == pinned.boxKey
+        else {
+            throw ProtocolError(.contactChanged, "the sharing identity of \(sharer.account) is not the one this account verified; verify the contact again")
+        }
+        try verify(in: sharer)
+        guard self.grantee == grantee.account else {
+            throw ProtocolError(.unknownGrant, "the share box is for \(self.grantee), not for this account")
+        }
+        guard let own = grantee.identity, own.generation == granteeIdentityGeneration else {
+            throw ProtocolError(.wrongGeneration, "the share box is sealed to identity generation \(granteeIdentityGeneration) of this account, which is at \(grantee.identity?.generation ?? 0)")
+        }
+    }
+}

@@ -115,11 +115,12 @@ private struct Sharing {
     let code = Ed25519.PrivateKey()
     let identityKeys = [Ed25519.PrivateKey(), Ed25519.PrivateKey()]
     let granteeKeys = [Ed25519.PrivateKey(), Ed25519.PrivateKey()]
-    let grantee = AccountID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+    let grantee: AccountID
     let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
     var state: ChainState
 
-    init() throws {
+    init(grantee: AccountID = AccountID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))) throws {
+        self.grantee = grantee
         state = try ChainState(genesis: .genesis(signingKey: laptop, boxKey: X25519.PrivateKey().publicKey, name: "laptop", time: 0))
         try append(.recoverySet, ["authKey": Hex.encode(code.publicKey.rawRepresentation),
                                   "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation), "recoveryGeneration": "1"])
@@ -163,8 +164,8 @@ private struct Sharing {
     var revoke: [String: String] { ["member": member.rawValue, "grantee": grantee.rawValue] }
 
     /// An identity, a pinned contact at generation 1 and a grant.
-    static func granted() throws -> Sharing {
-        var s = try Sharing()
+    static func granted(to grantee: AccountID? = nil) throws -> Sharing {
+        var s = try grantee.map { try Sharing(grantee: $0) } ?? Sharing()
         try s.append(.identitySet, s.identity(1))
         try s.append(.contactPin, s.pin(1))
         try s.append(.shareGrant, s.grant())
@@ -371,4 +372,74 @@ private func expectRefused(_ box: ShareBox, in state: ChainState, _ code: ErrorC
         box.box = bad
         expectRefused(box, in: s.state, .malformedBox)
     }
+}
+
+// MARK: The grantee's side
+
+/// The grantee's own account: a phone, an identity (generation 1) and, once pinned,
+/// the sharer's identity as the sharer's chain sets it.
+private struct Grantee {
+    let phone = Ed25519.PrivateKey()
+    var state: ChainState
+
+    init() throws {
+        state = try ChainState(genesis: .genesis(signingKey: phone, boxKey: X25519.PrivateKey().publicKey, name: "phone", time: 0))
+        try append(.identitySet, ["identityGeneration": "1", "signingKey": Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation),
+                                  "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation)])
+    }
+
+    mutating func append(_ type: LinkType, _ body: [String: String]) throws {
+        var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: type,
+                             signer: deviceID(for: phone.publicKey).rawValue, time: 0, body: body)
+        link.sign(with: phone)
+        try state.apply(link)
+    }
+
+    mutating func pin(_ sharer: ChainState) throws {
+        let identity = try #require(sharer.identity)
+        try append(.contactPin, ["account": sharer.account.rawValue, "identityGeneration": String(identity.generation),
+                                 "signingKey": Hex.encode(identity.signingKey.rawRepresentation),
+                                 "boxKey": Hex.encode(identity.boxKey.rawRepresentation)])
+    }
+}
+
+private func expectRefused(_ box: ShareBox, from sharer: ChainState, for grantee: ChainState, _ code: ErrorCode,
+                           sourceLocation: SourceLocation = #_sourceLocation) {
+    let error = #expect(throws: ProtocolError.self, sourceLocation: sourceLocation) { try box.verify(from: sharer, for: grantee) }
+    #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
+}
+
+@Test func theGranteeOpensOnlyABoxFromTheIdentityItPinned() throws {
+    var g = try Grantee()
+    var s = try Sharing.granted(to: g.state.account)
+    let grant = s.state.sequence
+    // Not yet a contact of the grantee: refused, whatever the sharer's chain says.
+    expectRefused(try s.box(grant: grant), from: s.state, for: g.state, .unknownContact)
+    try g.pin(s.state)
+    try s.box(grant: grant).verify(from: s.state, for: g.state)
+    // Another account the server presents, with a grant and an identity of its own: not pinned.
+    let forged = try Sharing.granted(to: g.state.account)
+    expectRefused(try forged.box(grant: forged.state.sequence), from: forged.state, for: g.state, .unknownContact)
+    // The sharer's identity changes: refused loudly until verified again, even a box the new identity signed.
+    try s.append(.identitySet, s.identity(2))
+    let resigned = try s.box(grant: grant, signedBy: s.identityKeys[1])
+    try resigned.verify(in: s.state)
+    expectRefused(resigned, from: s.state, for: g.state, .contactChanged)
+    try g.pin(s.state)
+    try resigned.verify(from: s.state, for: g.state)
+}
+
+@Test func theGranteeRefusesABoxForAnotherAccountOrAnotherOfItsIdentities() throws {
+    var g = try Grantee()
+    let s = try Sharing.granted(to: g.state.account)
+    try g.pin(s.state)
+    let box = try s.box(grant: s.state.sequence)
+    // Another account that pinned the same sharer: the box names someone else.
+    var other = try Grantee()
+    try other.pin(s.state)
+    expectRefused(box, from: s.state, for: other.state, .unknownGrant)
+    // The grantee's identity moved on: a box sealed to the previous one is refused.
+    try g.append(.identitySet, ["identityGeneration": "2", "signingKey": Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation),
+                                "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation)])
+    expectRefused(box, from: s.state, for: g.state, .wrongGeneration)
 }
