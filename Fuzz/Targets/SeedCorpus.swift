@@ -81,7 +81,7 @@ public enum SeedCorpus {
             "link-request": request,
             "link-nonce": LinkNonce(nonce: Hex.encode([UInt8](repeating: 6, count: 32))),
         ]
-        for (index, decoder) in strictRequestDecodersNames.enumerated() {
+        for (index, decoder) in strictRequestDecoders.map(\.name).enumerated() {
             add(.requestJSON, decoder, [UInt8(index)] + Array(try encoder.encode(bodies[decoder]!)))
         }
         return seeds
@@ -123,6 +123,4 @@ public enum SeedCorpus {
         _ = try ChainState(links: links)  // every seed link follows
         return links
     }
-
-    static var strictRequestDecodersNames: [String] { strictRequestDecoders.map(\.name) }
 }
