@@ -96,12 +96,23 @@ public struct AppendRequest: Sendable, Codable {
     public var boxes: [KeyBox]
     public var wraps: [MemberWrap]
     public var recovery: RecoverySlot?
+    /// The sharing identity's private halves under the current master key: with an
+    /// `identity.set` link, and re-wrapped with every `master.rotate`.
+    public var identityWraps: [IdentityWrap]
+    /// Member keys sealed to grantees (docs/formats/member-sharing.md): with a
+    /// `share.grant` link, and with every member rotation while grants are in force.
+    public var shareBoxes: [ShareBox]
 
-    public init(link: ChainLink, boxes: [KeyBox] = [], wraps: [MemberWrap] = [], recovery: RecoverySlot? = nil) {
+    enum CodingKeys: String, CodingKey { case link, boxes, wraps, recovery, identityWraps, shareBoxes }
+
+    public init(link: ChainLink, boxes: [KeyBox] = [], wraps: [MemberWrap] = [], recovery: RecoverySlot? = nil,
+                identityWraps: [IdentityWrap] = [], shareBoxes: [ShareBox] = []) {
         self.link = link
         self.boxes = boxes
         self.wraps = wraps
         self.recovery = recovery
+        self.identityWraps = identityWraps
+        self.shareBoxes = shareBoxes
     }
 
     public init(from decoder: any Decoder) throws {
@@ -110,6 +121,19 @@ public struct AppendRequest: Sendable, Codable {
         boxes = try c.decodeIfPresent([KeyBox].self, forKey: .boxes) ?? []
         wraps = try c.decodeIfPresent([MemberWrap].self, forKey: .wraps) ?? []
         recovery = try c.decodeIfPresent(RecoverySlot.self, forKey: .recovery)
+        identityWraps = try c.decodeIfPresent([IdentityWrap].self, forKey: .identityWraps) ?? []
+        shareBoxes = try c.decodeIfPresent([ShareBox].self, forKey: .shareBoxes) ?? []
+    }
+
+    /// The sharing fields only when they carry something: an append without them is the bytes it always was.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(link, forKey: .link)
+        try c.encode(boxes, forKey: .boxes)
+        try c.encode(wraps, forKey: .wraps)
+        try c.encodeIfPresent(recovery, forKey: .recovery)
+        if !identityWraps.isEmpty { try c.encode(identityWraps, forKey: .identityWraps) }
+        if !shareBoxes.isEmpty { try c.encode(shareBoxes, forKey: .shareBoxes) }
     }
 }
 

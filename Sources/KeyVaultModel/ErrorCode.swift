@@ -103,6 +103,8 @@ extension ErrorCode {
     public static let inviteRequired = ErrorCode(rawValue: "invite_required")
     /// Opening a session from another session.
     public static let signatureRequired = ErrorCode(rawValue: "signature_required")
+    /// A grantee's write to a member shared with it read-only.
+    public static let readOnlyGrant = ErrorCode(rawValue: "read_only_grant")
 
     // 404, 405
 
@@ -154,6 +156,7 @@ extension ErrorCode {
         .unsignedRequest, .malformedSignature, .unknownDevice, .badSignature, .staleTimestamp, .replayedNonce,
         .unknownSession, .badRecoveryProof, .badRecoveryToken,
         .deviceRevoked, .wrongAccount, .wrongSigner, .signerRevoked, .recoveryCompromised, .inviteRequired, .signatureRequired,
+        .readOnlyGrant,
         .notFound, .methodNotAllowed,
         .staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .noIdentity, .contactChanged, .grantExists,
         .linkRequestClosed, .linkRequestOutOfTurn,
