@@ -9,10 +9,19 @@ extension Vault {
         try MemberKeys(member: member, generation: generation, memberKey: try await memberKey(member, generation: generation))
     }
 
+    /// The keys of `member` at `generation`: this account's own, or the ones a sharer's box gave.
+    func memberKeys(_ member: Member, generation: UInt32) async throws -> MemberKeys {
+        guard member.sharer != nil else { return try await memberKeys(member.id, generation: generation) }
+        return try MemberKeys(member: member.id, generation: generation, memberKey: try sharedKey(member, generation: generation))
+    }
+
+    /// The account whose member this is (the sharer's for a shared member): attachments are bound to it.
+    func owner(of member: Member) -> AccountID { member.sharer ?? account }
+
     /// The content address of a file under the member's newest key (nothing is uploaded).
     package func address(ofFileAt path: String, member: Member) async throws -> ContentAddress {
         try await exclusively {
-            let keys = try await memberKeys(member.id, generation: member.generation)
+            let keys = try await memberKeys(member, generation: member.generation)
             do {
                 return try keys.contentAddressKey.address(ofFileAt: path)
             } catch let error as CryptoError {
@@ -45,17 +54,22 @@ extension Vault {
     /// is sealed under a key a revoked device knows.
     public func put(_ plaintext: [UInt8], member: Member) async throws -> PutResult {
         try await exclusively {
+            guard !member.readOnly else {
+                throw KeyVaultError(.readOnlyGrant, "\(member.name) is shared with this account read-only: nothing can be put",
+                                    hint: "ask its account (\(owner(of: member))) to share it without --read-only", kind: .input)
+            }
             // The newest chain first: a revocation another device made since must be
             // followed by its rotation before anything is sealed (an upload writes no link,
             // so no stale_chain would say so).
             try await sync()
             try await finishRevocationFirst()
-            // The member's newest generation from the chain, which finishing a rotation may have moved.
-            let generation = try chain.members[member.id]?.generation ?? member.generation
-            let keys = try await memberKeys(member.id, generation: generation)
+            // The member's newest generation from the chain, which finishing a rotation may
+            // have moved (a shared member's: as its sharer's chain said when it was read).
+            let generation = member.sharer == nil ? try chain.members[member.id]?.generation ?? member.generation : member.generation
+            let keys = try await memberKeys(member, generation: generation)
             let address = try keys.contentAddressKey.address(of: plaintext)
-            let object = try AttachmentCrypto.seal(plaintext, address: address, account: account, keys: keys)
-            let info = try await api.putAttachment(member: member.id, address: address, object: object)
+            let object = try AttachmentCrypto.seal(plaintext, address: address, account: owner(of: member), keys: keys)
+            let info = try await api.putAttachment(member: member.id, address: address, object: object, sharer: member.sharer)
             return PutResult(address: address, size: plaintext.count, existed: info.existed ?? false)
         }
     }
@@ -63,7 +77,7 @@ extension Vault {
     /// Downloads an attachment, opens it and checks it against its address.
     public func get(_ address: ContentAddress, member: Member) async throws -> SecureBytes {
         try await exclusively {
-            let bytes = try await api.attachment(member: member.id, address: address)
+            let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer)
             let object: AttachmentObject
             do {
                 object = try AttachmentObject(bytes: bytes)
@@ -76,9 +90,9 @@ extension Vault {
                                   "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
             }
             do {
-                return try AttachmentCrypto.open(object, address: address, account: account,
-                                                 keyKeys: try await memberKeys(member.id, generation: keyGeneration),
-                                                 addressKeys: try await memberKeys(member.id, generation: address.generation))
+                return try AttachmentCrypto.open(object, address: address, account: owner(of: member),
+                                                 keyKeys: try await memberKeys(member, generation: keyGeneration),
+                                                 addressKeys: try await memberKeys(member, generation: address.generation))
             } catch let error as VaultError {
                 throw KeyVaultError.verification(error, "the attachment is refused")
             }
@@ -87,7 +101,7 @@ extension Vault {
 
     public func attachments(member: Member) async throws -> [AttachmentInfo] {
         try await exclusively {
-            try await api.attachments(member: member.id)
+            try await api.attachments(member: member.id, sharer: member.sharer)
         }
     }
 
@@ -101,6 +115,9 @@ extension Vault {
     /// interruption picks up where it stopped.
     public func rewrap(member: Member) async throws -> RewrapResult {
         try await exclusively {
+            if let sharer = member.sharer {
+                throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account (\(sharer)) re-wraps its attachments")
+            }
             let list = try await api.attachments(member: member.id)
             let newest = try await memberKeys(member.id, generation: member.generation)
             var result = RewrapResult()

@@ -229,23 +229,65 @@ package struct ServerAPI: Sendable {
         _ = try await call("POST", accountPath + "/link-requests/\(code)/refuse")
     }
 
-    // Attachments
+    // Sharing (docs/formats/member-sharing.md, "The relay: routes")
 
-    func attachmentPath(_ member: MemberID, _ address: ContentAddress? = nil) -> String {
-        accountPath + "/members/\(member)/attachments" + (address.map { "/\($0)" } ?? "")
+    package func identityWraps() async throws -> [IdentityWrap] {
+        try json([String: [IdentityWrap]].self, try await call("GET", accountPath + "/identity-wraps").body, "identity wraps")["wraps"] ?? []
     }
 
-    package func putAttachment(member: MemberID, address: ContentAddress, object: AttachmentObject) async throws -> AttachmentInfo {
-        try json(AttachmentInfo.self, try await call("PUT", attachmentPath(member, address), body: object.bytes,
+    package func createContactRequest(_ request: ContactRequestCreate) async throws -> ContactRequestInfo {
+        try json(ContactRequestInfo.self, try await call("POST", accountPath + "/contact-requests", body: encode(request)).body, "contact request")
+    }
+
+    package func contactRequests() async throws -> [ContactRequestInfo] {
+        try json([String: [ContactRequestInfo]].self, try await call("GET", accountPath + "/contact-requests").body,
+                 "contact requests")["requests"] ?? []
+    }
+
+    package func contactRequest(_ id: String) async throws -> ContactRequestInfo {
+        try json(ContactRequestInfo.self, try await call("GET", accountPath + "/contact-requests/\(Self.pathSegment(id))").body, "contact request")
+    }
+
+    package func respondToContactRequest(_ id: String, _ response: ContactResponse) async throws {
+        _ = try await call("POST", accountPath + "/contact-requests/\(Self.pathSegment(id))/respond", body: encode(response))
+    }
+
+    package func revealContactRequest(_ id: String, nonce: [UInt8]) async throws {
+        _ = try await call("POST", accountPath + "/contact-requests/\(Self.pathSegment(id))/reveal", body: encode(LinkNonce(nonce: Hex.encode(nonce))))
+    }
+
+    package func shared() async throws -> [SharedWithAccount] {
+        try json([String: [SharedWithAccount]].self, try await call("GET", accountPath + "/shared").body, "shared members")["shared"] ?? []
+    }
+
+    package func sharedChain(_ sharer: AccountID) async throws -> ChainResponse {
+        try json(ChainResponse.self, try await call("GET", accountPath + "/shared/\(sharer)/chain", maxReply: Self.maxChainReplyBytes).body,
+                 "sharer's chain")
+    }
+
+    /// An id from the server, as a path segment: hex only, or nothing that could leave the route.
+    static func pathSegment(_ id: String) -> String {
+        id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } ? id : "invalid"
+    }
+
+    // Attachments (of this account's member, or of a member another account shares with it)
+
+    func attachmentPath(_ member: MemberID, _ address: ContentAddress? = nil, sharer: AccountID? = nil) -> String {
+        accountPath + (sharer.map { "/shared/\($0)" } ?? "") + "/members/\(member)/attachments" + (address.map { "/\($0)" } ?? "")
+    }
+
+    package func putAttachment(member: MemberID, address: ContentAddress, object: AttachmentObject,
+                               sharer: AccountID? = nil) async throws -> AttachmentInfo {
+        try json(AttachmentInfo.self, try await call("PUT", attachmentPath(member, address, sharer: sharer), body: object.bytes,
                                                      contentType: "application/octet-stream").body, "answer")
     }
 
-    package func attachment(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
-        try await call("GET", attachmentPath(member, address), maxReply: Self.maxAttachmentReplyBytes).body
+    package func attachment(member: MemberID, address: ContentAddress, sharer: AccountID? = nil) async throws -> [UInt8] {
+        try await call("GET", attachmentPath(member, address, sharer: sharer), maxReply: Self.maxAttachmentReplyBytes).body
     }
 
-    package func attachments(member: MemberID) async throws -> [AttachmentInfo] {
-        let list = try json([String: [AttachmentInfo]].self, try await call("GET", attachmentPath(member)).body,
+    package func attachments(member: MemberID, sharer: AccountID? = nil) async throws -> [AttachmentInfo] {
+        let list = try json([String: [AttachmentInfo]].self, try await call("GET", attachmentPath(member, sharer: sharer)).body,
                             "attachment list")["attachments"] ?? []
         // Addresses are printed as they are: anything but an address is not taken.
         guard list.allSatisfy({ ContentAddress($0.address) != nil }) else {

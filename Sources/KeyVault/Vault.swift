@@ -22,6 +22,10 @@ public actor Vault {
     package nonisolated let api: ServerAPI
     package internal(set) var links: [ChainLink] = []
     package internal(set) var state: ChainState?
+    /// Sharing identity generations opened this session (never stored on disk).
+    var identityCache: [UInt32: SharingIdentityKeys] = [:]
+    /// Member keys other accounts shared with this one, opened from checked share boxes.
+    var sharedKeys: [AccountID: [MemberID: [UInt32: SymmetricKey]]] = [:]
     let progress: ProgressReporter
     /// The account this device belongs to.
     public nonisolated let account: AccountID
@@ -251,6 +255,10 @@ public actor Vault {
         public internal(set) var name: String
         /// The member key's newest generation when this value was read.
         public internal(set) var generation: UInt32
+        /// The account that shares this member with this one; nil for a member of this account.
+        public internal(set) var sharer: AccountID? = nil
+        /// For a shared member: whether the grant is read-only (nothing may be put).
+        public internal(set) var readOnly = false
     }
 
     /// The account's members with their names opened.
@@ -272,13 +280,23 @@ public actor Vault {
         }
     }
 
-    /// The member called `name` (or with this id).
+    /// The member called `name` (or with this id): one of this account's, else one
+    /// another account shares with it (``sharedMembers()``); a name two sharers use
+    /// is ambiguous.
     public func member(named name: String) async throws -> Member {
         try await exclusively {
             let all = try await members()
             if let found = all.first(where: { $0.name == name || $0.id.rawValue == name }) { return found }
+            let shared = try await sharedMembers().members
+            let matches = shared.filter { $0.name == name || $0.id.rawValue == name }
+            if matches.count == 1 { return matches[0] }
+            if matches.count > 1 {
+                throw KeyVaultError(.invalidInput, "\(matches.count) accounts share a member called \(name.debugDescription) with this one",
+                                    hint: "name it by its id: \(matches.map(\.id.rawValue).joined(separator: ", "))")
+            }
+            let names = (all + shared).map(\.name)
             throw KeyVaultError(.noSuchMember, "there is no member called \(name.debugDescription)"
-                                    + (all.isEmpty ? " (the account has no members yet)" : "; the members are \(all.map(\.name).joined(separator: ", "))"))
+                                    + (names.isEmpty ? " (the account has no members yet)" : "; the members are \(names.joined(separator: ", "))"))
         }
     }
 
@@ -399,8 +417,11 @@ public actor Vault {
                 let key = SymmetricKey()
                 let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: h, under: master, masterGeneration: g)
                 let link = makeLink(.memberRotate, ["member": id.rawValue, "memberGeneration": String(h)], after: state)
+                // The new generation to every account the member is shared with now (not to one unshared).
+                let shareBoxes = try await shareBoxes(of: key, member: id, generation: h,
+                                                      grants: state.grants.values.filter { $0.member == id }, in: state)
                 made = h  // the last build is the one that landed
-                return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id, default: [:]][h] = key })
+                return (AppendRequest(link: link, wraps: [wrap], shareBoxes: shareBoxes), { self.record.memberKeys[id, default: [:]][h] = key })
             }
             return made
         }
@@ -425,12 +446,18 @@ public actor Vault {
                                                             under: key, masterGeneration: g))
                     }
                 }
+                // The sharing identity's private halves, every generation, follow the master key.
+                var identityWraps = [IdentityWrap]()
+                for i in 1..<((state.identity?.generation ?? 0) + 1) {
+                    identityWraps.append(try IdentityKeyWrap.seal(try await identityKeys(generation: i), account: account,
+                                                                  under: key, masterGeneration: g))
+                }
                 let link = makeLink(.masterRotate, ["masterGeneration": String(g),
                                                     "masterKeyCheck": try MasterKeyCheck.compute(key, generation: g)], after: state)
                 var after = state
                 try after.apply(link)
                 made = g  // the last build is the one that landed
-                return (AppendRequest(link: link, boxes: try boxes(key, generation: g, in: after), wraps: wraps),
+                return (AppendRequest(link: link, boxes: try boxes(key, generation: g, in: after), wraps: wraps, identityWraps: identityWraps),
                         { self.record.masterKeys[g] = key })
             }
             return made
@@ -449,7 +476,9 @@ public actor Vault {
         let state = try chain
         let lastRevoke = links.lastIndex { $0.type == .deviceRevoke }
         let lastRecovery = links.lastIndex { $0.type == .recoverySet && $0.body["recoveryGeneration"] != "1" }
-        guard let start = [lastRevoke, lastRecovery].compactMap({ $0 }).max() else { return PendingRotation(master: false, members: []) }
+        // An unshare is finished by a member rotation the former grantee never receives.
+        let unshared = unsharedWithoutRotation()
+        guard let start = [lastRevoke, lastRecovery].compactMap({ $0 }).max() else { return PendingRotation(master: false, members: unshared) }
         let after = links[(start + 1)...]
         let master = !after.contains { $0.type == .masterRotate }
         var members = [MemberID]()
@@ -465,7 +494,7 @@ public actor Vault {
                 if !later.contains(where: { $0.type == .memberRotate && $0.body["member"] == member.rawValue }) { members.append(member) }
             }
         }
-        return PendingRotation(master: master, members: members)
+        return PendingRotation(master: master, members: members + unshared.filter { !members.contains($0) })
     }
 
     /// Before something new is made under the current generations (a member, an
@@ -653,6 +682,7 @@ public actor Vault {
             for member in state.members.values {
                 for h in 1...member.generation { _ = try await memberKey(member.id, generation: h) }
             }
+            for i in 1..<((state.identity?.generation ?? 0) + 1) { _ = try await identityKeys(generation: i) }
             let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
             progress("deriving the recovery keys (Argon2id \(parameters))")
             let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)

@@ -9,7 +9,7 @@ struct Member: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Family members: each has its own key for its attachments.",
         discussion: "Member names are sealed: the server sees only random ids.",
-        subcommands: [Add.self, List.self, Rotate.self])
+        subcommands: [Add.self, List.self, Rotate.self, Share.self, Unshare.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

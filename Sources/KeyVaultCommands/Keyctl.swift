@@ -13,7 +13,8 @@ public struct Keyctl: AsyncParsableCommand {
 extension KeyctlMain {
     /// Every client command, in the order `--help` lists them.
     static let clientCommands: [any ParsableCommand.Type] = [
-        Init.self, Status.self, Device.self, Member.self, Master.self, Recovery.self, Attachment.self, Audit.self, Account.self,
+        Init.self, Status.self, Device.self, Member.self, Contact.self, Shared.self, Master.self, Recovery.self, Attachment.self, Audit.self,
+        Account.self,
         Completion.self, Manual.self,
     ]
 

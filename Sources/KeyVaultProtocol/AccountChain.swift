@@ -433,7 +433,7 @@ public struct ChainState: Sendable, Equatable {
     }
 
     /// The `identityGeneration`, `signingKey` and `boxKey` of an identity.set or contact.pin link.
-    static func identityFields(_ link: ChainLink, sequence: UInt64) throws -> Identity {
+    package static func identityFields(_ link: ChainLink, sequence: UInt64) throws -> Identity {
         let generation = try generationField(link, "identityGeneration")
         let signingKey = try Ed25519.PublicKey(rawRepresentation: hexField(link, "signingKey", count: 32))
         let boxKey = try X25519.PublicKey(rawRepresentation: hexField(link, "boxKey", count: 32))

@@ -1,0 +1,440 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultVault
+
+// Sharing a member with another account (docs/formats/member-sharing.md). A member
+// key is only ever sealed to an identity this account pinned after both people
+// compared a safety code; the grantee opens only share boxes its own pin of the
+// sharer vouches for. The server relays and is believed in nothing.
+
+extension Vault {
+    // MARK: Identity
+
+    /// The public halves of identity generation `generation` as this account's chain published them.
+    func publishedIdentity(_ generation: UInt32) throws -> ChainState.Identity {
+        if let current = try chain.identity, current.generation == generation { return current }
+        for link in links.reversed() where link.type == .identitySet && link.body["identityGeneration"] == String(generation) {
+            return try ChainState.identityFields(link, sequence: link.sequence)
+        }
+        throw KeyVaultError(.missingKey, "this account's chain publishes no sharing identity generation \(generation)")
+    }
+
+    /// The private halves of identity generation `generation`: opened from its wrap
+    /// under the current master key and checked against the keys the chain publishes.
+    func identityKeys(generation: UInt32) async throws -> SharingIdentityKeys {
+        try await exclusively {
+            if let cached = identityCache[generation] { return cached }
+            let published = try publishedIdentity(generation)
+            let (master, g) = try await masterKey()
+            guard let wrap = try await api.identityWraps().first(where: { $0.identityGeneration == generation && $0.masterGeneration == g }) else {
+                throw KeyVaultError(.missingKey, "the server has no wrap of sharing identity generation \(generation) under master key \(g)",
+                                    kind: .verification)
+            }
+            let keys: SharingIdentityKeys
+            do {
+                keys = try IdentityKeyWrap.open(wrap, account: account, masterKey: master, masterGeneration: g)
+            } catch {
+                throw KeyVaultError.verification(error, "sharing identity refused")
+            }
+            guard keys.matches(published) else {
+                throw KeyVaultError(.badBox, "the sharing identity in the server's wrap of generation \(generation) is not the one this account's chain publishes",
+                                    kind: .verification)
+            }
+            identityCache[generation] = keys
+            return keys
+        }
+    }
+
+    /// This account's current sharing identity; made the first time sharing needs it
+    /// (an `identity.set` link, its private halves wrapped under the master key).
+    func currentIdentity() async throws -> SharingIdentityKeys {
+        try await exclusively {
+            if let identity = try chain.identity { return try await identityKeys(generation: identity.generation) }
+            progress("making this account's sharing identity")
+            var made: SharingIdentityKeys?
+            try await write("identity set", afterRotations: true) { state in
+                let keys = SharingIdentityKeys(generation: (state.identity?.generation ?? 0) + 1)
+                let (master, g) = try await masterKey()
+                let wrap = try IdentityKeyWrap.seal(keys, account: account, under: master, masterGeneration: g)
+                made = keys
+                return (AppendRequest(link: makeLink(.identitySet, keys.linkBody, after: state), identityWraps: [wrap]),
+                        { self.identityCache[keys.generation] = keys })
+            }
+            guard let made else { throw KeyVaultError(.chainInvalid, "no sharing identity was made") }
+            return made
+        }
+    }
+
+    // MARK: Contacts
+
+    /// Another account whose sharing identity this account verified and pinned.
+    public struct Contact: Sendable, Equatable {
+        public internal(set) var account: AccountID
+        public internal(set) var identityGeneration: UInt32
+        /// The `contact.pin` link.
+        public internal(set) var pinned: UInt64
+    }
+
+    /// The pinned contacts, from the verified chain.
+    public func contacts() throws -> [Contact] {
+        try chain.contacts.map { Contact(account: $0.key, identityGeneration: $0.value.generation, pinned: $0.value.link) }
+            .sorted { $0.account.rawValue < $1.account.rawValue }
+    }
+
+    /// What ``addContact(_:pollInterval:events:otherCode:)`` reports as it goes.
+    public enum ContactEvent: Sendable, Equatable {
+        /// This side asked first: the other person now runs the same on their side.
+        case requested(id: String, expires: Int64)
+        /// The other side asked first; this side answered it.
+        case answered(id: String)
+        /// The safety code this side computed: the people compare theirs.
+        case safetyCode(String)
+    }
+
+    /// Verifies another account's sharing identity with its person and pins it.
+    ///
+    /// Both people run this, each naming the other's account. If the other side has
+    /// asked already, this side answers; otherwise it asks and waits. Each side
+    /// computes six digits over both identities and both random values (the one who
+    /// asked committed to its value before seeing anything of the other's, so a
+    /// server in the middle cannot grind a match). `events` shows this side's code;
+    /// `otherCode` then returns the digits the other person read out (typed, never a
+    /// yes/no: a glance at two screens is what an attacker counts on), compared here
+    /// in constant time. Only when they are equal is the identity pinned on this
+    /// account's chain (`contact.pin`). Pinning an account already pinned replaces its
+    /// pin (a re-verification).
+    ///
+    /// - Throws: `invalid_input` for this account itself, `sas_mismatch` when the
+    ///   codes differ or none was given (nothing pinned), `bad_reveal` when the other side's value does not
+    ///   open its commitment, `link_request_closed` when the request expired.
+    @discardableResult
+    public func addContact(_ other: AccountID, pollInterval: Duration = .seconds(1), events: (ContactEvent) -> Void = { _ in },
+                           otherCode: () async throws -> String?) async throws -> Contact {
+        try await exclusively {
+            guard other != account else {
+                throw KeyVaultError(.invalidInput, "an account cannot be its own contact", hint: "name the other person's account")
+            }
+            let mine = try await currentIdentity()
+            let me = ContactIdentity(account: account, generation: mine.generation, signingKey: mine.signing.publicKey,
+                                     boxKey: mine.boxKey.publicKey)
+            let now = Int64(Date().timeIntervalSince1970)
+            let waiting = try await api.contactRequests().first {
+                $0.from == other && $0.to == account && $0.response == nil && $0.expires > now
+            }
+            let theirs: ContactIdentity, code: String
+            if let request = waiting {
+                (theirs, code) = try await answer(request, as: me, pollInterval: pollInterval, events: events)
+            } else {
+                (theirs, code) = try await ask(other, as: me, pollInterval: pollInterval, events: events)
+            }
+            events(.safetyCode(code))
+            guard let typed = try await otherCode().flatMap(LinkSAS.digits), let expected = LinkSAS.digits(code),
+                  constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
+                throw KeyVaultError(.sasMismatch, "the safety code given does not match this side's: \(other) was not added as a contact",
+                                    hint: "if the digits differ, someone may be in the middle; try again, and compare on a call or in person",
+                                    kind: .input)
+            }
+            try await write("contact pin") { state in
+                (AppendRequest(link: makeLink(.contactPin, ["account": other.rawValue, "identityGeneration": String(theirs.generation),
+                                                            "signingKey": Hex.encode(theirs.signingKey.rawRepresentation),
+                                                            "boxKey": Hex.encode(theirs.boxKey.rawRepresentation)], after: state)), {})
+            }
+            let pinned = try chain.contacts[other]
+            return Contact(account: other, identityGeneration: theirs.generation, pinned: pinned?.link ?? 0)
+        }
+    }
+
+    /// The initiator's side: commit, wait for the answer, reveal.
+    private func ask(_ other: AccountID, as me: ContactIdentity, pollInterval: Duration,
+                     events: (ContactEvent) -> Void) async throws -> (ContactIdentity, String) {
+        let nonce = SystemRandom.bytes(count: ContactCommitment.nonceByteCount)
+        guard let commitment = ContactCommitment.compute(me, nonce: nonce) else { throw KeyVaultError(.invalidInput, "no commitment") }
+        let created = try await api.createContactRequest(ContactRequestCreate(to: other, identity: Self.keys(of: me),
+                                                                              commitment: Hex.encode(commitment)))
+        events(.requested(id: created.id, expires: created.expires))
+        let response = try await poll(created.id, every: pollInterval) { $0.response }
+        let theirs = try Self.identity(response.identity, of: other)
+        guard let responderNonce = try? Hex.decode(response.nonce) else {
+            throw KeyVaultError(.badResponse, "the other side's random value is not hex")
+        }
+        try await api.revealContactRequest(created.id, nonce: nonce)
+        guard let code = ContactSafetyCode.compute(initiator: me, commitment: commitment, initiatorNonce: nonce,
+                                                   responder: theirs, responderNonce: responderNonce) else {
+            throw KeyVaultError(.badResponse, "the other side's random value has the wrong length")
+        }
+        return (theirs, code)
+    }
+
+    /// The responder's side: answer with this identity and a random value, wait for
+    /// the reveal, check it opens the commitment made before the answer.
+    private func answer(_ request: ContactRequestInfo, as me: ContactIdentity, pollInterval: Duration,
+                        events: (ContactEvent) -> Void) async throws -> (ContactIdentity, String) {
+        let theirs = try Self.identity(request.identity, of: request.from)
+        guard let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else {
+            throw KeyVaultError(.badResponse, "the contact request's commitment is not 32 bytes of hex")
+        }
+        let nonce = SystemRandom.bytes(count: ContactCommitment.nonceByteCount)
+        try await api.respondToContactRequest(request.id, ContactResponse(identity: Self.keys(of: me), nonce: Hex.encode(nonce)))
+        events(.answered(id: request.id))
+        let revealed = try await poll(request.id, every: pollInterval) { $0.reveal }
+        guard let initiatorNonce = try? Hex.decode(revealed), ContactCommitment.opens(commitment, identity: theirs, nonce: initiatorNonce) else {
+            throw KeyVaultError(.badReveal, "the other side's revealed value does not open the commitment it made first: someone changed the exchange; nothing was pinned",
+                                hint: "do not trust this server's answers", kind: .verification)
+        }
+        guard let code = ContactSafetyCode.compute(initiator: theirs, commitment: commitment, initiatorNonce: initiatorNonce,
+                                                   responder: me, responderNonce: nonce) else {
+            throw KeyVaultError(.badResponse, "the other side's random value has the wrong length")
+        }
+        return (theirs, code)
+    }
+
+    /// Reads the request until `field` has a value, or it expires.
+    private func poll(_ id: String, every interval: Duration, _ field: (ContactRequestInfo) -> String?) async throws -> String {
+        while true {
+            let info = try await api.contactRequest(id)
+            if let value = field(info) { return value }
+            guard info.expires > Int64(Date().timeIntervalSince1970) else {
+                throw KeyVaultError(.linkRequestClosed, "the contact request expired before the other side answered",
+                                    hint: "run it again on both sides within 10 minutes")
+            }
+            try await Task.sleep(for: interval)
+        }
+    }
+
+    private func poll(_ id: String, every interval: Duration, _ field: (ContactRequestInfo) -> ContactResponse?) async throws -> ContactResponse {
+        var response: ContactResponse?
+        _ = try await poll(id, every: interval) { info -> String? in
+            response = field(info)
+            return response.map { _ in "" }
+        }
+        return response!
+    }
+
+    static func keys(of identity: ContactIdentity) -> IdentityKeys {
+        IdentityKeys(generation: identity.generation, signingKey: Hex.encode(identity.signingKey.rawRepresentation),
+                     boxKey: Hex.encode(identity.boxKey.rawRepresentation))
+    }
+
+    /// An identity the server relayed, as the other account's.
+    static func identity(_ keys: IdentityKeys, of account: AccountID) throws -> ContactIdentity {
+        guard keys.generation >= 1, let signing = try? Hex.decode(keys.signingKey), let box = try? Hex.decode(keys.boxKey),
+              let signingKey = try? Ed25519.PublicKey(rawRepresentation: signing), let boxKey = try? X25519.PublicKey(rawRepresentation: box)
+        else {
+            throw KeyVaultError(.badResponse, "the identity the server relayed for \(account) is malformed")
+        }
+        return ContactIdentity(account: account, generation: keys.generation, signingKey: signingKey, boxKey: boxKey)
+    }
+
+    // MARK: Granting
+
+    /// A member of this account shared with another account.
+    public struct Grant: Sendable, Equatable {
+        public internal(set) var member: MemberID
+        public internal(set) var grantee: AccountID
+        public internal(set) var readOnly: Bool
+        /// The `share.grant` link.
+        public internal(set) var granted: UInt64
+    }
+
+    /// The grants in force, from the verified chain.
+    public func grants() throws -> [Grant] {
+        try chain.grants.values.map { Grant(member: $0.member, grantee: $0.grantee, readOnly: $0.readOnly, granted: $0.granted) }
+            .sorted { ($0.member.rawValue, $0.grantee.rawValue) < ($1.member.rawValue, $1.grantee.rawValue) }
+    }
+
+    /// Shares `member` with a verified contact: a `share.grant` link, and every
+    /// generation of the member key sealed to the identity this account pinned for it
+    /// (never to one the server names), signed by this account's identity.
+    ///
+    /// - Throws: `unknown_contact` when `grantee` was not verified (`addContact`),
+    ///   `grant_exists` when it is shared with it already.
+    @discardableResult
+    public func share(_ member: Member, with grantee: AccountID, readOnly: Bool) async throws -> Grant {
+        try await exclusively {
+            guard member.sharer == nil else {
+                throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account by \(member.sharer!); only its own account shares it on")
+            }
+            try await sync()
+            guard try chain.contacts[grantee] != nil else {
+                throw KeyVaultError(.unknownContact, "\(grantee) is not a verified contact of this account",
+                                    hint: "first compare safety codes: both people run `keyctl contact add` naming the other's account", kind: .input)
+            }
+            let key = ChainState.GrantKey(member: member.id, grantee: grantee)
+            guard try chain.grants[key] == nil else {
+                throw KeyVaultError(.grantExists, "\(member.name) is already shared with \(grantee)", kind: .input)
+            }
+            _ = try await currentIdentity()
+            try await write("share", afterRotations: true) { state in
+                guard let contact = state.contacts[grantee], let current = state.members[member.id] else {
+                    throw KeyVaultError(.unknownContact, "\(grantee) is no longer a contact, or the member is gone")
+                }
+                let link = makeLink(.shareGrant, ["member": member.id.rawValue, "grantee": grantee.rawValue,
+                                                  "granteeIdentityGeneration": String(contact.generation),
+                                                  "readOnly": readOnly ? "true" : "false"], after: state)
+                var after = state
+                try after.apply(link)
+                guard let grant = after.grants[key] else { throw KeyVaultError(.chainInvalid, "the grant did not apply") }
+                var boxes = [ShareBox]()
+                for h in 1...current.generation {
+                    boxes += try await shareBoxes(of: try await memberKey(member.id, generation: h), member: member.id, generation: h,
+                                                  grants: [grant], in: after)
+                }
+                return (AppendRequest(link: link, shareBoxes: boxes), {})
+            }
+            let grant = try chain.grants[key]
+            return Grant(member: member.id, grantee: grantee, readOnly: readOnly, granted: grant?.granted ?? 0)
+        }
+    }
+
+    /// Takes a share back: a `share.revoke` link, then a member key rotation sealed
+    /// to this account's devices and the remaining grants only, so the former grantee
+    /// never receives the next generation (and the server refuses its devices).
+    ///
+    /// - Returns: the member key's new generation.
+    @discardableResult
+    public func unshare(_ member: Member, with grantee: AccountID) async throws -> UInt32 {
+        try await exclusively {
+            try await sync()
+            let key = ChainState.GrantKey(member: member.id, grantee: grantee)
+            guard try chain.grants[key] != nil else {
+                throw KeyVaultError(.unknownGrant, "\(member.name) is not shared with \(grantee)", kind: .input)
+            }
+            try await write("unshare") { state in
+                guard state.grants[key] != nil else { throw KeyVaultError(.unknownGrant, "another device took this share back first") }
+                return (AppendRequest(link: makeLink(.shareRevoke, ["member": member.id.rawValue, "grantee": grantee.rawValue], after: state)), {})
+            }
+            progress("rotating the key of \(member.name) so that \(grantee) cannot open what comes next")
+            return try await rotateMember(member.id)
+        }
+    }
+
+    /// Members unshared and not rotated since (an unshare interrupted before its rotation).
+    func unsharedWithoutRotation() -> [MemberID] {
+        var pending = [MemberID]()
+        for (index, link) in links.enumerated() where link.type == .shareRevoke {
+            guard let raw = link.body["member"], let member = MemberID(rawValue: raw), state?.members[member] != nil,
+                  !pending.contains(member) else { continue }
+            if !links[(index + 1)...].contains(where: { $0.type == .memberRotate && $0.body["member"] == raw }) { pending.append(member) }
+        }
+        return pending
+    }
+
+    /// `key` (member generation `generation`) sealed to each grant's grantee at the
+    /// identity generation the grant names, as this account pinned it, and signed by
+    /// this account's current identity.
+    func shareBoxes(of key: SymmetricKey, member: MemberID, generation: UInt32, grants: [ChainState.Grant],
+                    in state: ChainState) async throws -> [ShareBox] {
+        guard !grants.isEmpty, let identity = state.identity else { return [] }
+        let signer = try await identityKeys(generation: identity.generation)
+        return try grants.sorted { $0.grantee.rawValue < $1.grantee.rawValue }.map { grant in
+            let boxKey = try pinnedBoxKey(of: grant.grantee, generation: grant.granteeIdentityGeneration, in: state)
+            var box = ShareBox(member: member, memberGeneration: generation, grantee: grant.grantee,
+                               granteeIdentityGeneration: grant.granteeIdentityGeneration, grant: grant.granted,
+                               box: base64Encode(try boxKey.sealedBox(for: key)))
+            box.sign(with: signer.signing, sharer: account)
+            return box
+        }
+    }
+
+    /// The box key this account pinned for `grantee` at identity generation
+    /// `generation`: the pin now, or the earlier `contact.pin` a grant still names.
+    func pinnedBoxKey(of grantee: AccountID, generation: UInt32, in state: ChainState) throws -> X25519.PublicKey {
+        if let pin = state.contacts[grantee], pin.generation == generation { return pin.boxKey }
+        for link in links.reversed() where link.type == .contactPin && link.body["account"] == grantee.rawValue
+            && link.body["identityGeneration"] == String(generation) {
+            return try ChainState.identityFields(link, sequence: link.sequence).boxKey
+        }
+        throw KeyVaultError(.unknownContact, "this account never pinned identity generation \(generation) of \(grantee)")
+    }
+
+    // MARK: Receiving
+
+    /// What other accounts share with this one.
+    public struct SharedView: Sendable {
+        /// Members whose keys opened, checked against each sharer's chain and this account's pin of it.
+        public internal(set) var members: [Member]
+        /// Sharers whose boxes were refused, and why (an unverified sharer, a changed identity, a forged box).
+        public internal(set) var refused: [(sharer: AccountID, reason: String)]
+    }
+
+    /// The members other accounts share with this one. For each sharer the server
+    /// lists: its chain (served to this account's devices while a grant names it) is
+    /// replayed from its genesis, which must be the sharer's account id; the sharer
+    /// must be a contact this account pinned, with the same identity now; every share
+    /// box must pass ``ShareBox/verify(from:for:)`` before it is opened with this
+    /// account's identity. A sharer that fails is reported in `refused`, never used.
+    public func sharedMembers() async throws -> SharedView {
+        try await exclusively {
+            try await sync()
+            let me = try chain
+            var view = SharedView(members: [], refused: [])
+            guard me.identity != nil else { return view }
+            for entry in try await api.shared().sorted(by: { $0.sharer.rawValue < $1.sharer.rawValue }) {
+                do {
+                    view.members += try await openShared(entry, me: me)
+                } catch let error as KeyVaultError where error.kind == .verification || error.kind == .server {
+                    sharedKeys[entry.sharer] = nil
+                    view.refused.append((entry.sharer, error.message))
+                }
+            }
+            view.members.sort { ($0.name, $0.sharer?.rawValue ?? "") < ($1.name, $1.sharer?.rawValue ?? "") }
+            return view
+        }
+    }
+
+    private func openShared(_ entry: SharedWithAccount, me: ChainState) async throws -> [Member] {
+        let sharer = entry.sharer
+        guard sharer != account else { throw KeyVaultError(.badResponse, "the server lists this account as sharing with itself", kind: .verification) }
+        guard me.contacts[sharer] != nil else {
+            throw KeyVaultError(.unknownContact, "\(sharer) is not a contact this account verified; nothing it shares is opened",
+                                hint: "if you know this person, both run `keyctl contact add` naming the other's account", kind: .verification)
+        }
+        let response = try await api.sharedChain(sharer)
+        let state: ChainState
+        do {
+            state = try ChainState(links: response.links)
+        } catch {
+            throw KeyVaultError.verification(error, "the chain of \(sharer) does not verify")
+        }
+        guard state.account == sharer else {
+            throw KeyVaultError(.wrongAccount, "the server sent the chain of \(state.account) for \(sharer)", kind: .verification)
+        }
+        var keys = [MemberID: [UInt32: SymmetricKey]]()
+        for box in entry.boxes {
+            do {
+                try box.verify(from: state, for: me)
+            } catch {
+                throw KeyVaultError.verification(error, "a share box from \(sharer) is refused")
+            }
+            let identity = try await identityKeys(generation: box.granteeIdentityGeneration)
+            guard let sealed = base64Decode(box.box), let key = try? SymmetricKey(identity.boxKey.openSealedBox(sealed)) else {
+                throw KeyVaultError(.badBox, "a share box from \(sharer) does not open with this account's identity", kind: .verification)
+            }
+            keys[box.member, default: [:]][box.memberGeneration] = key
+        }
+        sharedKeys[sharer] = keys
+        var members = [Member]()
+        for grant in state.grants.values where grant.grantee == account {
+            guard let member = state.members[grant.member], let first = keys[grant.member]?[1] else { continue }
+            let name: String
+            do {
+                name = try MemberName.open(member.name, account: sharer, member: member.id, firstKey: first)
+            } catch {
+                throw KeyVaultError.verification(error, "the name of a member \(sharer) shares")
+            }
+            members.append(Member(id: member.id, name: name, generation: member.generation, sharer: sharer, readOnly: grant.readOnly))
+        }
+        return members
+    }
+
+    /// A key of a member another account shares, as its checked share box gave it.
+    func sharedKey(_ member: Member, generation: UInt32) throws -> SymmetricKey {
+        guard let sharer = member.sharer, let key = sharedKeys[sharer]?[member.id]?[generation] else {
+            throw KeyVaultError(.missingKey, "\(member.sharer.map { "\($0)" } ?? "the sharer") has sent this account no key of generation \(generation) of \(member.name)",
+                                kind: .verification)
+        }
+        return key
+    }
+}
