@@ -134,7 +134,7 @@ extension Vault {
                   constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
                 throw KeyVaultError(.sasMismatch, "the safety code given does not match this side's: \(other) was not added as a contact",
                                     hint: "if the digits differ, someone may be in the middle; try again, and compare on a call or in person",
-                                    kind: .input)
+                                    kind: .rejected)
             }
             try await write("contact pin") { state in
                 (AppendRequest(link: makeLink(.contactPin, ["account": other.rawValue, "identityGeneration": String(theirs.generation),

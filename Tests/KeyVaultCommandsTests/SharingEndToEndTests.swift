@@ -1,0 +1,72 @@
+import Foundation
+import KeyVaultTestSupport
+import Testing
+
+/// Issue 12 with the real binaries: two accounts on one `keyctl serve`. The parent
+/// and the grandmother verify each other by safety code, the parent shares a child
+/// (read-only, then not), the grandmother reads and writes that child's attachments,
+/// and after the unshare she is refused and blind to the next key generation.
+@Test(.timeLimit(.minutes(5)))
+func twoAccountsShareAMemberAndTakeItBackWithTheRealBinaries() async throws {
+    let story = try Story("sharing")
+    let url = story.url
+    func path(_ name: String) -> String { story.path(name) }
+    func run(_ arguments: [String], _ device: String, expect: Int32 = 0,
+             sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        try story.run(arguments, device, expect: expect, sourceLocation: sourceLocation)
+    }
+    let parent = try #require(try run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("code-parent"), "--yes"],
+                                      "parent")["account"] as? String)
+    let grandma = try #require(try run(["init", "--server", url, "--name", "tablet", "--recovery-file", path("code-grandma"), "--yes"],
+                                       "grandma")["account"] as? String)
+    _ = try run(["member", "add", "Alice"], "parent")
+    try Data("vaccination record".utf8).write(to: URL(fileURLWithPath: path("record.txt")))
+    let record = try #require(try run(["attachment", "put", "--member", "Alice", path("record.txt")], "parent")["address"] as? String)
+
+    // Not yet a contact: nothing can be shared.
+    _ = try run(["member", "share", "Alice", "--with", grandma], "parent", expect: 2)
+
+    // Both run `contact add`; each types the code the other's screen shows.
+    let asker = try BackgroundKeyctl(["contact", "add", grandma, "--poll", "0.1"] + story.home("parent"))
+    #expect(try asker.nextJSON()["request"] is String)
+    let answerer = try BackgroundKeyctl(["contact", "add", parent, "--poll", "0.1"] + story.home("grandma"))
+    #expect(try answerer.nextJSON()["answered"] is String)
+    let parentCode = try #require(try asker.nextJSON()["safetyCode"] as? String)
+    let grandmaCode = try #require(try answerer.nextJSON()["safetyCode"] as? String)
+    #expect(parentCode == grandmaCode && parentCode.count == 7)
+    asker.type(grandmaCode)
+    answerer.type(parentCode)
+    let asked = asker.finish(), answered = answerer.finish()
+    #expect(asked.code == 0 && answered.code == 0, "\(asked.err) \(answered.err)")
+    #expect(try lastJSON(asked.out)["account"] as? String == grandma)
+    let contacts = try #require(try run(["contact", "list"], "parent")["contacts"] as? [[String: Any]])
+    #expect(contacts.map { $0["account"] as? String } == [grandma])
+
+    // Read-only: she reads, and cannot put.
+    let grant = try run(["member", "share", "Alice", "--with", grandma, "--read-only"], "parent")
+    #expect(grant["readOnly"] as? Bool == true)
+    let shared = try #require(try run(["shared", "list"], "grandma")["shared"] as? [[String: Any]])
+    #expect(shared.count == 1 && shared[0]["name"] as? String == "Alice" && shared[0]["sharer"] as? String == parent)
+    #expect(shared[0]["readOnly"] as? Bool == true)
+    _ = try run(["attachment", "get", "--member", "Alice", record, "-o", path("grandma.txt")], "grandma")
+    #expect(try String(contentsOfFile: path("grandma.txt"), encoding: .utf8) == "vaccination record")
+    let listed = try #require(try run(["attachment", "list", "--member", "Alice"], "grandma")["attachments"] as? [[String: Any]])
+    #expect(listed.map { $0["address"] as? String } == [record])
+    try Data("grandma's note".utf8).write(to: URL(fileURLWithPath: path("note.txt")))
+    _ = try run(["attachment", "put", "--member", "Alice", path("note.txt")], "grandma", expect: 2)
+
+    // Shared again, writable: her attachment opens on the parent's side.
+    _ = try run(["member", "unshare", "Alice", "--with", grandma], "parent")
+    _ = try run(["member", "share", "Alice", "--with", grandma], "parent")
+    let note = try #require(try run(["attachment", "put", "--member", "Alice", path("note.txt")], "grandma")["address"] as? String)
+    _ = try run(["attachment", "get", "--member", "Alice", note, "-o", path("parent-note.txt")], "parent")
+    #expect(try String(contentsOfFile: path("parent-note.txt"), encoding: .utf8) == "grandma's note")
+
+    // Taken back: the key moves on without her, and she is refused.
+    let unshared = try run(["member", "unshare", "Alice", "--with", grandma], "parent")
+    #expect(unshared["generation"] as? Int == 3)
+    #expect((try run(["shared", "list"], "grandma")["shared"] as? [[String: Any]])?.isEmpty == true)
+    _ = try run(["attachment", "get", "--member", "Alice", record, "-o", path("again.txt")], "grandma", expect: 2)
+    let after = try #require(try run(["attachment", "put", "--member", "Alice", path("note.txt")], "parent")["address"] as? String)
+    #expect(after.hasPrefix("ca1.3."))
+}

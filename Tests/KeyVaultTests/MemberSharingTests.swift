@@ -1,0 +1,270 @@
+import Foundation
+import KeyVault
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+import KeyVaultProtocol
+import Testing
+
+// Sharing a member with another account (docs/formats/member-sharing.md), against
+// the real in-process service, with a double that does what a dishonest server would.
+
+/// The safety codes each side showed, for the other side to "read out".
+final class CodeBoard: Sendable {
+    private let codes = Locked<[AccountID: String]>([:])
+    private let asked = Locked(false)
+
+    func show(_ event: Vault.ContactEvent, on account: AccountID) {
+        switch event {
+        case .requested: asked.withLock { $0 = true }
+        case .answered: break
+        case .safetyCode(let code): codes.withLock { $0[account] = code }
+        }
+    }
+
+    func code(of account: AccountID) async throws -> String {
+        for _ in 0..<1000 {
+            if let code = codes.withLock({ $0[account] }) { return code }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw KeyVaultError(.invalidInput, "no code was shown")
+    }
+
+    func waitUntilAsked() async throws {
+        for _ in 0..<1000 where !asked.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+    }
+}
+
+/// Both people run `contact add`, `a` first; each types what the other's screen shows
+/// (through `typing`, which a test may make wrong). Returns each side's outcome.
+func verifyContacts(_ a: Vault, _ b: Vault, typing: @escaping @Sendable (String) -> String = { $0 })
+async -> (a: Result<Vault.Contact, any Error>, b: Result<Vault.Contact, any Error>) {
+    let board = CodeBoard()
+    let (aAccount, bAccount) = (a.account, b.account)
+    let first = Task {
+        try await a.addContact(bAccount, pollInterval: .milliseconds(10), events: { board.show($0, on: aAccount) },
+                               otherCode: { typing(try await board.code(of: bAccount)) })
+    }
+    try? await board.waitUntilAsked()
+    let second = await Result(catching: {
+        try await b.addContact(aAccount, pollInterval: .milliseconds(10), events: { board.show($0, on: bAccount) },
+                               otherCode: { typing(try await board.code(of: aAccount)) })
+    })
+    return (await first.result, second)
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+
+    var failure: (any Error)? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+/// A second account on the same service.
+func grandparent(_ fixture: Fixture) async throws -> Vault {
+    try await Vault.createAccount(home: fixture.home("grandma"), server: "test", transport: fixture.transport, name: "grandma",
+                                  code: try Mnemonic.generate(wordCount: 24, language: .english), parameters: .interactive)
+}
+
+/// Every share box the client sent the server, as the server received them.
+final class SentBoxes: Sendable {
+    private let boxes = Locked<[ShareBox]>([])
+    var all: [ShareBox] { boxes.withLock { $0 } }
+
+    func record(_ request: HTTPExchange) {
+        guard request.method == "POST", request.target.hasSuffix("/chain"),
+              let append = try? JSONDecoder().decode(AppendRequest.self, from: Data(request.body)) else { return }
+        boxes.withLock { $0 += append.shareBoxes }
+    }
+}
+
+func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code }
+
+@Test func aMemberSharedWithAVerifiedContactIsReadAndWrittenThereAndTakenBack() async throws {
+    try await Fixture.run { fixture, parent in
+        let sent = SentBoxes()
+        fixture.transport.tamper { request, _ in sent.record(request) }
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        let scan = try await parent.put(Array("x-ray".utf8), member: alice)
+
+        let (a, b) = await verifyContacts(parent, grandma)
+        #expect(try a.get().account == grandma.account && b.get().account == parent.account)
+        #expect(try await parent.contacts().map(\.account) == [grandma.account])
+        try await parent.share(alice, with: grandma.account, readOnly: false)
+        #expect(try await parent.grants().map(\.grantee) == [grandma.account])
+
+        // The other side: checked against the parent's chain and its own pin of it.
+        let shared = try await grandma.sharedMembers()
+        #expect(shared.refused.isEmpty)
+        let seen = try #require(shared.members.first)
+        #expect(seen.name == "Alice" && seen.sharer == parent.account && !seen.readOnly)
+        #expect(Array(try await grandma.get(scan.address, member: seen).withUnsafeBytes { Array($0) }) == Array("x-ray".utf8))
+        let note = try await grandma.put(Array("from grandma".utf8), member: seen)
+        #expect(Array(try await parent.get(note.address, member: alice).withUnsafeBytes { Array($0) }) == Array("from grandma".utf8))
+        #expect(try await grandma.member(named: "Alice") == seen)
+
+        // A rotation on the parent's side reaches the grantee.
+        #expect(try await parent.rotateMember(alice.id) == 2)
+        let rotated = try #require(try await grandma.sharedMembers().members.first)
+        #expect(rotated.generation == 2)
+        _ = try await grandma.put(Array("after rotation".utf8), member: rotated)
+
+        // Taken back: the server refuses the grantee, and the next generation was never sealed to it.
+        #expect(try await parent.unshare(try await parent.member(named: "Alice"), with: grandma.account) == 3)
+        #expect(try await grandma.sharedMembers().members.isEmpty)
+        await #expect(throws: KeyVaultError.self) { try await grandma.get(scan.address, member: rotated) }
+        let refused = await Result(catching: { try await grandma.attachments(member: rotated) })
+        #expect(code(refused.failure) == .notFound)
+        #expect(sent.all.map(\.memberGeneration).sorted() == [1, 2])
+        #expect(sent.all.allSatisfy { $0.grantee == grandma.account })
+    }
+}
+
+@Test func aReadOnlyGrantCannotPut() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(alice, with: grandma.account, readOnly: true)
+        let seen = try #require(try await grandma.sharedMembers().members.first)
+        #expect(seen.readOnly)
+        let put = await Result(catching: { try await grandma.put(Array("no".utf8), member: seen) })
+        #expect(code(put.failure) == .readOnlyGrant)
+    }
+}
+
+@Test func sharingNeedsAVerifiedContactAndCodesThatMatch() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        let unverified = await Result(catching: { try await parent.share(alice, with: grandma.account, readOnly: false) })
+        #expect(code(unverified.failure) == .unknownContact)
+
+        // A person who types other digits than the other screen shows pins nothing.
+        let (a, b) = await verifyContacts(parent, grandma) { $0 == "000 000" ? "000 001" : "000 000" }
+        #expect(code(a.failure) == .sasMismatch && code(b.failure) == .sasMismatch)
+        #expect(try await parent.contacts().isEmpty)
+        #expect(try await grandma.contacts().isEmpty)
+    }
+}
+
+@Test func aServerThatSubstitutesAnIdentityInTheExchangeGetsNothingPinned() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        // The server's own identity for grandma, shown to the parent, and its own for the
+        // parent, shown to grandma, each with a commitment and reveal it made itself.
+        let fake = ContactIdentity(account: grandma.account, generation: 1, signingKey: Ed25519.PrivateKey().publicKey,
+                                   boxKey: X25519.PrivateKey().publicKey)
+        let fakeParent = ContactIdentity(account: parent.account, generation: 1, signingKey: Ed25519.PrivateKey().publicKey,
+                                         boxKey: X25519.PrivateKey().publicKey)
+        let fakeNonce = SystemRandom.bytes(count: 32)
+        let fakeCommitment = Hex.encode(ContactCommitment.compute(fakeParent, nonce: fakeNonce)!)
+        let keys = { @Sendable (identity: ContactIdentity) in
+            IdentityKeys(generation: 1, signingKey: Hex.encode(identity.signingKey.rawRepresentation), boxKey: Hex.encode(identity.boxKey.rawRepresentation))
+        }
+        let (parentAccount, grandmaAccount) = (parent.account, grandma.account)
+        fixture.transport.tamper { request, reply in
+            guard request.method == "GET", request.target.contains("/contact-requests"), reply.status == 200 else { return }
+            func change(_ info: inout ContactRequestInfo) {
+                if request.target.contains(parentAccount.rawValue) {
+                    info.response?.identity = keys(fake)  // what the parent sees of grandma
+                } else if request.target.contains(grandmaAccount.rawValue) {
+                    info.identity = keys(fakeParent)  // what grandma sees of the parent
+                    info.commitment = fakeCommitment
+                    if info.reveal != nil { info.reveal = Hex.encode(fakeNonce) }
+                }
+            }
+            if var info = try? JSONDecoder().decode(ContactRequestInfo.self, from: Data(reply.body)) {
+                change(&info)
+                reply.body = Array(try JSONEncoder().encode(info))
+            } else if var list = try? JSONDecoder().decode([String: [ContactRequestInfo]].self, from: Data(reply.body)) {
+                for i in list["requests", default: []].indices { change(&list["requests"]![i]) }
+                reply.body = Array(try JSONEncoder().encode(list))
+            }
+        }
+        let (a, b) = await verifyContacts(parent, grandma)
+        #expect(code(a.failure) == .sasMismatch, "\(a)")
+        #expect(code(b.failure) == .sasMismatch, "\(b)")
+        fixture.transport.tamper(nil)
+        #expect(try await parent.contacts().isEmpty)
+        #expect(try await grandma.contacts().isEmpty)
+        let share = await Result(catching: { try await parent.share(try await parent.addMember(name: "Alice"), with: grandma.account, readOnly: false) })
+        #expect(code(share.failure) == .unknownContact)
+    }
+}
+
+@Test func aGranteeRefusesBoxesTheServerForgedMovedOrBroughtFromAStranger() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        let bob = try await parent.addMember(name: "Bob")
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(alice, with: grandma.account, readOnly: false)
+        let stranger = AccountID(unchecked: String(repeating: "ab", count: 16))
+
+        // A box moved to a member never granted (Bob) does not verify.
+        fixture.transport.tamper(rewriting("/shared", as: [String: [SharedWithAccount]].self) { shared in
+            guard !(shared["shared"]?.isEmpty ?? true) else { return }
+            shared["shared"]![0].boxes[0].member = bob.id
+        })
+        let moved = try await grandma.sharedMembers()
+        #expect(moved.members.isEmpty && moved.refused.count == 1, "\(moved.refused)")
+
+        // A box with a key the server chose, signed by nobody the grantee pinned.
+        fixture.transport.tamper(rewriting("/shared", as: [String: [SharedWithAccount]].self) { shared in
+            guard !(shared["shared"]?.isEmpty ?? true) else { return }
+            shared["shared"]![0].boxes[0].box = base64Encode(try X25519.PrivateKey().publicKey.sealedBox(for: SymmetricKey()))
+        })
+        #expect(try await grandma.sharedMembers().members.isEmpty)
+
+        // An account the grantee never verified, sharing "its" member.
+        fixture.transport.tamper(rewriting("/shared", as: [String: [SharedWithAccount]].self) { shared in
+            shared["shared", default: []].append(SharedWithAccount(sharer: stranger, boxes: shared["shared"]?.first?.boxes ?? []))
+        })
+        let withStranger = try await grandma.sharedMembers()
+        #expect(withStranger.members.map(\.name) == ["Alice"])
+        #expect(withStranger.refused.map(\.sharer) == [stranger])
+        fixture.transport.tamper(nil)
+        #expect(try await grandma.sharedMembers().members.map(\.name) == ["Alice"])
+    }
+}
+
+@Test func theParentsOwnChainTamperedToPinAServerKeyIsRefusedBeforeAnythingIsSealed() async throws {
+    try await Fixture.run { fixture, parent in
+        let sent = SentBoxes()
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        _ = await verifyContacts(parent, grandma)
+        let serverKey = Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation)
+        fixture.transport.tamper { request, reply in
+            sent.record(request)
+            guard request.method == "GET", request.target.hasSuffix("/chain"), reply.status == 200,
+                  var chain = try? JSONDecoder().decode(ChainResponse.self, from: Data(reply.body)) else { return }
+            for i in chain.links.indices where chain.links[i].type == .contactPin { chain.links[i].body["boxKey"] = serverKey }
+            reply.body = Array(try JSONEncoder().encode(chain))
+        }
+        let share = await Result(catching: { try await parent.share(alice, with: grandma.account, readOnly: false) })
+        #expect((share.failure as? KeyVaultError)?.kind == .verification, "\(share)")
+        #expect(sent.all.isEmpty)
+    }
+}
+
+@Test func theIdentityFollowsTheMasterKeyAndOpensOnAnotherDevice() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        _ = await verifyContacts(parent, grandma)
+        #expect(try await parent.rotateMaster() == 2)
+        // A device enrolled by recovery code after the rotation opens the identity (under
+        // master key 2) and shares with it.
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                           account: parent.account, name: "phone", code: fixture.code)
+        try await phone.share(try await phone.member(named: "Alice"), with: grandma.account, readOnly: false)
+        #expect(try await grandma.sharedMembers().members.map(\.id) == [alice.id])
+    }
+}
