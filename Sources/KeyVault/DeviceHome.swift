@@ -23,6 +23,14 @@ package struct DeviceRecord: Sendable {
     /// The code of the link request this not-yet-enrolled device is waiting on, so a
     /// second `device link` can finish a request approved while nobody watched.
     package var linkCode: String?
+    /// The newest head this device verified of each contact's chain (a sharer's, a
+    /// grantee's), so that a server cannot show it an older one unseen.
+    package var seenChains: [AccountID: SeenHead] = [:]
+
+    package struct SeenHead: Sendable, Codable, Equatable {
+        package var head: String
+        package var sequence: UInt64
+    }
 
     package var device: DeviceID { keys.id }
 
@@ -121,8 +129,13 @@ package final class DeviceHome: Sendable {
               let account = AccountID(rawValue: stored.account) else {
             throw corrupt("its keys or account id do not parse")
         }
+        var seen = [AccountID: DeviceRecord.SeenHead]()
+        for (id, head) in stored.seenChains ?? [:] {
+            guard let contact = AccountID(rawValue: id) else { throw corrupt("a seen chain's account id does not parse") }
+            seen[contact] = head
+        }
         do {
-            return DeviceRecord(server: stored.server, account: account, name: stored.name, head: stored.head,
+            var record = DeviceRecord(server: stored.server, account: account, name: stored.name, head: stored.head,
                                 sequence: stored.sequence, enrolled: stored.enrolled, linkCode: stored.linkCode,
                                 keys: DeviceKeys(signing: try Ed25519.PrivateKey(seed: secrets.signingSeed.secure()),
                                                  boxKey: try X25519.PrivateKey(rawRepresentation: secrets.boxKey.secure())),
@@ -137,6 +150,8 @@ package final class DeviceHome: Sendable {
                                         keys[h] = try SymmetricKey(generation.value.secure())
                                     }
                                 })
+            record.seenChains = seen
+            return record
         } catch {
             throw corrupt("its keys are damaged (\(error))")
         }
@@ -163,7 +178,9 @@ package final class DeviceHome: Sendable {
             }))
         var stored = StoredHome(format: 1, server: record.server, account: record.account.rawValue, device: record.device.rawValue,
                                 name: record.name, head: record.head, sequence: record.sequence, enrolled: record.enrolled,
-                                linkCode: record.linkCode)
+                                linkCode: record.linkCode,
+                                seenChains: record.seenChains.isEmpty ? nil
+                                    : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }))
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
@@ -255,6 +272,7 @@ struct StoredHome: Codable {
     var sequence: UInt64
     var enrolled: Bool
     var linkCode: String?
+    var seenChains: [String: DeviceRecord.SeenHead]?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
 }

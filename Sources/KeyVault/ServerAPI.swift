@@ -260,9 +260,10 @@ package struct ServerAPI: Sendable {
         try json([String: [SharedWithAccount]].self, try await call("GET", accountPath + "/shared").body, "shared members")["shared"] ?? []
     }
 
-    package func sharedChain(_ sharer: AccountID) async throws -> ChainResponse {
-        try json(ChainResponse.self, try await call("GET", accountPath + "/shared/\(sharer)/chain", maxReply: Self.maxChainReplyBytes).body,
-                 "sharer's chain")
+    /// A contact's chain: served while that account's chain pins this one.
+    package func contactChain(_ contact: AccountID) async throws -> ChainResponse {
+        try json(ChainResponse.self, try await call("GET", accountPath + "/contacts/\(contact)/chain", maxReply: Self.maxChainReplyBytes).body,
+                 "contact's chain")
     }
 
     /// An id from the server, as a path segment: hex only, or nothing that could leave the route.

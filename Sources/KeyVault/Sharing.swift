@@ -67,6 +67,79 @@ extension Vault {
         }
     }
 
+    /// Replaces the sharing identity with a new generation (after a revocation: the
+    /// revoked device holds the old private halves), and re-seals every generation of
+    /// every member shared now, signed by the new identity, in the same append.
+    /// Grantees refuse the new identity until their people verify this account again
+    /// (`contact_changed`): nothing signed with the old one is trusted from then on.
+    func renewIdentity() async throws {
+        try await exclusively {
+            try await write("identity renew") { state in
+                let keys = SharingIdentityKeys(generation: (state.identity?.generation ?? 0) + 1)
+                let (master, g) = try await masterKey()
+                let wrap = try IdentityKeyWrap.seal(keys, account: account, under: master, masterGeneration: g)
+                let link = makeLink(.identitySet, keys.linkBody, after: state)
+                var after = state
+                try after.apply(link)
+                var boxes = [ShareBox]()
+                for grant in after.grants.values.sorted(by: { ($0.member.rawValue, $0.grantee.rawValue) < ($1.member.rawValue, $1.grantee.rawValue) }) {
+                    for h in 1..<((after.members[grant.member]?.generation ?? 0) + 1) {
+                        boxes += try shareBoxes(of: try await memberKey(grant.member, generation: h), member: grant.member, generation: h,
+                                                grants: [grant], in: after, signer: keys)
+                    }
+                }
+                return (AppendRequest(link: link, identityWraps: [wrap], shareBoxes: boxes), { self.identityCache[keys.generation] = keys })
+            }
+        }
+    }
+
+    /// Another account's chain, replayed from its genesis (which must be that
+    /// account's id) and checked against the newest head this device saw of it: a
+    /// chain that goes back or forks is refused. The server serves it while that
+    /// account's chain pins this one.
+    func contactChain(_ other: AccountID) async throws -> ChainState {
+        try await exclusively {
+            let response = try await api.contactChain(other)
+            let seen = record.seenChains[other]
+            let state = try Self.verify(response.links, account: other, seenHead: seen?.head ?? "", seenSequence: seen?.sequence ?? 0)
+            if seen?.head != state.head {
+                record.seenChains[other] = DeviceRecord.SeenHead(head: state.head, sequence: state.sequence)
+                try home.save(record)
+            }
+            return state
+        }
+    }
+
+    /// Whether `contact`'s identity now (on its chain) is the one this account pinned
+    /// at `generation`: else it changed (a revocation on its side renewed it), and
+    /// nothing more is sealed to the old one, which a revoked device of it holds.
+    func contactIsCurrent(_ contact: AccountID, generation: UInt32, in state: ChainState) async throws -> Bool {
+        let theirs: ChainState
+        do {
+            theirs = try await contactChain(contact)
+        } catch let error as KeyVaultError where error.code == .notFound {
+            return false  // deleted, or no longer pinning this account: nothing more goes to it
+        }
+        guard let now = theirs.identity, now.generation == generation else { return false }
+        let pinned = try pinnedIdentity(of: contact, generation: generation, in: state)
+        return now.signingKey == pinned.signingKey && now.boxKey == pinned.boxKey
+    }
+
+    /// Ends the grants of `member` whose grantee's identity changed since it was
+    /// pinned (`share.revoke`), before a new generation is made: the new key must not
+    /// reach the old identity. The people verify each other again, then share again.
+    func endGrantsToChangedContacts(of member: MemberID) async throws {
+        for grant in try chain.grants.values where grant.member == member {
+            guard try await !contactIsCurrent(grant.grantee, generation: grant.granteeIdentityGeneration, in: try chain) else { continue }
+            progress("\(grant.grantee)'s sharing identity changed since it was verified: ending its share of \(member.rawValue.prefix(8))… (verify it again, then share again)")
+            let key = ChainState.GrantKey(member: member, grantee: grant.grantee)
+            try await write("unshare (identity changed)") { state in
+                guard state.grants[key] != nil else { throw KeyVaultError(.unknownGrant, "another device ended this share first") }
+                return (AppendRequest(link: makeLink(.shareRevoke, ["member": member.rawValue, "grantee": grant.grantee.rawValue], after: state)), {})
+            }
+        }
+    }
+
     // MARK: Contacts
 
     /// Another account whose sharing identity this account verified and pinned.
@@ -265,6 +338,11 @@ extension Vault {
             guard try chain.grants[key] == nil else {
                 throw KeyVaultError(.grantExists, "\(member.name) is already shared with \(grantee)", kind: .input)
             }
+            guard let pin = try chain.contacts[grantee],
+                  try await contactIsCurrent(grantee, generation: pin.generation, in: try chain) else {
+                throw KeyVaultError(.contactChanged, "the sharing identity of \(grantee) is no longer the one this account verified, or that account has not verified this one: nothing was shared",
+                                    hint: "verify it again: both people run `keyctl contact add` naming the other's account", kind: .verification)
+            }
             _ = try await currentIdentity()
             try await write("share", afterRotations: true) { state in
                 guard let contact = state.contacts[grantee], let current = state.members[member.id] else {
@@ -327,9 +405,14 @@ extension Vault {
     func shareBoxes(of key: SymmetricKey, member: MemberID, generation: UInt32, grants: [ChainState.Grant],
                     in state: ChainState) async throws -> [ShareBox] {
         guard !grants.isEmpty, let identity = state.identity else { return [] }
-        let signer = try await identityKeys(generation: identity.generation)
-        return try grants.sorted { $0.grantee.rawValue < $1.grantee.rawValue }.map { grant in
-            let boxKey = try pinnedBoxKey(of: grant.grantee, generation: grant.granteeIdentityGeneration, in: state)
+        return try shareBoxes(of: key, member: member, generation: generation, grants: grants, in: state,
+                              signer: try await identityKeys(generation: identity.generation))
+    }
+
+    func shareBoxes(of key: SymmetricKey, member: MemberID, generation: UInt32, grants: [ChainState.Grant],
+                    in state: ChainState, signer: SharingIdentityKeys) throws -> [ShareBox] {
+        try grants.sorted { $0.grantee.rawValue < $1.grantee.rawValue }.map { grant in
+            let boxKey = try pinnedIdentity(of: grant.grantee, generation: grant.granteeIdentityGeneration, in: state).boxKey
             var box = ShareBox(member: member, memberGeneration: generation, grantee: grant.grantee,
                                granteeIdentityGeneration: grant.granteeIdentityGeneration, grant: grant.granted,
                                box: base64Encode(try boxKey.sealedBox(for: key)))
@@ -338,13 +421,13 @@ extension Vault {
         }
     }
 
-    /// The box key this account pinned for `grantee` at identity generation
+    /// The identity this account pinned for `grantee` at identity generation
     /// `generation`: the pin now, or the earlier `contact.pin` a grant still names.
-    func pinnedBoxKey(of grantee: AccountID, generation: UInt32, in state: ChainState) throws -> X25519.PublicKey {
-        if let pin = state.contacts[grantee], pin.generation == generation { return pin.boxKey }
+    func pinnedIdentity(of grantee: AccountID, generation: UInt32, in state: ChainState) throws -> ChainState.Identity {
+        if let pin = state.contacts[grantee], pin.generation == generation { return pin }
         for link in links.reversed() where link.type == .contactPin && link.body["account"] == grantee.rawValue
             && link.body["identityGeneration"] == String(generation) {
-            return try ChainState.identityFields(link, sequence: link.sequence).boxKey
+            return try ChainState.identityFields(link, sequence: link.sequence)
         }
         throw KeyVaultError(.unknownContact, "this account never pinned identity generation \(generation) of \(grantee)")
     }
@@ -391,16 +474,7 @@ extension Vault {
             throw KeyVaultError(.unknownContact, "\(sharer) is not a contact this account verified; nothing it shares is opened",
                                 hint: "if you know this person, both run `keyctl contact add` naming the other's account", kind: .verification)
         }
-        let response = try await api.sharedChain(sharer)
-        let state: ChainState
-        do {
-            state = try ChainState(links: response.links)
-        } catch {
-            throw KeyVaultError.verification(error, "the chain of \(sharer) does not verify")
-        }
-        guard state.account == sharer else {
-            throw KeyVaultError(.wrongAccount, "the server sent the chain of \(state.account) for \(sharer)", kind: .verification)
-        }
+        let state = try await contactChain(sharer)
         var keys = [MemberID: [UInt32: SymmetricKey]]()
         for box in entry.boxes {
             do {

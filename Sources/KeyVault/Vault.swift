@@ -18,7 +18,7 @@ public typealias ProgressReporter = @Sendable (String) -> Void
 /// storage's lock keeps one `Vault` per device at a time.
 public actor Vault {
     package nonisolated let home: DeviceHome
-    package private(set) var record: DeviceRecord
+    package internal(set) var record: DeviceRecord
     package nonisolated let api: ServerAPI
     package internal(set) var links: [ChainLink] = []
     package internal(set) var state: ChainState?
@@ -409,6 +409,7 @@ public actor Vault {
     @discardableResult
     public func rotateMember(_ id: MemberID) async throws -> UInt32 {
         try await exclusively {
+            try await endGrantsToChangedContacts(of: id)
             var made: UInt32 = 0
             try await write("member rotate", masterFirst: true) { state in
                 guard let member = state.members[id] else { throw KeyVaultError(.noSuchMember, "no such member \(id)") }
@@ -465,11 +466,15 @@ public actor Vault {
     }
 
     /// Work a revocation or recovery rotation left undone (interrupted): a master key
-    /// rotation, and member key rotations after a revocation.
+    /// rotation, member key rotations after a revocation or an unshare, and a new
+    /// sharing identity after a revocation.
     public struct PendingRotation: Sendable, Equatable {
         public var master: Bool
         public var members: [MemberID]
-        public var isEmpty: Bool { !master && members.isEmpty }
+        /// The sharing identity was set before the last revocation: the revoked device
+        /// holds its private halves, so a new generation replaces it.
+        public var identity: Bool = false
+        public var isEmpty: Bool { !master && members.isEmpty && !identity }
     }
 
     public func pendingRotation() throws -> PendingRotation {
@@ -478,6 +483,8 @@ public actor Vault {
         let lastRecovery = links.lastIndex { $0.type == .recoverySet && $0.body["recoveryGeneration"] != "1" }
         // An unshare is finished by a member rotation the former grantee never receives.
         let unshared = unsharedWithoutRotation()
+        let lastIdentity = links.lastIndex { $0.type == .identitySet }
+        let identity = lastIdentity.map { set in lastRevoke.map { $0 > set } ?? false } ?? false
         guard let start = [lastRevoke, lastRecovery].compactMap({ $0 }).max() else { return PendingRotation(master: false, members: unshared) }
         let after = links[(start + 1)...]
         let master = !after.contains { $0.type == .masterRotate }
@@ -494,7 +501,7 @@ public actor Vault {
                 if !later.contains(where: { $0.type == .memberRotate && $0.body["member"] == member.rawValue }) { members.append(member) }
             }
         }
-        return PendingRotation(master: master, members: members + unshared.filter { !members.contains($0) })
+        return PendingRotation(master: master, members: members + unshared.filter { !members.contains($0) }, identity: identity)
     }
 
     /// Before something new is made under the current generations (a member, an
@@ -514,7 +521,7 @@ public actor Vault {
     public func finishPendingRotations() async throws {
         try await exclusively {
             let pending = try pendingRotation()
-            let total = (pending.master ? 1 : 0) + pending.members.count
+            let total = (pending.master ? 1 : 0) + pending.members.count + (pending.identity ? 1 : 0)
             var done = 0
             if pending.master {
                 progress("rotating the master key (\(done + 1)/\(total))")
@@ -525,6 +532,11 @@ public actor Vault {
                 progress("rotating member key \(member.rawValue.prefix(8))… (\(done + 1)/\(total))")
                 try await rotateMember(member)
                 done += 1
+            }
+            // Last: its private halves go under the master key made after the revocation.
+            if try pendingRotation().identity {
+                progress("renewing the sharing identity (\(done + 1)/\(total))")
+                try await renewIdentity()
             }
         }
     }

@@ -91,7 +91,7 @@ struct Status: AsyncParsableCommand {
             "devices": devices.count,
             "activeDevices": devices.map { ["id": $0.id.rawValue, "name": $0.name, "current": $0.id == vault.device] },
             "pendingLinkRequests": pending.map { ["code": $0.code, "name": $0.request.name, "device": $0.request.device.rawValue] },
-            "pendingRotation": ["master": rotation.master, "members": rotation.members.map(\.rawValue)],
+            "pendingRotation": ["master": rotation.master, "members": rotation.members.map(\.rawValue), "identity": rotation.identity],
         ]
         if state.recovery == nil { object["warning"] = "no recovery code is set" }
         if let link = state.recovery?.compromised {

@@ -268,3 +268,66 @@ func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code
         #expect(try await grandma.sharedMembers().members.map(\.id) == [alice.id])
     }
 }
+
+@Test func aRevocationOnTheSharersSideRenewsItsIdentityAndTheGranteeTrustsItOnlyAfterVerifyingAgain() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                           account: parent.account, name: "phone", code: fixture.code)
+        _ = await verifyContacts(parent, grandma)
+        try await phone.share(try await phone.member(named: "Alice"), with: grandma.account, readOnly: false)
+        let before = Locked<HTTPReply?>(nil)
+        fixture.transport.tamper { request, reply in
+            if request.target.hasSuffix("/shared"), reply.status == 200 { before.withLock { $0 = reply } }
+        }
+        #expect(try await grandma.sharedMembers().members.map(\.id) == [alice.id])
+        fixture.transport.tamper(nil)
+
+        // The phone is stolen and revoked: it held the identity, so a new one replaces it.
+        try await parent.revoke(try await parent.device(matching: "phone"))
+        #expect(try await parent.chain.identity?.generation == 2)
+        let changed = try await grandma.sharedMembers()
+        #expect(changed.members.isEmpty && changed.refused.first?.reason.contains("verify") == true, "\(changed.refused)")
+
+        // Verified again: the boxes re-sealed under the new identity open.
+        _ = await verifyContacts(parent, grandma)
+        let seen = try #require(try await grandma.sharedMembers().members.first)
+        #expect(seen.id == alice.id && seen.generation == 2)
+
+        // What the thief could sign (boxes under the identity it held) is refused from now on.
+        let old = try #require(before.withLock { $0 })
+        fixture.transport.answer { request in request.target.hasSuffix("/shared") ? old : nil }
+        let replayed = try await grandma.sharedMembers()
+        #expect(replayed.members.isEmpty && replayed.refused.count == 1, "\(replayed.refused)")
+    }
+}
+
+@Test func aRevocationOnTheGranteesSideEndsTheShareBeforeTheNextGenerationIsMade() async throws {
+    try await Fixture.run { fixture, parent in
+        let sent = SentBoxes()
+        fixture.transport.tamper { request, _ in sent.record(request) }
+        let grandmaCode = try Mnemonic.generate(wordCount: 24, language: .english)
+        let grandma = try await Vault.createAccount(home: fixture.home("grandma"), server: "test", transport: fixture.transport,
+                                                    name: "grandma", code: grandmaCode, parameters: .interactive)
+        let stolen = try await Vault.enrollWithRecoveryCode(home: fixture.home("grandma-phone"), server: "test", transport: fixture.transport,
+                                                            account: grandma.account, name: "grandma-phone", code: grandmaCode)
+        let alice = try await parent.addMember(name: "Alice")
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(alice, with: grandma.account, readOnly: false)
+        #expect(try await stolen.sharedMembers().members.map(\.id) == [alice.id])
+
+        // Grandma's phone is stolen and revoked: her identity is renewed, and the parent's
+        // next rotation ends the share instead of sealing the new key to the identity the phone holds.
+        try await grandma.revoke(try await grandma.device(matching: "grandma-phone"))
+        #expect(try await grandma.chain.identity?.generation == 2)
+        #expect(try await parent.rotateMember(alice.id) == 2)
+        #expect(try await parent.grants().isEmpty)
+        #expect(sent.all.allSatisfy { $0.memberGeneration == 1 }, "\(sent.all.map(\.memberGeneration))")
+
+        // Verified again and shared again: grandma's devices open generation 2.
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(try await parent.member(named: "Alice"), with: grandma.account, readOnly: false)
+        #expect(try await grandma.sharedMembers().members.first?.generation == 2)
+    }
+}
