@@ -2050,7 +2050,8 @@ enum OpenAPIDocument {
             "required": false,
             "schema": {
               "type": "integer",
-              "minimum": 0
+              "minimum": 0,
+              "maximum": 18446744073709551615
             }
           }
         ],

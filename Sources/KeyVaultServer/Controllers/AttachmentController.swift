@@ -17,7 +17,7 @@ struct AttachmentController: Sendable {
     }
 
     /// The member and address in the path.
-    func target(_ context: SignedRequestContext) throws -> (member: MemberID, address: String) {
+    private func target(_ context: SignedRequestContext) throws -> (member: MemberID, address: String) {
         (try context.parameters.member(), try context.parameters.address().description)
     }
 
