@@ -72,6 +72,8 @@ public enum SeedCorpus {
         let request = LinkRequestCreate(device: device, name: "phone", signingKey: Hex.encode(signer.publicKey.rawRepresentation),
                                         boxKey: Hex.encode(FixedKeys.box(0x61).publicKey.rawRepresentation),
                                         commitment: Hex.encode([UInt8](repeating: 4, count: 32)))
+        let identity = IdentityKeys(generation: 1, signingKey: Hex.encode(FixedKeys.signing(0x70).publicKey.rawRepresentation),
+                                    boxKey: Hex.encode(FixedKeys.box(0x71).publicKey.rawRepresentation))
         let bodies: [String: any Encodable] = [
             "account": CreateAccountRequest(genesis: links[0], boxes: [box], recovery: slot),
             "append": AppendRequest(link: links[1], boxes: [box],
@@ -80,6 +82,9 @@ public enum SeedCorpus {
             "recovery-proof": RecoveryProof(challenge: String(repeating: "6c", count: 40), signature: base64Encode([UInt8](repeating: 5, count: 64))),
             "link-request": request,
             "link-nonce": LinkNonce(nonce: Hex.encode([UInt8](repeating: 6, count: 32))),
+            "contact-request": ContactRequestCreate(to: AccountID(rawValue: String(repeating: "c0", count: 16))!, identity: identity,
+                                                    commitment: Hex.encode([UInt8](repeating: 8, count: 32))),
+            "contact-response": ContactResponse(identity: identity, nonce: Hex.encode([UInt8](repeating: 9, count: 32))),
         ]
         for (index, decoder) in strictRequestDecoders.map(\.name).enumerated() {
             add(.requestJSON, decoder, [UInt8(index)] + Array(try encoder.encode(bodies[decoder]!)))

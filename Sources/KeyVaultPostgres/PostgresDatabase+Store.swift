@@ -67,6 +67,7 @@ extension PostgresKeyVaultDatabase {
                     ON CONFLICT (account, member, member_generation, master_generation) DO UPDATE SET envelope = EXCLUDED.envelope
                     """, logger: logger)
             }
+            try await insertSharing(write, account: account, db)
             if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
             try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, detail: write.audit.detail)
         }
@@ -89,9 +90,14 @@ extension PostgresKeyVaultDatabase {
         return (links, head)
     }
 
+    /// Everything of the account goes by its foreign keys, but the share boxes naming
+    /// it as grantee, which have none (a grantee may be deleted while the grant stands).
     public func deleteAccount(_ account: AccountID) async throws {
-        guard try await client.query("DELETE FROM accounts WHERE id = \(account.rawValue) RETURNING 1", logger: logger)
-            .collect().count == 1 else { throw StoreError.notFound }
+        try await transaction { db in
+            guard try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue) RETURNING 1", logger: logger)
+                .collect().count == 1 else { throw StoreError.notFound }
+            try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)
+        }
     }
 
     // MARK: Boxes, wraps, recovery
@@ -363,7 +369,7 @@ extension PostgresKeyVaultDatabase {
 
     /// One transaction on a connection of the pool: committed when `body` returns,
     /// rolled back when it throws, and then its error (a ``StoreError``) is what throws.
-    private func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         do {
             return try await client.withTransaction(logger: logger) { try await body($0) }
         } catch let error as PostgresTransactionError {
@@ -441,7 +447,7 @@ extension PostgresKeyVaultDatabase {
         return list
     }
 
-    private func collect<T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> [T] {
+    func collect<T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> [T] {
         var values: [T] = []
         for try await value in rows.decode(T.self) { values.append(value) }
         return values

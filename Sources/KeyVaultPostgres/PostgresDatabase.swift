@@ -196,6 +196,39 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
             "CREATE INDEX failures_key ON failures(key, time)",
             "CREATE INDEX failures_time ON failures(time)",
         ]),
+        // As SQLite's v7: the sharing relay (identity wraps, share boxes, contact requests).
+        ("v3 sharing relay", [
+            """
+            CREATE TABLE identity_wraps (
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                identity_generation BIGINT NOT NULL,
+                master_generation BIGINT NOT NULL,
+                envelope TEXT NOT NULL,
+                PRIMARY KEY (account, identity_generation, master_generation))
+            """,
+            """
+            CREATE TABLE share_boxes (
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                grantee TEXT NOT NULL,
+                member TEXT COLLATE "C" NOT NULL,
+                member_generation BIGINT NOT NULL,
+                grant_seq BIGINT NOT NULL,
+                box BYTEA NOT NULL,
+                PRIMARY KEY (account, grantee, member, member_generation, grant_seq))
+            """,
+            "CREATE INDEX share_boxes_grantee ON share_boxes(grantee)",
+            """
+            CREATE TABLE contact_requests (
+                id TEXT COLLATE "C" PRIMARY KEY,
+                from_account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                to_account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                expires BIGINT NOT NULL,
+                info BYTEA NOT NULL)
+            """,
+            "CREATE INDEX contact_requests_from ON contact_requests(from_account, expires)",
+            "CREATE INDEX contact_requests_to ON contact_requests(to_account, expires)",
+            "CREATE INDEX contact_requests_expires ON contact_requests(expires)",
+        ]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

@@ -46,6 +46,7 @@ func buildRoutes(_ service: ServiceState, metrics: ServiceMetrics = ServiceMetri
     AuditController(service: service).addRoutes(to: routes)
     LinkRequestController(service: service).addRoutes(to: routes)
     AttachmentController(service: service).addRoutes(to: routes)
+    SharingController(service: service).addRoutes(to: routes)
     // Last: it then wraps only the not-found responder, which Hummingbird builds with every middleware.
     router.add(middleware: MethodNotAllowedMiddleware(routes: routes.routes))
     return (router, routes.routes)

@@ -1581,6 +1581,770 @@ enum OpenAPIDocument {
           }
         ]
       }
+    },
+    "/v1/accounts/{account}/identity-wraps": {
+      "get": {
+        "summary": "The account's sharing identity wrapped under its master keys, ordered by identity then master generation",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "wraps"
+                  ],
+                  "properties": {
+                    "wraps": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/IdentityWrap"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ]
+      }
+    },
+    "/v1/accounts/{account}/contact-requests": {
+      "post": {
+        "summary": "Ask another account to verify identities (the contact exchange, docs/formats/member-sharing.md); expires in 10 minutes",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "201": {
+            "description": "Created",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ContactRequestInfo"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "429": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/ContactRequestCreate"
+              }
+            }
+          }
+        }
+      },
+      "get": {
+        "summary": "The unexpired contact requests from or to this account, at most 100, soonest to expire first",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "requests"
+                  ],
+                  "properties": {
+                    "requests": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/ContactRequestInfo"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ]
+      }
+    },
+    "/v1/accounts/{account}/contact-requests/{request}": {
+      "get": {
+        "summary": "One contact request from or to this account",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "request",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ContactRequestInfo"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ]
+      }
+    },
+    "/v1/accounts/{account}/contact-requests/{request}/respond": {
+      "post": {
+        "summary": "Answer: the identity and random value r_B of the account the request is to, once, while unexpired",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "request",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Recorded"
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/ContactResponse"
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/accounts/{account}/contact-requests/{request}/reveal": {
+      "post": {
+        "summary": "Reveal: the initiator's r_A, once, after the answer; refused (bad_reveal) unless it opens the commitment",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "request",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Recorded"
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/LinkNonce"
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/accounts/{account}/shared": {
+      "get": {
+        "summary": "Per sharer, the share boxes naming this account of grants in force now",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "shared"
+                  ],
+                  "properties": {
+                    "shared": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/SharedWithAccount"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ]
+      }
+    },
+    "/v1/accounts/{account}/shared/{sharer}/chain": {
+      "get": {
+        "summary": "The sharer's chain, while a grant in force on it names this account (else 404, as for no account)",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "sharer",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "after",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "integer",
+              "minimum": 0,
+              "maximum": 18446744073709551615
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ChainResponse"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ]
+      }
+    },
+    "/v1/accounts/{account}/shared/{sharer}/members/{member}/attachments": {
+      "get": {
+        "summary": "A shared member's attachments, while a grant of the member to this account is in force",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "sharer",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "member",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "attachments"
+                  ],
+                  "properties": {
+                    "attachments": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/AttachmentInfo"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ]
+      }
+    },
+    "/v1/accounts/{account}/shared/{sharer}/members/{member}/attachments/{address}": {
+      "put": {
+        "summary": "Store an attachment of a shared member, under the sharer's account, while a grant that is not read-only is in force (403 read_only_grant)",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "sharer",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "member",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "address",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
+            }
+          }
+        ],
+        "responses": {
+          "201": {
+            "description": "Stored",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AttachmentInfo"
+                }
+              }
+            }
+          },
+          "200": {
+            "description": "Already stored",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AttachmentInfo"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/octet-stream": {
+              "schema": {
+                "type": "string",
+                "contentMediaType": "application/octet-stream"
+              }
+            }
+          }
+        }
+      },
+      "get": {
+        "summary": "Fetch an attachment of a shared member, while a grant of it to this account is in force",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "sharer",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "member",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "address",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The envelope bytes",
+            "content": {
+              "application/octet-stream": {}
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ]
+      }
     }
   },
   "components": {
@@ -1880,6 +2644,18 @@ enum OpenAPIDocument {
           },
           "recovery": {
             "$ref": "#/components/schemas/RecoverySlot"
+          },
+          "identityWraps": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/IdentityWrap"
+            }
+          },
+          "shareBoxes": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ShareBox"
+            }
           }
         },
         "additionalProperties": false
@@ -2222,6 +2998,212 @@ enum OpenAPIDocument {
             "type": "string",
             "pattern": "^[0-9]+$",
             "description": "The new head's sequence number, as a decimal string"
+          }
+        }
+      },
+      "IdentityKeys": {
+        "type": "object",
+        "required": [
+          "generation",
+          "signingKey",
+          "boxKey"
+        ],
+        "properties": {
+          "generation": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
+          },
+          "signingKey": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$",
+            "description": "Ed25519 public key, 64 lowercase hex digits"
+          },
+          "boxKey": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$",
+            "description": "X25519 public key, 64 lowercase hex digits"
+          }
+        },
+        "additionalProperties": false
+      },
+      "IdentityWrap": {
+        "type": "object",
+        "required": [
+          "identityGeneration",
+          "masterGeneration",
+          "envelope"
+        ],
+        "properties": {
+          "identityGeneration": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
+          },
+          "masterGeneration": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
+          },
+          "envelope": {
+            "type": "string",
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 4,
+            "maxLength": 5464,
+            "description": "An envelope (docs/formats/envelope.md) of 62 to 4096 bytes"
+          }
+        },
+        "additionalProperties": false
+      },
+      "ShareBox": {
+        "type": "object",
+        "required": [
+          "member",
+          "memberGeneration",
+          "grantee",
+          "granteeIdentityGeneration",
+          "grant",
+          "box",
+          "signature"
+        ],
+        "properties": {
+          "member": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "memberGeneration": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
+          },
+          "grantee": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "granteeIdentityGeneration": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 4294967295
+          },
+          "grant": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "The sequence of the share.grant link"
+          },
+          "box": {
+            "type": "string",
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 4,
+            "maxLength": 16384,
+            "description": "A sealed box of 48 to 4096 bytes to the grantee identity's box key"
+          },
+          "signature": {
+            "type": "string",
+            "contentEncoding": "base64",
+            "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+            "minLength": 4,
+            "maxLength": 16384,
+            "description": "Ed25519 signature by the sharer's identity (docs/formats/member-sharing.md)"
+          }
+        },
+        "additionalProperties": false
+      },
+      "ContactRequestCreate": {
+        "type": "object",
+        "required": [
+          "to",
+          "identity",
+          "commitment"
+        ],
+        "properties": {
+          "to": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "identity": {
+            "$ref": "#/components/schemas/IdentityKeys"
+          },
+          "commitment": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$",
+            "description": "SHA-256 commitment to the identity and r_A"
+          }
+        },
+        "additionalProperties": false
+      },
+      "ContactResponse": {
+        "type": "object",
+        "required": [
+          "identity",
+          "nonce"
+        ],
+        "properties": {
+          "identity": {
+            "$ref": "#/components/schemas/IdentityKeys"
+          },
+          "nonce": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$",
+            "description": "r_B: 32 random bytes as 64 lowercase hex digits"
+          }
+        },
+        "additionalProperties": false
+      },
+      "ContactRequestInfo": {
+        "type": "object",
+        "required": [
+          "id",
+          "from",
+          "to",
+          "expires",
+          "identity",
+          "commitment"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{32}$"
+          },
+          "from": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "to": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "expires": {
+            "type": "integer"
+          },
+          "identity": {
+            "$ref": "#/components/schemas/IdentityKeys"
+          },
+          "commitment": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$"
+          },
+          "response": {
+            "$ref": "#/components/schemas/ContactResponse"
+          },
+          "reveal": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$",
+            "description": "r_A, once revealed"
+          }
+        }
+      },
+      "SharedWithAccount": {
+        "type": "object",
+        "required": [
+          "sharer",
+          "boxes"
+        ],
+        "properties": {
+          "sharer": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "boxes": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/ShareBox"
+            }
           }
         }
       }

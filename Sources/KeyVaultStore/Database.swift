@@ -7,7 +7,7 @@ import KeyVaultModel
 ///
 /// This file owns the connection; the schema is in Migrations.swift, and the methods
 /// are grouped by concern in `KeyVaultDatabase+Chain`, `+Devices`, `+Attachments`,
-/// `+LinkRequests` and `+Audit`.
+/// `+LinkRequests`, `+Sharing` and `+Audit`.
 public struct KeyVaultDatabase: KeyVaultRepository {
     /// Internal (not private) only so that the concern files can use it.
     let writer: any DatabaseWriter

@@ -65,6 +65,7 @@ extension KeyVaultDatabase {
                     VALUES (?, ?, ?, ?, ?)
                     """, arguments: [account.rawValue, wrap.member.rawValue, wrap.memberGeneration, wrap.masterGeneration, wrap.envelope])
             }
+            try Self.insertSharing(write, account: account, db)
             if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
             try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, detail: write.audit.detail)
         }
@@ -84,11 +85,15 @@ extension KeyVaultDatabase {
     }
 
     /// Deletes the account and everything of it (links, devices, boxes, wraps,
-    /// attachments, recovery slot, audit log) in one transaction.
+    /// attachments, recovery slot, audit log, identity wraps, the share boxes it stored,
+    /// contact requests from or to it: by their foreign keys) in one transaction, and
+    /// the share boxes naming it as grantee (which have none: a grantee may be deleted
+    /// while the sharer's grant stands).
     public func deleteAccount(_ account: AccountID) async throws {
         try await durableWrite { db in
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
             guard db.changesCount > 0 else { throw StoreError.notFound }
+            try db.execute(sql: "DELETE FROM share_boxes WHERE grantee = ?", arguments: [account.rawValue])
         }
     }
 

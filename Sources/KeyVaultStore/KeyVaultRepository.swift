@@ -33,7 +33,9 @@ public protocol KeyVaultRepository: Sendable {
     /// The chain's links from `after` (exclusive), in order, and the head; nil for no such account.
     func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)?
 
-    /// Deletes the account and everything of it in one transaction.
+    /// Deletes the account and everything of it in one transaction: also its identity
+    /// wraps, the share boxes it stored and those naming it, and the contact requests
+    /// from or to it.
     ///
     /// - Throws: `StoreError.notFound`.
     func deleteAccount(_ account: AccountID) async throws
@@ -47,6 +49,42 @@ public protocol KeyVaultRepository: Sendable {
     func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap]
 
     func recoverySlot(_ account: AccountID) async throws -> RecoverySlot?
+
+    // MARK: Sharing (docs/formats/member-sharing.md, "The relay")
+
+    /// The account's identity wraps, ordered by identity then master generation.
+    func identityWraps(_ account: AccountID) async throws -> [IdentityWrap]
+
+    /// Every share box naming `grantee`, with the account that stored it (the sharer),
+    /// ordered by sharer, member, member generation and grant. Whether each box's grant
+    /// is still in force is the caller's to judge, on the sharer's chain.
+    func shareBoxes(grantee: AccountID) async throws -> [(sharer: AccountID, box: ShareBox)]
+
+    // MARK: Contact requests
+
+    /// Stores a new contact request from `info.from` to `info.to`, unless `info.from`
+    /// already has `maxOpenPerAccount` unexpired ones. Requests expired for a day are swept.
+    ///
+    /// - Throws: `StoreError.notFound` (no account `info.to` or `info.from`), `.tooManyLinkRequests`.
+    func createContactRequest(_ info: ContactRequestInfo, maxOpenPerAccount: Int) async throws
+
+    /// The request, expired or not; nil when there is none.
+    func contactRequest(id: String) async throws -> ContactRequestInfo?
+
+    /// The unexpired requests from or to `account`, at most 100, soonest to expire first.
+    func contactRequests(of account: AccountID) async throws -> [ContactRequestInfo]
+
+    /// Records the answer of the account the request is to: once, while it is unexpired.
+    ///
+    /// - Throws: `StoreError.notFound` (no such request to `account`), `.linkRequestClosed`.
+    func respondToContactRequest(id: String, to account: AccountID, response: ContactResponse) async throws
+
+    /// Records the initiator's revealed value: once, after the answer, while unexpired.
+    /// The caller has checked that it opens the commitment.
+    ///
+    /// - Throws: `StoreError.notFound` (no such request from `account`), `.linkRequestOutOfTurn`
+    ///   (not answered yet), `.linkRequestClosed` (revealed already or expired).
+    func revealContactRequest(id: String, from account: AccountID, nonce: String) async throws
 
     // MARK: Devices and nonces
 

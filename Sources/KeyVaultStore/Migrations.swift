@@ -134,6 +134,41 @@ extension KeyVaultDatabase {
                 CREATE INDEX failures_time ON failures(time);
                 """)
         }
+        migrator.registerMigration("v7 sharing relay") { db in
+            // The sharing relay (docs/formats/member-sharing.md): an account's identity wrapped
+            // under each master generation; the member keys a sharer sealed to its grantees
+            // (no foreign key on the grantee: deleting it deletes them explicitly); the
+            // contact exchange between two accounts, kept as its JSON.
+            try db.execute(sql: """
+                CREATE TABLE identity_wraps (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    identity_generation INTEGER NOT NULL,
+                    master_generation INTEGER NOT NULL,
+                    envelope TEXT NOT NULL,
+                    PRIMARY KEY (account, identity_generation, master_generation)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE share_boxes (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    grantee TEXT NOT NULL,
+                    member TEXT NOT NULL,
+                    member_generation INTEGER NOT NULL,
+                    grant_seq INTEGER NOT NULL,
+                    box BLOB NOT NULL,
+                    PRIMARY KEY (account, grantee, member, member_generation, grant_seq)
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX share_boxes_grantee ON share_boxes(grantee);
+                CREATE TABLE contact_requests (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    from_account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    to_account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    expires INTEGER NOT NULL,
+                    info BLOB NOT NULL
+                ) STRICT;
+                CREATE INDEX contact_requests_from ON contact_requests(from_account, expires);
+                CREATE INDEX contact_requests_to ON contact_requests(to_account, expires);
+                CREATE INDEX contact_requests_expires ON contact_requests(expires);
+                """)
+        }
         return migrator
     }
 }

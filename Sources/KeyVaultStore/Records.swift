@@ -50,6 +50,12 @@ public struct ChainWrite: Sendable {
     public var revokedDevices: [DeviceID] = []
     public var boxes: [KeyBox] = []
     public var wraps: [MemberWrap] = []
+    /// The account's sharing identity wrapped under a master key generation, replacing
+    /// a stored wrap of the same identity and master generations.
+    public var identityWraps: [IdentityWrap] = []
+    /// Member keys sealed to grantees (the account is the sharer), replacing a stored
+    /// box of the same grantee, member, member generation and grant.
+    public var shareBoxes: [ShareBox] = []
     public var recovery: RecoverySlot?
     /// A pending link request this write approves (single use: it must still be pending).
     public var approvesLinkRequest: (code: String, approver: DeviceID)?

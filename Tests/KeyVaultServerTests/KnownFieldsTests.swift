@@ -19,13 +19,21 @@ import Testing
     let wrap = MemberWrap(member: MemberID(rawValue: String(repeating: "a", count: 32))!, memberGeneration: 1, masterGeneration: 1,
                           envelope: "AA==")
     let slot = RecoverySlot(salt: "00", iterations: 3, memoryKiB: 65536, authKey: "00", boxKey: "00", anchor: "AA==")
+    let account = AccountID(rawValue: String(repeating: "b", count: 32))!
+    let identityWrap = IdentityWrap(identityGeneration: 1, masterGeneration: 1, envelope: "AA==")
+    let shareBox = ShareBox(member: wrap.member, memberGeneration: 1, grantee: account, granteeIdentityGeneration: 1, grant: 2, box: "AA==",
+                            signature: "AA==")
+    let identity = IdentityKeys(generation: 1, signingKey: "k", boxKey: "b")
     let samples: [(any StrictRequest & Encodable, String)] = [
         (CreateAccountRequest(genesis: device.genesis(), boxes: [box], recovery: slot), "CreateAccountRequest"),
-        (AppendRequest(link: link, boxes: [box], wraps: [wrap], recovery: slot), "AppendRequest"),
+        (AppendRequest(link: link, boxes: [box], wraps: [wrap], recovery: slot, identityWraps: [identityWrap], shareBoxes: [shareBox]),
+         "AppendRequest"),
         (RecoveryEnrollRequest(token: "t", link: link, boxes: [box]), "RecoveryEnrollRequest"),
         (RecoveryProof(challenge: "c", signature: "s"), "RecoveryProof"),
         (LinkRequestCreate(device: device.id, name: "n", signingKey: "k", boxKey: "b", commitment: "c"), "LinkRequestCreate"),
         (LinkNonce(nonce: "n"), "LinkNonce"),
+        (ContactRequestCreate(to: account, identity: identity, commitment: "c"), "ContactRequestCreate"),
+        (ContactResponse(identity: identity, nonce: "n"), "ContactResponse"),
     ]
     for (sample, name) in samples {
         let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(sample))

@@ -171,3 +171,36 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
         try await PostgresKeyVaultDatabase.migrate(url, schema: schema)
     }
 }
+
+/// Contact requests racing past one account's limit stop at it, and of answers (or
+/// reveals) racing on one request exactly one is taken.
+@Test(arguments: Backend.all) func racingContactRequestStepsTakeEachStepOnce(_ backend: Backend) async throws {
+    try await backend.withStore { database in
+        try await createAccount(database)
+        let other = AccountID(unchecked: hex(3))
+        try await database.createAccount(other, genesis: StoredLink(sequence: 0, hash: "g3", json: Data("{}".utf8)),
+                                         device: StoredDevice(id: DeviceID(unchecked: hex(4)), account: other, name: "phone",
+                                                              signingKey: [1], boxKey: [2], added: 0),
+                                         boxes: [], recovery: nil)
+        let identity = IdentityKeys(generation: 1, signingKey: "s", boxKey: "b")
+        let expires = Int64(Date().timeIntervalSince1970) + 600
+        let created = await race(12) { i in
+            try await database.createContactRequest(ContactRequestInfo(id: hex(100 + i), from: account, to: other, expires: expires,
+                                                                       identity: identity, commitment: "c"), maxOpenPerAccount: 3)
+        }
+        #expect(created.won == 3)
+        #expect(created.errors.allSatisfy { ($0 as? StoreError) == .tooManyLinkRequests }, "\(created.errors)")
+        let id = try #require(try await database.contactRequests(of: account).first?.id)
+
+        let answered = await race(8) { i in
+            try await database.respondToContactRequest(id: id, to: other, response: ContactResponse(identity: identity, nonce: "n\(i)"))
+        }
+        #expect(answered.won == 1)
+        #expect(answered.errors.allSatisfy { ($0 as? StoreError) == .linkRequestClosed }, "\(answered.errors)")
+        let revealed = await race(8) { i in try await database.revealContactRequest(id: id, from: account, nonce: "r\(i)") }
+        #expect(revealed.won == 1)
+        #expect(revealed.errors.allSatisfy { ($0 as? StoreError) == .linkRequestClosed }, "\(revealed.errors)")
+        let info = try #require(try await database.contactRequest(id: id))
+        #expect(info.response != nil && info.reveal != nil)
+    }
+}

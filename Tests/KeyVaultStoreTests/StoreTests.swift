@@ -172,3 +172,119 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
         #expect(try await racing.filter(\.0).count == 3)
     }
 }
+
+// MARK: Sharing relay
+
+extension StoreFixture {
+    /// A second account (a grantee, a contact), with a device of its own.
+    func otherAccount(_ n: Int) async throws -> AccountID {
+        let other = AccountID(unchecked: hex(n))
+        try await database.createAccount(other, genesis: StoredLink(sequence: 0, hash: "g\(n)", json: Data("{}".utf8)),
+                                         device: StoredDevice(id: DeviceID(unchecked: hex(n + 100)), account: other, name: "phone",
+                                                              signingKey: [1], boxKey: [2], added: 0),
+                                         boxes: [], recovery: nil)
+        return other
+    }
+
+    func contactRequest(_ id: Int, to: AccountID, from: AccountID? = nil, expires: Int64? = nil,
+                        maxOpen: Int = 10) async throws -> ContactRequestInfo {
+        let info = ContactRequestInfo(id: hex(id), from: from ?? account, to: to, expires: expires ?? Int64(Date().timeIntervalSince1970) + 600,
+                                      identity: IdentityKeys(generation: 1, signingKey: "s", boxKey: "b"), commitment: "c")
+        try await database.createContactRequest(info, maxOpenPerAccount: maxOpen)
+        return info
+    }
+}
+
+/// Identity wraps and share boxes go in with their link (and not with a refused one),
+/// one per key (a second replaces the first), and go with the accounts they belong to:
+/// the sharer's, and the grantee's for the boxes naming it.
+@Test(arguments: Backend.all) func identityWrapsAndShareBoxesAreWrittenWithTheirLinkAndGoWithTheAccounts(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        let grantee = try await store.otherAccount(3), other = try await store.otherAccount(5)
+        let member = MemberID(unchecked: hex(4))
+        func box(_ generation: UInt32, _ grantee: AccountID, signature: String = "s") -> ShareBox {
+            ShareBox(member: member, memberGeneration: generation, grantee: grantee, granteeIdentityGeneration: 1, grant: 1, box: "b",
+                     signature: signature)
+        }
+        var stale = store.write(1, after: "h-other")
+        stale.identityWraps = [IdentityWrap(identityGeneration: 1, masterGeneration: 1, envelope: "e0")]
+        stale.shareBoxes = [box(1, grantee)]
+        await #expect(throws: StoreError.staleChain(currentHead: "h0")) { try await store.database.append(store.account, stale) }
+        #expect(try await store.database.identityWraps(store.account).isEmpty)
+        #expect(try await store.database.shareBoxes(grantee: grantee).isEmpty)
+
+        var first = store.write(1, after: "h0")
+        first.identityWraps = [IdentityWrap(identityGeneration: 1, masterGeneration: 2, envelope: "e1"),
+                               IdentityWrap(identityGeneration: 1, masterGeneration: 1, envelope: "e0")]
+        first.shareBoxes = [box(2, grantee), box(1, grantee), box(1, other)]
+        try await store.database.append(store.account, first)
+        var second = store.write(2, after: "h1")
+        second.identityWraps = [IdentityWrap(identityGeneration: 1, masterGeneration: 2, envelope: "e2")]
+        second.shareBoxes = [box(2, grantee, signature: "t")]
+        try await store.database.append(store.account, second)
+
+        #expect(try await store.database.identityWraps(store.account) == [IdentityWrap(identityGeneration: 1, masterGeneration: 1, envelope: "e0"),
+                                                                           IdentityWrap(identityGeneration: 1, masterGeneration: 2, envelope: "e2")])
+        let boxes = try await store.database.shareBoxes(grantee: grantee)
+        #expect(boxes.map(\.sharer) == [store.account, store.account] && boxes.map(\.box) == [box(1, grantee), box(2, grantee, signature: "t")])
+        #expect(try await store.database.identityWraps(grantee).isEmpty)
+
+        try await store.database.deleteAccount(grantee)
+        #expect(try await store.database.shareBoxes(grantee: grantee).isEmpty)
+        #expect(try await store.database.shareBoxes(grantee: other).map(\.box) == [box(1, other)])
+        try await store.database.deleteAccount(store.account)
+        #expect(try await store.database.identityWraps(store.account).isEmpty)
+        #expect(try await store.database.shareBoxes(grantee: other).isEmpty)
+    }
+}
+
+/// A contact request is answered once by the account it is to, then revealed once by
+/// the one it is from; out of turn, twice, by another account or after expiry it is refused.
+@Test(arguments: Backend.all) func aContactRequestIsAnsweredOnceThenRevealedOnceByItsTwoAccounts(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        let db = store.database
+        let bob = try await store.otherAccount(3), carol = try await store.otherAccount(5)
+        let request = try await store.contactRequest(10, to: bob)
+        #expect(try await db.contactRequest(id: request.id) == request)
+        #expect(try await db.contactRequest(id: hex(99)) == nil)
+        #expect(try await db.contactRequests(of: store.account) == [request])
+        #expect(try await db.contactRequests(of: bob) == [request])
+        #expect(try await db.contactRequests(of: carol).isEmpty)
+
+        let response = ContactResponse(identity: IdentityKeys(generation: 1, signingKey: "s2", boxKey: "b2"), nonce: "n2")
+        await #expect(throws: StoreError.linkRequestOutOfTurn) { try await db.revealContactRequest(id: request.id, from: store.account, nonce: "n1") }
+        await #expect(throws: StoreError.notFound) { try await db.respondToContactRequest(id: request.id, to: carol, response: response) }
+        await #expect(throws: StoreError.notFound) { try await db.respondToContactRequest(id: hex(99), to: bob, response: response) }
+        try await db.respondToContactRequest(id: request.id, to: bob, response: response)
+        await #expect(throws: StoreError.linkRequestClosed) { try await db.respondToContactRequest(id: request.id, to: bob, response: response) }
+        await #expect(throws: StoreError.notFound) { try await db.revealContactRequest(id: request.id, from: bob, nonce: "n1") }
+        try await db.revealContactRequest(id: request.id, from: store.account, nonce: "n1")
+        await #expect(throws: StoreError.linkRequestClosed) { try await db.revealContactRequest(id: request.id, from: store.account, nonce: "n1") }
+        var done = request
+        done.response = response
+        done.reveal = "n1"
+        #expect(try await db.contactRequest(id: request.id) == done)
+
+        // Expired: readable, no longer listed, no step taken.
+        let expired = try await store.contactRequest(11, to: bob, expires: Int64(Date().timeIntervalSince1970) - 1)
+        #expect(try await db.contactRequest(id: expired.id) == expired)
+        #expect(try await db.contactRequests(of: bob) == [done])
+        await #expect(throws: StoreError.linkRequestClosed) { try await db.respondToContactRequest(id: expired.id, to: bob, response: response) }
+        await #expect(throws: StoreError.linkRequestClosed) { try await db.revealContactRequest(id: expired.id, from: store.account, nonce: "n1") }
+
+        // Unexpired ones count against the asking account only; no request to a missing account.
+        _ = try await store.contactRequest(12, to: carol, maxOpen: 3)
+        await #expect(throws: StoreError.tooManyLinkRequests) { _ = try await store.contactRequest(13, to: carol, maxOpen: 2) }
+        _ = try await store.contactRequest(14, to: store.account, from: carol, maxOpen: 2)
+        await #expect(throws: StoreError.notFound) { _ = try await store.contactRequest(15, to: AccountID(unchecked: hex(77))) }
+
+        // Deleting an account deletes the requests from and to it.
+        try await db.deleteAccount(carol)
+        #expect(try await db.contactRequest(id: hex(12)) == nil)
+        #expect(try await db.contactRequest(id: hex(14)) == nil)
+        #expect(try await db.contactRequest(id: request.id) != nil)
+        try await db.deleteAccount(bob)
+        #expect(try await db.contactRequests(of: store.account).isEmpty)
+        #expect(try await db.contactRequest(id: request.id) == nil)
+    }
+}

@@ -22,22 +22,37 @@ struct AttachmentController: Sendable {
     }
 
     @Sendable func list(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let member = try context.parameters.member()
-        return try .json(["attachments": try await service.database.attachments(context.account, member: member)])
+        try await list(context.account, member: try context.parameters.member())
     }
 
     @Sendable func put(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        guard try await service.chainState(context.account).members[member] != nil else { throw APIError.notFound("member") }
-        let object = try AttachmentObject(bytes: context.body)
-        let info = try await service.database.putAttachment(context.account, member: member, address: address, key: Data(object.key),
-                                                            data: Data(object.content), device: context.device.id)
-        return try .json(info, status: info.existed == true ? .ok : .created)
+        return try await put(context.account, member: member, address: address, body: context.body, by: context.device.id)
     }
 
     @Sendable func get(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        guard let stored = try await service.database.attachment(context.account, member: member, address: address) else {
+        return try await get(context.account, member: member, address: address)
+    }
+
+    // The three steps on the account that owns the attachment, which is the caller's
+    // own, or a sharer's for a grantee (SharingController, once it checked the grant).
+
+    func list(_ account: AccountID, member: MemberID) async throws -> Response {
+        try .json(["attachments": try await service.database.attachments(account, member: member)])
+    }
+
+    /// - Parameter device: the device that sent it, for the audit log of `account`.
+    func put(_ account: AccountID, member: MemberID, address: String, body: [UInt8], by device: DeviceID) async throws -> Response {
+        guard try await service.chainState(account).members[member] != nil else { throw APIError.notFound("member") }
+        let object = try AttachmentObject(bytes: body)
+        let info = try await service.database.putAttachment(account, member: member, address: address, key: Data(object.key),
+                                                            data: Data(object.content), device: device)
+        return try .json(info, status: info.existed == true ? .ok : .created)
+    }
+
+    func get(_ account: AccountID, member: MemberID, address: String) async throws -> Response {
+        guard let stored = try await service.database.attachment(account, member: member, address: address) else {
             throw APIError.notFound("attachment")
         }
         return .octetStream(AttachmentObject(key: [UInt8](stored.key), content: [UInt8](stored.data)).bytes)

@@ -12,10 +12,16 @@ struct ChainController: Sendable {
     }
 
     @Sendable func chain(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        try await chain(of: context.account, request)
+    }
+
+    /// The account's chain from the `after` query parameter on: the caller's own, or
+    /// a sharer's for a grantee (SharingController, once it checked the grant).
+    func chain(of account: AccountID, _ request: Request) async throws -> Response {
         let after = try request.query("after", as: UInt64.self, "a link sequence number")
-        guard let stored = try await service.database.links(context.account, after: after) else { throw APIError.notFound("account") }
+        guard let stored = try await service.database.links(account, after: after) else { throw APIError.notFound("account") }
         let links = try stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) }
-        return try .json(ChainResponse(account: context.account, links: links, head: stored.head))
+        return try .json(ChainResponse(account: account, links: links, head: stored.head))
     }
 
     @Sendable func append(_ request: Request, _ context: SignedRequestContext) async throws -> Response {

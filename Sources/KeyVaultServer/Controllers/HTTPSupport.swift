@@ -35,6 +35,22 @@ extension Parameters {
         return id
     }
 
+    /// The account that shares with the account in the path (`{sharer}`).
+    func sharer() throws -> AccountID {
+        guard let text = get("sharer"), let id = AccountID(rawValue: text) else {
+            throw APIError.badRequest("the sharer's account id in the path is 32 lowercase hex digits")
+        }
+        return id
+    }
+
+    /// A contact request's id (`{request}`): 16 bytes as 32 lowercase hex digits.
+    func contactRequest() throws -> String {
+        guard let text = get("request"), text.utf8.count == 32, text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            throw APIError.badRequest("a contact request id is 32 lowercase hex digits")
+        }
+        return text
+    }
+
     func member() throws -> MemberID {
         guard let text = get("member"), let id = MemberID(rawValue: text) else {
             throw APIError.badRequest("the member id in the path is 32 lowercase hex digits")

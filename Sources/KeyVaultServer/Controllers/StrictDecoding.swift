@@ -22,6 +22,10 @@ indirect enum FieldSchema: Sendable {
     static let box: FieldSchema = .object(["generation": nil, "sequence": nil, "recipient": nil, "box": nil, "signer": nil,
                                            "signature": nil])
     static let wrap: FieldSchema = .object(["member": nil, "memberGeneration": nil, "masterGeneration": nil, "envelope": nil])
+    static let identityWrap: FieldSchema = .object(["identityGeneration": nil, "masterGeneration": nil, "envelope": nil])
+    static let shareBox: FieldSchema = .object(["member": nil, "memberGeneration": nil, "grantee": nil, "granteeIdentityGeneration": nil,
+                                                "grant": nil, "box": nil, "signature": nil])
+    static let identityKeys: FieldSchema = .object(["generation": nil, "signingKey": nil, "boxKey": nil])
     static let slot: FieldSchema = .object(["salt": nil, "iterations": nil, "memoryKiB": nil, "authKey": nil, "boxKey": nil,
                                             "anchor": nil])
 
@@ -47,7 +51,8 @@ extension CreateAccountRequest: StrictRequest {
 }
 
 extension AppendRequest: StrictRequest {
-    static let schema: FieldSchema = .object(["link": .link, "boxes": .array(.box), "wraps": .array(.wrap), "recovery": .slot])
+    static let schema: FieldSchema = .object(["link": .link, "boxes": .array(.box), "wraps": .array(.wrap), "recovery": .slot,
+                                              "identityWraps": .array(.identityWrap), "shareBoxes": .array(.shareBox)])
 }
 
 extension RecoveryEnrollRequest: StrictRequest {
@@ -66,6 +71,14 @@ extension LinkNonce: StrictRequest {
     static let schema: FieldSchema = .object(["nonce": nil])
 }
 
+extension ContactRequestCreate: StrictRequest {
+    static let schema: FieldSchema = .object(["to": nil, "identity": .identityKeys, "commitment": nil])
+}
+
+extension ContactResponse: StrictRequest {
+    static let schema: FieldSchema = .object(["identity": .identityKeys, "nonce": nil])
+}
+
 /// Every strictly decoded request body, each decoded as the service does (for the
 /// fuzz target of the service's JSON decoding, Fuzz/Targets).
 package let strictRequestDecoders: [(name: String, decode: @Sendable ([UInt8]) throws -> Void)] = [
@@ -75,6 +88,8 @@ package let strictRequestDecoders: [(name: String, decode: @Sendable ([UInt8]) t
     ("recovery-proof", { _ = try decodeBody(RecoveryProof.self, from: $0) }),
     ("link-request", { _ = try decodeBody(LinkRequestCreate.self, from: $0) }),
     ("link-nonce", { _ = try decodeBody(LinkNonce.self, from: $0) }),
+    ("contact-request", { _ = try decodeBody(ContactRequestCreate.self, from: $0) }),
+    ("contact-response", { _ = try decodeBody(ContactResponse.self, from: $0) }),
 ]
 
 /// Decodes a request body: unknown fields refused by the type's schema, then the

@@ -93,11 +93,14 @@ struct ServiceState: Sendable {
                 throw APIError.badRequest("a member wrap names a member of the account and carries a base64 envelope")
             }
         }
+        try checkSharing(append, after: after)
         let actor = device?.id.rawValue ?? ChainLink.recoverySigner
         var write = ChainWrite(link: try stored(append.link), expectedHead: before.head,
                                audit: (.link(append.link.type), actor, "sequence \(append.link.sequence)"))
         write.boxes = append.boxes
         write.wraps = append.wraps
+        write.identityWraps = append.identityWraps
+        write.shareBoxes = append.shareBoxes
         write.recovery = try append.recovery.map(checked)
         if let code, let device { write.approvesLinkRequest = (code, device.id) }
         for (id, added) in after.devices where before.devices[id] == nil {

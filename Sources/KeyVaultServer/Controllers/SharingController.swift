@@ -1,0 +1,202 @@
+import Foundation
+import Hummingbird
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultStore
+
+/// The sharing relay (docs/formats/member-sharing.md, "The relay: routes"): identity
+/// wraps, the contact exchange between two accounts, and a grantee's reads (and
+/// writes) of what a sharer shares with it. Every route is signed by a device of the
+/// account in the path; a grantee reaches a sharer's data only under its own path,
+/// and only while a grant in force on the sharer's chain, as this server replays it,
+/// names it. Nothing here is trusted by the clients: they check every answer against
+/// the chains they replay.
+struct SharingController: Sendable {
+    /// How long a contact request stays open (as a device-link request).
+    static let lifetime: Int64 = 600
+    /// Unexpired contact requests one account may have made.
+    static let maxOpenPerAccount = 10
+
+    let service: ServiceState
+    private var attachments: AttachmentController { AttachmentController(service: service) }
+    private var chains: ChainController { ChainController(service: service) }
+
+    func addRoutes(to routes: RouteBuilder) {
+        let requests = "/v1/accounts/{account}/contact-requests"
+        let shared = "/v1/accounts/{account}/shared/{sharer}"
+        routes.signed(.get, "/v1/accounts/{account}/identity-wraps", use: identityWraps)
+        routes.signed(.post, requests, bodyLimit: 4096, use: createContactRequest)
+        routes.signed(.get, requests, use: contactRequests)
+        routes.signed(.get, requests + "/{request}", use: contactRequest)
+        routes.signed(.post, requests + "/{request}/respond", bodyLimit: 4096, use: respond)
+        routes.signed(.post, requests + "/{request}/reveal", bodyLimit: 4096, use: reveal)
+        routes.signed(.get, "/v1/accounts/{account}/shared", use: sharedWithAccount)
+        routes.signed(.get, shared + "/chain", use: sharedChain)
+        routes.signed(.get, shared + "/members/{member}/attachments", use: sharedAttachments)
+        routes.signed(.get, shared + "/members/{member}/attachments/{address}", use: sharedAttachment)
+        routes.signed(.put, shared + "/members/{member}/attachments/{address}", bodyLimit: service.configuration.maxAttachmentBytes,
+                      use: putSharedAttachment)
+    }
+
+    @Sendable func identityWraps(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        try .json(["wraps": try await service.database.identityWraps(context.account)])
+    }
+
+    // MARK: Contact requests
+
+    @Sendable func createContactRequest(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let create = try decodeBody(ContactRequestCreate.self, from: context.body)
+        guard create.to != context.account else { throw APIError.badRequest("a contact request goes to another account than this one") }
+        try await checkCurrentIdentity(create.identity, of: context.account)
+        guard isLowercaseHex(create.commitment, bytes: 32) else {
+            throw APIError.badRequest("commitment is 32 bytes as 64 lowercase hex digits")
+        }
+        let info = ContactRequestInfo(id: Hex.encode(SystemRandom.bytes(count: 16)), from: context.account, to: create.to,
+                                      expires: RecoveryGate.now() + Self.lifetime, identity: create.identity, commitment: create.commitment)
+        do {
+            try await service.database.createContactRequest(info, maxOpenPerAccount: Self.maxOpenPerAccount)
+        } catch StoreError.tooManyLinkRequests {
+            throw APIError(.tooManyLinkRequests, "this account has \(Self.maxOpenPerAccount) open contact requests; wait for one to expire (they last \(Self.lifetime / 60) minutes)")
+        }
+        return try .json(info, status: .created)
+    }
+
+    @Sendable func contactRequests(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        try .json(["requests": try await service.database.contactRequests(of: context.account)])
+    }
+
+    @Sendable func contactRequest(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        guard let info = try await service.database.contactRequest(id: try context.parameters.contactRequest()),
+              info.from == context.account || info.to == context.account else { throw APIError.notFound("contact request") }
+        return try .json(info)
+    }
+
+    /// The responder's identity and random value r_B, once, by the account the request is to.
+    @Sendable func respond(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let id = try context.parameters.contactRequest()
+        let response = try decodeBody(ContactResponse.self, from: context.body)
+        try await checkCurrentIdentity(response.identity, of: context.account)
+        guard isLowercaseHex(response.nonce, bytes: ContactCommitment.nonceByteCount) else {
+            throw APIError.badRequest("nonce is 32 bytes as 64 lowercase hex digits")
+        }
+        try await step { try await service.database.respondToContactRequest(id: id, to: context.account, response: response) }
+        return Response(status: .noContent)
+    }
+
+    /// The initiator's r_A. Refused unless it opens the request's commitment, so that
+    /// only the initiator can finish the exchange (the responder checks it again).
+    @Sendable func reveal(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let id = try context.parameters.contactRequest()
+        let nonce = try decodeBody(LinkNonce.self, from: context.body).nonce
+        guard isLowercaseHex(nonce, bytes: ContactCommitment.nonceByteCount) else {
+            throw APIError.badRequest("nonce is 32 bytes as 64 lowercase hex digits")
+        }
+        guard let info = try await service.database.contactRequest(id: id), info.from == context.account else {
+            throw APIError.notFound("contact request")
+        }
+        // Checked well formed when the request was made: these decode.
+        let identity = ContactIdentity(account: info.from, generation: info.identity.generation,
+                                       signingKey: try Ed25519.PublicKey(rawRepresentation: try Hex.decode(info.identity.signingKey)),
+                                       boxKey: try X25519.PublicKey(rawRepresentation: try Hex.decode(info.identity.boxKey)))
+        guard ContactCommitment.opens(try Hex.decode(info.commitment), identity: identity, nonce: try Hex.decode(nonce)) else {
+            throw APIError(.badReveal, "the value does not open the request's commitment")
+        }
+        try await step { try await service.database.revealContactRequest(id: id, from: context.account, nonce: nonce) }
+        return Response(status: .noContent)
+    }
+
+    /// Runs a step of a contact request, its store refusals said of a contact request.
+    private func step(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch StoreError.notFound {
+            throw APIError.notFound("contact request")
+        } catch StoreError.linkRequestClosed {
+            throw APIError(.linkRequestClosed, "this contact request was answered (or revealed) already, or it expired")
+        } catch StoreError.linkRequestOutOfTurn {
+            throw APIError(.linkRequestOutOfTurn, "reveal after the other account has answered the contact request")
+        }
+    }
+
+    /// An identity sent in the exchange must be the account's current one on its chain
+    /// (the other side checks the same against the chain it replays).
+    private func checkCurrentIdentity(_ keys: IdentityKeys, of account: AccountID) async throws {
+        guard keys.generation >= 1, isLowercaseHex(keys.signingKey, bytes: 32), isLowercaseHex(keys.boxKey, bytes: 32) else {
+            throw APIError.badRequest("an identity has a generation of 1 or more and two keys of 64 lowercase hex digits")
+        }
+        guard let current = try await service.chainState(account).identity, current.generation == keys.generation,
+              Hex.encode(current.signingKey.rawRepresentation) == keys.signingKey, Hex.encode(current.boxKey.rawRepresentation) == keys.boxKey
+        else {
+            throw APIError.badRequest("the identity is not this account's current sharing identity on its chain (identity.set)")
+        }
+    }
+
+    private func isLowercaseHex(_ text: String, bytes: Int) -> Bool {
+        text.utf8.count == bytes * 2 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    // MARK: The grantee's side
+
+    /// Per sharer, the share boxes naming this account whose grant is in force now on
+    /// the sharer's chain (a box of a revoked grant is kept, but no longer listed).
+    @Sendable func sharedWithAccount(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let stored = try await service.database.shareBoxes(grantee: context.account)
+        var shared: [SharedWithAccount] = []
+        for sharer in Set(stored.map(\.sharer)).sorted(by: { $0.rawValue < $1.rawValue }) {
+            let chain: ChainState
+            do {
+                chain = try await service.chainState(sharer)
+            } catch let error as APIError where error.code == .notFound {
+                continue
+            }
+            let boxes = stored.filter { $0.sharer == sharer }.map(\.box).filter {
+                chain.grants[ChainState.GrantKey(member: $0.member, grantee: context.account)]?.granted == $0.grant
+            }
+            if !boxes.isEmpty { shared.append(SharedWithAccount(sharer: sharer, boxes: boxes)) }
+        }
+        return try .json(["shared": shared])
+    }
+
+    /// The sharer's chain, while any grant in force on it names this account.
+    @Sendable func sharedChain(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let sharer = try context.parameters.sharer()
+        guard try await service.chainState(sharer).grants.keys.contains(where: { $0.grantee == context.account }) else {
+            throw Self.noGrant
+        }
+        return try await chains.chain(of: sharer, request)
+    }
+
+    @Sendable func sharedAttachments(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member, _) = try await grant(context)
+        return try await attachments.list(sharer, member: member)
+    }
+
+    @Sendable func sharedAttachment(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member, _) = try await grant(context)
+        return try await attachments.get(sharer, member: member, address: try context.parameters.address().description)
+    }
+
+    /// Stored under the sharer's account and member; its audit log names the grantee's device.
+    @Sendable func putSharedAttachment(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member, grant) = try await grant(context)
+        guard !grant.readOnly else {
+            throw APIError(.readOnlyGrant, "this member is shared with this account read-only: it may read the attachments, not add any")
+        }
+        return try await attachments.put(sharer, member: member, address: try context.parameters.address().description,
+                                         body: context.body, by: context.device.id)
+    }
+
+    /// The grant in force of the member in the path to this account, on the sharer's chain.
+    private func grant(_ context: SignedRequestContext) async throws -> (sharer: AccountID, member: MemberID, grant: ChainState.Grant) {
+        let sharer = try context.parameters.sharer()
+        let member = try context.parameters.member()
+        guard let grant = try await service.chainState(sharer).grants[ChainState.GrantKey(member: member, grantee: context.account)] else {
+            throw Self.noGrant
+        }
+        return (sharer, member, grant)
+    }
+
+    /// No grant: the answer of a missing account, so that a stranger learns nothing of who shares.
+    private static let noGrant = APIError.notFound("account")
+}
