@@ -2022,9 +2022,9 @@ enum OpenAPIDocument {
         ]
       }
     },
-    "/v1/accounts/{account}/shared/{sharer}/chain": {
+    "/v1/accounts/{account}/contacts/{contact}/chain": {
       "get": {
-        "summary": "The sharer's chain, while a grant in force on it names this account (else 404, as for no account)",
+        "summary": "Another account's chain, while that chain pins this account (contact.pin; else 404, as for no account)",
         "parameters": [
           {
             "name": "account",
@@ -2036,7 +2036,7 @@ enum OpenAPIDocument {
             }
           },
           {
-            "name": "sharer",
+            "name": "contact",
             "in": "path",
             "required": true,
             "schema": {

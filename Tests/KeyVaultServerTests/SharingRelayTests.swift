@@ -213,7 +213,8 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
                                         body: object).status == .created)
 
         let base = "/v1/accounts/\(grantee.account)/shared/\(sharer.account)"
-        var response = try await client.signed(grantee.device, .get, base + "/chain")
+        let sharerChain = "/v1/accounts/\(grantee.account)/contacts/\(sharer.account)/chain"
+        var response = try await client.signed(grantee.device, .get, sharerChain)
         #expect(response.status == .ok, "\(String(buffer: response.body))")
         let chain = try decode(ChainResponse.self, response)
         #expect(chain.account == sharer.account)
@@ -243,7 +244,8 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         let strangerBase = "/v1/accounts/\(stranger.account)/shared/\(sharer.account)"
         for (device, uri) in [(grantee.device, base + "/members/\(own)/attachments"),
                               (grantee.device, base + "/members/\(own)/attachments/\(address)"),
-                              (stranger.device, strangerBase + "/chain"),
+                              (stranger.device, "/v1/accounts/\(stranger.account)/contacts/\(sharer.account)/chain"),
+                              (sharer.device, "/v1/accounts/\(sharer.account)/contacts/\(grantee.account)/chain"),
                               (stranger.device, strangerBase + "/members/\(writable)/attachments"),
                               (stranger.device, strangerBase + "/members/\(writable)/attachments/\(address)")] {
             response = try await client.signed(device, .get, uri)
@@ -257,14 +259,15 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         #expect(try await client.append(&sharer, .shareRevoke, ["member": writable.rawValue, "grantee": grantee.account.rawValue]).status == .created)
         response = try await client.signed(grantee.device, .get, base + "/members/\(writable)/attachments/\(address)")
         #expect(response.status == .notFound)
-        #expect(try await client.signed(grantee.device, .get, base + "/chain").status == .ok, "the read-only grant still stands")
+        response = try await client.signed(grantee.device, .get, base + "/members/\(readable)/attachments")
+        #expect(response.status == .ok, "the read-only grant still stands")
         #expect(try await client.shared(grantee).flatMap(\.boxes).map(\.member) == [readable])
         #expect(try await client.append(&sharer, .shareRevoke, ["member": readable.rawValue, "grantee": grantee.account.rawValue]).status == .created)
-        for uri in [base + "/chain", base + "/members/\(readable)/attachments"] {
-            response = try await client.signed(grantee.device, .get, uri)
-            #expect(response.status == .notFound && errorCode(response) == "not_found", "\(uri)")
-        }
+        response = try await client.signed(grantee.device, .get, base + "/members/\(readable)/attachments")
+        #expect(response.status == .notFound && errorCode(response) == "not_found")
         #expect(try await client.shared(grantee).isEmpty)
+        // The chain stays readable while the sharer pins the grantee (it is a contact, whatever is shared).
+        #expect(try await client.signed(grantee.device, .get, sharerChain).status == .ok)
     }
 }
 

@@ -313,6 +313,7 @@ func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code
         let stolen = try await Vault.enrollWithRecoveryCode(home: fixture.home("grandma-phone"), server: "test", transport: fixture.transport,
                                                             account: grandma.account, name: "grandma-phone", code: grandmaCode)
         let alice = try await parent.addMember(name: "Alice")
+        let bob = try await parent.addMember(name: "Bob")
         _ = await verifyContacts(parent, grandma)
         try await parent.share(alice, with: grandma.account, readOnly: false)
         #expect(try await stolen.sharedMembers().members.map(\.id) == [alice.id])
@@ -321,6 +322,8 @@ func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code
         // next rotation ends the share instead of sealing the new key to the identity the phone holds.
         try await grandma.revoke(try await grandma.device(matching: "grandma-phone"))
         #expect(try await grandma.chain.identity?.generation == 2)
+        let changed = await Result(catching: { try await parent.share(bob, with: grandma.account, readOnly: false) })
+        #expect(code(changed.failure) == .contactChanged, "\(changed)")
         #expect(try await parent.rotateMember(alice.id) == 2)
         #expect(try await parent.grants().isEmpty)
         #expect(sent.all.allSatisfy { $0.memberGeneration == 1 }, "\(sent.all.map(\.memberGeneration))")
@@ -329,5 +332,36 @@ func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code
         _ = await verifyContacts(parent, grandma)
         try await parent.share(try await parent.member(named: "Alice"), with: grandma.account, readOnly: false)
         #expect(try await grandma.sharedMembers().members.first?.generation == 2)
+    }
+}
+
+@Test func aGranteeShownAnOlderChainOfItsSharerRefusesIt() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        let bob = try await parent.addMember(name: "Bob")
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(alice, with: grandma.account, readOnly: false)
+        try await parent.share(bob, with: grandma.account, readOnly: false)
+        let recorded = Locked<[String: HTTPReply]>([:])
+        fixture.transport.tamper { request, reply in
+            guard request.method == "GET", reply.status == 200 else { return }
+            for suffix in ["/shared", "/chain"] where request.target.hasSuffix(suffix) { recorded.withLock { $0[suffix] = reply } }
+        }
+        #expect(try await grandma.sharedMembers().members.map(\.name) == ["Alice", "Bob"])
+        fixture.transport.tamper(nil)
+
+        // Alice is taken back; grandma's device sees the newer chain (with Bob still shared).
+        try await parent.unshare(alice, with: grandma.account)
+        #expect(try await grandma.sharedMembers().members.map(\.name) == ["Bob"])
+
+        // The server shows the chain and boxes from before the unshare: refused as a rollback.
+        let old = recorded.withLock { $0 }
+        fixture.transport.answer { request in
+            request.target.hasSuffix("/shared") ? old["/shared"] : request.target.contains("/contacts/") ? old["/chain"] : nil
+        }
+        let rolledBack = try await grandma.sharedMembers()
+        #expect(rolledBack.members.isEmpty, "\(rolledBack.members.map(\.name))")
+        #expect(rolledBack.refused.first?.reason.contains("rolled") == true, "\(rolledBack.refused)")
     }
 }

@@ -173,13 +173,13 @@ _kvctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|status|device|member|master|recovery|attachment|audit|account|completion|manual|serve|help)
+    init|status|device|member|contact|shared|master|recovery|attachment|audit|account|completion|manual|serve|help)
         # Offer subcommand argument completions
         "_kvctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init status device member master recovery attachment audit account completion manual serve help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init status device member contact shared master recovery attachment audit account completion manual serve help' -- "${cur}"))
         ;;
     esac
 }
@@ -390,13 +390,13 @@ _kvctl_member() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    add|list|rotate)
+    add|list|rotate|share|unshare)
         # Offer subcommand argument completions
         "_kvctl_member_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'add list rotate' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'add list rotate share unshare' -- "${cur}"))
         ;;
     esac
 }
@@ -443,6 +443,154 @@ _kvctl_member_rotate() {
     repeating_options=()
     non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_member_share() {
+    repeating_flags=()
+    non_repeating_flags=(--read-only --json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--with --home --ca-cert)
+    __kvctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--with')
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_member_unshare() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--with --home --ca-cert)
+    __kvctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--with')
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_contact() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __kvctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    add|list)
+        # Offer subcommand argument completions
+        "_kvctl_contact_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'add list' -- "${cur}"))
+        ;;
+    esac
+}
+
+_kvctl_contact_add() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--code --poll --home --ca-cert)
+    __kvctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--code')
+        return
+        ;;
+    '--poll')
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_contact_list() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--home --ca-cert)
+    __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_shared() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __kvctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    list)
+        # Offer subcommand argument completions
+        "_kvctl_shared_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'list' -- "${cur}"))
+        ;;
+    esac
+}
+
+_kvctl_shared_list() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--home --ca-cert)
+    __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in

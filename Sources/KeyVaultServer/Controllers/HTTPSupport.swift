@@ -36,9 +36,14 @@ extension Parameters {
     }
 
     /// The account that shares with the account in the path (`{sharer}`).
-    func sharer() throws -> AccountID {
-        guard let text = get("sharer"), let id = AccountID(rawValue: text) else {
-            throw APIError.badRequest("the sharer's account id in the path is 32 lowercase hex digits")
+    func sharer() throws -> AccountID { try otherAccount("sharer") }
+
+    func contact() throws -> AccountID { try otherAccount("contact") }
+
+    /// Another account's id in the path (a sharer, a contact).
+    private func otherAccount(_ name: String) throws -> AccountID {
+        guard let text = get(name), let id = AccountID(rawValue: text) else {
+            throw APIError.badRequest("the \(name)'s account id in the path is 32 lowercase hex digits")
         }
         return id
     }

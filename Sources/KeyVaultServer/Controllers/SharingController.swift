@@ -32,7 +32,7 @@ struct SharingController: Sendable {
         routes.signed(.post, requests + "/{request}/respond", bodyLimit: 4096, use: respond)
         routes.signed(.post, requests + "/{request}/reveal", bodyLimit: 4096, use: reveal)
         routes.signed(.get, "/v1/accounts/{account}/shared", use: sharedWithAccount)
-        routes.signed(.get, shared + "/chain", use: sharedChain)
+        routes.signed(.get, "/v1/accounts/{account}/contacts/{contact}/chain", use: contactChain)
         routes.signed(.get, shared + "/members/{member}/attachments", use: sharedAttachments)
         routes.signed(.get, shared + "/members/{member}/attachments/{address}", use: sharedAttachment)
         routes.signed(.put, shared + "/members/{member}/attachments/{address}", bodyLimit: service.configuration.maxAttachmentBytes,
@@ -158,13 +158,20 @@ struct SharingController: Sendable {
         return try .json(["shared": shared])
     }
 
-    /// The sharer's chain, while any grant in force on it names this account.
-    @Sendable func sharedChain(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let sharer = try context.parameters.sharer()
-        guard try await service.chainState(sharer).grants.keys.contains(where: { $0.grantee == context.account }) else {
+    /// Another account's chain, while that chain pins this account (`contact.pin`):
+    /// a grantee replays its sharer's to judge grants and boxes, a sharer its
+    /// grantee's to see that the identity it seals to is still the verified one. The
+    /// account chose to be this one's contact; nobody else reads its chain.
+    @Sendable func contactChain(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let contact = try context.parameters.contact()
+        let state: ChainState
+        do {
+            state = try await service.chainState(contact)
+        } catch let error as APIError where error.code == .notFound {
             throw Self.noGrant
         }
-        return try await chains.chain(of: sharer, request)
+        guard state.contacts[context.account] != nil else { throw Self.noGrant }
+        return try await chains.chain(of: contact, request)
     }
 
     @Sendable func sharedAttachments(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
@@ -197,6 +204,6 @@ struct SharingController: Sendable {
         return (sharer, member, grant)
     }
 
-    /// No grant: the answer of a missing account, so that a stranger learns nothing of who shares.
+    /// No grant (or no pin): the answer of a missing account, so that a stranger learns nothing of who shares.
     private static let noGrant = APIError.notFound("account")
 }
