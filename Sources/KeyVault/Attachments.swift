@@ -12,7 +12,7 @@ extension Vault {
     /// The keys of `member` at `generation`: this account's own, or the ones a sharer's box gave.
     func memberKeys(_ member: Member, generation: UInt32) async throws -> MemberKeys {
         guard member.sharer != nil else { return try await memberKeys(member.id, generation: generation) }
-        return try MemberKeys(member: member.id, generation: generation, memberKey: try sharedKey(member, generation: generation))
+        return try MemberKeys(member: member.id, generation: generation, memberKey: try await sharedKey(member, generation: generation))
     }
 
     /// The account whose member this is (the sharer's for a shared member): attachments are bound to it.
@@ -52,8 +52,10 @@ extension Vault {
     /// under its content address (the same bytes for the same member are stored once).
     /// A rotation an earlier revocation left undone is finished first, so nothing new
     /// is sealed under a key a revoked device knows.
-    public func put(_ plaintext: [UInt8], member: Member) async throws -> PutResult {
+    public func put(_ plaintext: [UInt8], member given: Member) async throws -> PutResult {
         try await exclusively {
+            // A shared member as its sharer's chain has it now: checked again, its newest generation.
+            let member = try await current(given)
             guard !member.readOnly else {
                 throw KeyVaultError(.readOnlyGrant, "\(member.name) is shared with this account read-only: nothing can be put",
                                     hint: "ask its account (\(owner(of: member))) to share it without --read-only", kind: .input)
@@ -63,6 +65,11 @@ extension Vault {
             // so no stale_chain would say so).
             try await sync()
             try await finishRevocationFirst()
+            // A grantee whose identity changed (a revocation on its side) must not read
+            // what is sealed from now on: its share ends, and the key moves on without it.
+            if member.sharer == nil, try await endGrantsToChangedContacts(of: member.id) {
+                try await rotateMember(member.id)
+            }
             // The member's newest generation from the chain, which finishing a rotation may
             // have moved (a shared member's: as its sharer's chain said when it was read).
             let generation = member.sharer == nil ? try chain.members[member.id]?.generation ?? member.generation : member.generation

@@ -245,15 +245,15 @@ package struct ServerAPI: Sendable {
     }
 
     package func contactRequest(_ id: String) async throws -> ContactRequestInfo {
-        try json(ContactRequestInfo.self, try await call("GET", accountPath + "/contact-requests/\(Self.pathSegment(id))").body, "contact request")
+        try json(ContactRequestInfo.self, try await call("GET", accountPath + "/contact-requests/\(try Self.pathSegment(id))").body, "contact request")
     }
 
     package func respondToContactRequest(_ id: String, _ response: ContactResponse) async throws {
-        _ = try await call("POST", accountPath + "/contact-requests/\(Self.pathSegment(id))/respond", body: encode(response))
+        _ = try await call("POST", accountPath + "/contact-requests/\(try Self.pathSegment(id))/respond", body: encode(response))
     }
 
     package func revealContactRequest(_ id: String, nonce: [UInt8]) async throws {
-        _ = try await call("POST", accountPath + "/contact-requests/\(Self.pathSegment(id))/reveal", body: encode(LinkNonce(nonce: Hex.encode(nonce))))
+        _ = try await call("POST", accountPath + "/contact-requests/\(try Self.pathSegment(id))/reveal", body: encode(LinkNonce(nonce: Hex.encode(nonce))))
     }
 
     package func shared() async throws -> [SharedWithAccount] {
@@ -266,9 +266,10 @@ package struct ServerAPI: Sendable {
                  "contact's chain")
     }
 
-    /// An id from the server, as a path segment: hex only, or nothing that could leave the route.
-    static func pathSegment(_ id: String) -> String {
-        id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } ? id : "invalid"
+    /// A contact request id from the server, checked before it goes into a path.
+    static func pathSegment(_ id: String) throws -> String {
+        guard Hex.isLowercase(id, byteCount: 16) else { throw KeyVaultError(.badResponse, "the server sent a malformed contact request id") }
+        return id
     }
 
     // Attachments (of this account's member, or of a member another account shares with it)

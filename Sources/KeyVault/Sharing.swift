@@ -47,6 +47,15 @@ extension Vault {
         }
     }
 
+    /// The next identity generation after `state`: fresh keys, the `identity.set`
+    /// link that publishes them, their wrap under the current master key.
+    private func newIdentity(after state: ChainState) async throws -> (keys: SharingIdentityKeys, link: ChainLink, wrap: IdentityWrap) {
+        let keys = SharingIdentityKeys(generation: (state.identity?.generation ?? 0) + 1)
+        let (master, g) = try await masterKey()
+        return (keys, makeLink(.identitySet, keys.linkBody, after: state),
+                try IdentityKeyWrap.seal(keys, account: account, under: master, masterGeneration: g))
+    }
+
     /// This account's current sharing identity; made the first time sharing needs it
     /// (an `identity.set` link, its private halves wrapped under the master key).
     func currentIdentity() async throws -> SharingIdentityKeys {
@@ -55,12 +64,9 @@ extension Vault {
             progress("making this account's sharing identity")
             var made: SharingIdentityKeys?
             try await write("identity set", afterRotations: true) { state in
-                let keys = SharingIdentityKeys(generation: (state.identity?.generation ?? 0) + 1)
-                let (master, g) = try await masterKey()
-                let wrap = try IdentityKeyWrap.seal(keys, account: account, under: master, masterGeneration: g)
+                let (keys, link, wrap) = try await newIdentity(after: state)
                 made = keys
-                return (AppendRequest(link: makeLink(.identitySet, keys.linkBody, after: state), identityWraps: [wrap]),
-                        { self.identityCache[keys.generation] = keys })
+                return (AppendRequest(link: link, identityWraps: [wrap]), { self.identityCache[keys.generation] = keys })
             }
             guard let made else { throw KeyVaultError(.chainInvalid, "no sharing identity was made") }
             return made
@@ -75,10 +81,7 @@ extension Vault {
     func renewIdentity() async throws {
         try await exclusively {
             try await write("identity renew") { state in
-                let keys = SharingIdentityKeys(generation: (state.identity?.generation ?? 0) + 1)
-                let (master, g) = try await masterKey()
-                let wrap = try IdentityKeyWrap.seal(keys, account: account, under: master, masterGeneration: g)
-                let link = makeLink(.identitySet, keys.linkBody, after: state)
+                let (keys, link, wrap) = try await newIdentity(after: state)
                 var after = state
                 try after.apply(link)
                 var boxes = [ShareBox]()
@@ -102,10 +105,7 @@ extension Vault {
             let response = try await api.contactChain(other)
             let seen = record.seenChains[other]
             let state = try Self.verify(response.links, account: other, seenHead: seen?.head ?? "", seenSequence: seen?.sequence ?? 0)
-            if seen?.head != state.head {
-                record.seenChains[other] = DeviceRecord.SeenHead(head: state.head, sequence: state.sequence)
-                try home.save(record)
-            }
+            if seen?.head != state.head { try noteSeen(state) }
             return state
         }
     }
@@ -120,7 +120,9 @@ extension Vault {
         } catch let error as KeyVaultError where error.code == .notFound {
             return false  // deleted, or no longer pinning this account: nothing more goes to it
         }
-        guard let now = theirs.identity, now.generation == generation else { return false }
+        // A revocation on its side since its identity was set: the revoked device holds
+        // it, so it is as good as changed, renewed or not.
+        guard let now = theirs.identity, now.generation == generation, !theirs.revokedSince(now) else { return false }
         let pinned = try pinnedIdentity(of: contact, generation: generation, in: state)
         return now.signingKey == pinned.signingKey && now.boxKey == pinned.boxKey
     }
@@ -128,15 +130,30 @@ extension Vault {
     /// Ends the grants of `member` whose grantee's identity changed since it was
     /// pinned (`share.revoke`), before a new generation is made: the new key must not
     /// reach the old identity. The people verify each other again, then share again.
-    func endGrantsToChangedContacts(of member: MemberID) async throws {
+    ///
+    /// - Returns: whether it ended any.
+    @discardableResult
+    func endGrantsToChangedContacts(of member: MemberID) async throws -> Bool {
+        var ended = false
         for grant in try chain.grants.values where grant.member == member {
             guard try await !contactIsCurrent(grant.grantee, generation: grant.granteeIdentityGeneration, in: try chain) else { continue }
             progress("\(grant.grantee)'s sharing identity changed since it was verified: ending its share of \(member.rawValue.prefix(8))… (verify it again, then share again)")
-            let key = ChainState.GrantKey(member: member, grantee: grant.grantee)
-            try await write("unshare (identity changed)") { state in
+            try await endGrant(member, grant.grantee)
+            ended = true
+        }
+        return ended
+    }
+
+    /// A `share.revoke` link; done already when another device ended the grant first.
+    func endGrant(_ member: MemberID, _ grantee: AccountID) async throws {
+        let key = ChainState.GrantKey(member: member, grantee: grantee)
+        do {
+            try await write("unshare") { state in
                 guard state.grants[key] != nil else { throw KeyVaultError(.unknownGrant, "another device ended this share first") }
-                return (AppendRequest(link: makeLink(.shareRevoke, ["member": member.rawValue, "grantee": grant.grantee.rawValue], after: state)), {})
+                return (AppendRequest(link: makeLink(.shareRevoke, ["member": member.rawValue, "grantee": grantee.rawValue], after: state)), {})
             }
+        } catch let error as KeyVaultError where error.code == .unknownGrant {
+            return
         }
     }
 
@@ -192,12 +209,8 @@ extension Vault {
             let mine = try await currentIdentity()
             let me = ContactIdentity(account: account, generation: mine.generation, signingKey: mine.signing.publicKey,
                                      boxKey: mine.boxKey.publicKey)
-            let now = Int64(Date().timeIntervalSince1970)
-            let waiting = try await api.contactRequests().first {
-                $0.from == other && $0.to == account && $0.response == nil && $0.expires > now
-            }
             let theirs: ContactIdentity, code: String
-            if let request = waiting {
+            if let request = try await openRequest(from: other) {
                 (theirs, code) = try await answer(request, as: me, pollInterval: pollInterval, events: events)
             } else {
                 (theirs, code) = try await ask(other, as: me, pollInterval: pollInterval, events: events)
@@ -219,15 +232,40 @@ extension Vault {
         }
     }
 
+    /// The newest open request of `other` to this account that nobody answered yet.
+    private func openRequest(from other: AccountID) async throws -> ContactRequestInfo? {
+        let now = Int64(Date().timeIntervalSince1970)
+        return try await api.contactRequests()
+            .filter { $0.from == other && $0.to == account && $0.response == nil && $0.expires > now }
+            .max { $0.expires < $1.expires }
+    }
+
+    /// What the initiator's wait ends with.
+    private enum Asked {
+        case answered(ContactResponse)
+        /// Both sides asked at once: the one with the lower account id answers the other's request.
+        case theyAsked(ContactRequestInfo)
+    }
+
     /// The initiator's side: commit, wait for the answer, reveal.
     private func ask(_ other: AccountID, as me: ContactIdentity, pollInterval: Duration,
                      events: (ContactEvent) -> Void) async throws -> (ContactIdentity, String) {
         let nonce = SystemRandom.bytes(count: ContactCommitment.nonceByteCount)
-        guard let commitment = ContactCommitment.compute(me, nonce: nonce) else { throw KeyVaultError(.invalidInput, "no commitment") }
-        let created = try await api.createContactRequest(ContactRequestCreate(to: other, identity: Self.keys(of: me),
+        guard let commitment = ContactCommitment.compute(me, nonce: nonce) else {
+            throw KeyVaultError(.internalError, "the commitment could not be computed")
+        }
+        let created = try await api.createContactRequest(ContactRequestCreate(to: other, identity: IdentityKeys(me),
                                                                               commitment: Hex.encode(commitment)))
         events(.requested(id: created.id, expires: created.expires))
-        let response = try await poll(created.id, every: pollInterval) { $0.response }
+        let asked: Asked = try await wait(for: created.id, every: pollInterval, { $0.response.map(Asked.answered) }, meanwhile: {
+            guard account.rawValue < other.rawValue else { return nil }
+            return try await openRequest(from: other).map(Asked.theyAsked)
+        })
+        let response: ContactResponse
+        switch asked {
+        case .theyAsked(let request): return try await answer(request, as: me, pollInterval: pollInterval, events: events)
+        case .answered(let answer): response = answer
+        }
         let theirs = try Self.identity(response.identity, of: other)
         guard let responderNonce = try? Hex.decode(response.nonce) else {
             throw KeyVaultError(.badResponse, "the other side's random value is not hex")
@@ -249,9 +287,9 @@ extension Vault {
             throw KeyVaultError(.badResponse, "the contact request's commitment is not 32 bytes of hex")
         }
         let nonce = SystemRandom.bytes(count: ContactCommitment.nonceByteCount)
-        try await api.respondToContactRequest(request.id, ContactResponse(identity: Self.keys(of: me), nonce: Hex.encode(nonce)))
+        try await api.respondToContactRequest(request.id, ContactResponse(identity: IdentityKeys(me), nonce: Hex.encode(nonce)))
         events(.answered(id: request.id))
-        let revealed = try await poll(request.id, every: pollInterval) { $0.reveal }
+        let revealed = try await wait(for: request.id, every: pollInterval) { $0.reveal }
         guard let initiatorNonce = try? Hex.decode(revealed), ContactCommitment.opens(commitment, identity: theirs, nonce: initiatorNonce) else {
             throw KeyVaultError(.badReveal, "the other side's revealed value does not open the commitment it made first: someone changed the exchange; nothing was pinned",
                                 hint: "do not trust this server's answers", kind: .verification)
@@ -263,41 +301,33 @@ extension Vault {
         return (theirs, code)
     }
 
-    /// Reads the request until `field` has a value, or it expires.
-    private func poll(_ id: String, every interval: Duration, _ field: (ContactRequestInfo) -> String?) async throws -> String {
+    /// How long a side waits for the other, by its own clock (the server's expiry is
+    /// not trusted to end the wait): a request's 10 minutes and a minute of skew.
+    static let contactWait: Duration = .seconds(660)
+
+    /// Reads the request until `field` has a value (or `meanwhile` finds one), or it
+    /// expires, by the server's word or this device's clock.
+    private func wait<T>(for id: String, every interval: Duration, _ field: (ContactRequestInfo) -> T?,
+                         meanwhile: () async throws -> T? = { nil }) async throws -> T {
+        let deadline = ContinuousClock.now + Self.contactWait
         while true {
             let info = try await api.contactRequest(id)
             if let value = field(info) { return value }
-            guard info.expires > Int64(Date().timeIntervalSince1970) else {
+            if let value = try await meanwhile() { return value }
+            guard info.expires > Int64(Date().timeIntervalSince1970), ContinuousClock.now < deadline else {
                 throw KeyVaultError(.linkRequestClosed, "the contact request expired before the other side answered",
-                                    hint: "run it again on both sides within 10 minutes")
+                                    hint: "run it again on both sides, the second within 10 minutes of the first")
             }
             try await Task.sleep(for: interval)
         }
     }
 
-    private func poll(_ id: String, every interval: Duration, _ field: (ContactRequestInfo) -> ContactResponse?) async throws -> ContactResponse {
-        var response: ContactResponse?
-        _ = try await poll(id, every: interval) { info -> String? in
-            response = field(info)
-            return response.map { _ in "" }
-        }
-        return response!
-    }
-
-    static func keys(of identity: ContactIdentity) -> IdentityKeys {
-        IdentityKeys(generation: identity.generation, signingKey: Hex.encode(identity.signingKey.rawRepresentation),
-                     boxKey: Hex.encode(identity.boxKey.rawRepresentation))
-    }
-
     /// An identity the server relayed, as the other account's.
     static func identity(_ keys: IdentityKeys, of account: AccountID) throws -> ContactIdentity {
-        guard keys.generation >= 1, let signing = try? Hex.decode(keys.signingKey), let box = try? Hex.decode(keys.boxKey),
-              let signingKey = try? Ed25519.PublicKey(rawRepresentation: signing), let boxKey = try? X25519.PublicKey(rawRepresentation: box)
-        else {
+        guard let identity = ContactIdentity(keys, account: account) else {
             throw KeyVaultError(.badResponse, "the identity the server relayed for \(account) is malformed")
         }
-        return ContactIdentity(account: account, generation: keys.generation, signingKey: signingKey, boxKey: boxKey)
+        return identity
     }
 
     // MARK: Granting
@@ -379,10 +409,7 @@ extension Vault {
             guard try chain.grants[key] != nil else {
                 throw KeyVaultError(.unknownGrant, "\(member.name) is not shared with \(grantee)", kind: .input)
             }
-            try await write("unshare") { state in
-                guard state.grants[key] != nil else { throw KeyVaultError(.unknownGrant, "another device took this share back first") }
-                return (AppendRequest(link: makeLink(.shareRevoke, ["member": member.id.rawValue, "grantee": grantee.rawValue], after: state)), {})
-            }
+            try await endGrant(member.id, grantee)
             progress("rotating the key of \(member.name) so that \(grantee) cannot open what comes next")
             return try await rotateMember(member.id)
         }
@@ -439,11 +466,17 @@ extension Vault {
         /// Members whose keys opened, checked against each sharer's chain and this account's pin of it.
         public internal(set) var members: [Member]
         /// Sharers whose boxes were refused, and why (an unverified sharer, a changed identity, a forged box).
-        public internal(set) var refused: [(sharer: AccountID, reason: String)]
+        public internal(set) var refused: [Refusal]
+    }
+
+    /// A sharer whose boxes were refused, and why.
+    public struct Refusal: Sendable, Equatable {
+        public let sharer: AccountID
+        public let reason: String
     }
 
     /// The members other accounts share with this one. For each sharer the server
-    /// lists: its chain (served to this account's devices while a grant names it) is
+    /// lists: its chain (served to this account's devices while it pins this account) is
     /// replayed from its genesis, which must be the sharer's account id; the sharer
     /// must be a contact this account pinned, with the same identity now; every share
     /// box must pass ``ShareBox/verify(from:for:)`` before it is opened with this
@@ -459,7 +492,7 @@ extension Vault {
                     view.members += try await openShared(entry, me: me)
                 } catch let error as KeyVaultError where error.kind == .verification || error.kind == .server {
                     sharedKeys[entry.sharer] = nil
-                    view.refused.append((entry.sharer, error.message))
+                    view.refused.append(Refusal(sharer: entry.sharer, reason: error.message))
                 }
             }
             view.members.sort { ($0.name, $0.sharer?.rawValue ?? "") < ($1.name, $1.sharer?.rawValue ?? "") }
@@ -503,12 +536,27 @@ extension Vault {
         return members
     }
 
-    /// A key of a member another account shares, as its checked share box gave it.
-    func sharedKey(_ member: Member, generation: UInt32) throws -> SymmetricKey {
-        guard let sharer = member.sharer, let key = sharedKeys[sharer]?[member.id]?[generation] else {
-            throw KeyVaultError(.missingKey, "\(member.sharer.map { "\($0)" } ?? "the sharer") has sent this account no key of generation \(generation) of \(member.name)",
-                                kind: .verification)
+    /// A key of a member another account shares, as its checked share box gave it
+    /// (opened again from the sharer when this session has not yet).
+    func sharedKey(_ member: Member, generation: UInt32) async throws -> SymmetricKey {
+        guard let sharer = member.sharer else { throw KeyVaultError(.noSuchMember, "\(member.name) is not a shared member") }
+        if sharedKeys[sharer]?[member.id]?[generation] == nil { _ = try await sharedMembers() }
+        guard let key = sharedKeys[sharer]?[member.id]?[generation] else {
+            throw KeyVaultError(.missingKey, "\(sharer) has sent this account no key of generation \(generation) of \(member.name)",
+                                hint: "`keyctl shared list` shows what is shared with this account now, and what was refused", kind: .verification)
         }
         return key
+    }
+
+    /// A shared member as its sharer's chain has it now (its newest generation, whether
+    /// read-only), checked again; an error when it is no longer shared or now refused.
+    func current(_ member: Member) async throws -> Member {
+        guard let sharer = member.sharer else { return member }
+        let view = try await sharedMembers()
+        if let now = view.members.first(where: { $0.id == member.id && $0.sharer == sharer }) { return now }
+        let refusal = view.refused.first { $0.sharer == sharer }
+        throw KeyVaultError(refusal == nil ? .noSuchMember : .contactChanged,
+                            "\(member.name) is no longer shared with this account" + (refusal.map { ": \($0.reason)" } ?? ""),
+                            hint: "`keyctl shared list` shows what is shared with this account now", kind: refusal == nil ? .input : .verification)
     }
 }

@@ -18,7 +18,7 @@ public typealias ProgressReporter = @Sendable (String) -> Void
 /// storage's lock keeps one `Vault` per device at a time.
 public actor Vault {
     package nonisolated let home: DeviceHome
-    package internal(set) var record: DeviceRecord
+    package private(set) var record: DeviceRecord
     package nonisolated let api: ServerAPI
     package internal(set) var links: [ChainLink] = []
     package internal(set) var state: ChainState?
@@ -528,15 +528,17 @@ public actor Vault {
                 try await rotateMaster()
                 done += 1
             }
+            // Right after the master key (its private halves go under the new one), and
+            // before the member keys, whose new generations it then signs.
+            if try pendingRotation().identity {
+                progress("renewing the sharing identity (\(done + 1)/\(total))")
+                try await renewIdentity()
+                done += 1
+            }
             for member in pending.members where try pendingRotation().members.contains(member) {
                 progress("rotating member key \(member.rawValue.prefix(8))… (\(done + 1)/\(total))")
                 try await rotateMember(member)
                 done += 1
-            }
-            // Last: its private halves go under the master key made after the revocation.
-            if try pendingRotation().identity {
-                progress("renewing the sharing identity (\(done + 1)/\(total))")
-                try await renewIdentity()
             }
         }
     }
@@ -716,6 +718,12 @@ public actor Vault {
                 try await finishPendingRotations()
             }
         }
+    }
+
+    /// Remembers the newest head of another account's chain this device verified.
+    func noteSeen(_ state: ChainState) throws {
+        record.seenChains[state.account] = DeviceRecord.SeenHead(head: state.head, sequence: state.sequence)
+        try home.save(record)
     }
 
     /// Writes the device record as it is now.

@@ -23,12 +23,13 @@ enum Hints {
             "run `keyctl device enroll` or `keyctl device link` again with the same --home: a link request approved meanwhile is picked up"
         case .deviceRevoked:
             "to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home"
+        // Where the library says what to do (a shared member's key, the contact exchange), that stands.
         case .missingKey, .badBox:
-            [error.hint, "another device must rotate the master key (`keyctl master rotate`) to include this one"].compactMap { $0 }.joined(separator: "; ")
+            error.hint ?? "another device must rotate the master key (`keyctl master rotate`) to include this one"
         case .linkRequestClosed:
-            "start again with `keyctl device link` on the new device, and approve it within 10 minutes"
+            error.hint ?? "start again with `keyctl device link` on the new device, and approve it within 10 minutes"
         case .badReveal, .sasMismatch:
-            "someone may have swapped the keys; start again with `keyctl device link` on the new device; if this repeats, do not trust this server"
+            error.hint ?? "someone may have swapped the keys; start again with `keyctl device link` on the new device; if this repeats, do not trust this server"
         case .noSuchDevice:
             "see the ids and names with `keyctl device list`"
         case .noSuchMember:

@@ -30,16 +30,24 @@ struct Member: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List the members.", discussion: #"--json prints {"members": [{"id", "name", "generation"}]}."#)
+            abstract: "List the members, and the accounts each is shared with.",
+            discussion: #"--json prints {"members": [{"id", "name", "generation", "sharedWith": [{"account", "readOnly"}]}]}."#)
 
         @OptionGroup var options: HomeOptions
 
         func run() async throws {
             let vault = try await options.openVault()
             let members = try await vault.members()
-            options.result(["members": members.map { ["id": $0.id.rawValue, "name": $0.name, "generation": $0.generation] }],
+            let grants = try await vault.grants()
+            func shared(_ member: Vault.Member) -> [Vault.Grant] { grants.filter { $0.member == member.id } }
+            options.result(["members": members.map { member in
+                               ["id": member.id.rawValue, "name": member.name, "generation": member.generation,
+                                "sharedWith": shared(member).map { ["account": $0.grantee.rawValue, "readOnly": $0.readOnly] }] as [String: Any] }],
                            members.isEmpty ? "No members yet: add one with `keyctl member add NAME`.\n"
-                               : members.map { "\($0.id)  generation \($0.generation)  \($0.name.printable)\n" }.joined())
+                               : members.map { member in
+                                   "\(member.id)  generation \(member.generation)  \(member.name.printable)"
+                                       + shared(member).map { "\n    shared with \($0.grantee)\($0.readOnly ? " (read-only)" : "")" }.joined() + "\n"
+                               }.joined())
         }
     }
 

@@ -19,6 +19,20 @@ struct AccountArgument: ParsableArguments {
     }
 }
 
+/// `--with ACCOUNT`: the account a member is shared with.
+struct WithAccount: ParsableArguments {
+    @Option(name: .customLong("with"), help: ArgumentHelp("The other account's id (`keyctl contact list` shows your contacts).", valueName: "account"))
+    var account: String
+
+    var id: AccountID { AccountID(rawValue: account)! }
+
+    func validate() throws {
+        guard AccountID(rawValue: account) != nil else {
+            throw ValidationError("--with is an account id: 32 lowercase hex digits (`keyctl contact list` shows your contacts)")
+        }
+    }
+}
+
 struct Contact: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Other accounts this one has verified, to share members with.",
@@ -34,8 +48,9 @@ struct Contact: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Verify another account's sharing identity with its person, and pin it.",
             discussion: """
-                Both people run this at about the same time, each naming the other's
-                account; whoever runs it second answers the first (within 10 minutes).
+                Both people run this, each naming the other's account: one first, the
+                other once the first shows it is waiting (within 10 minutes); the second
+                answers the first's request.
                 Each side then shows a 6-digit safety code computed from both accounts'
                 identities and random values. Read them to each other on a call or in
                 person. Type the code the other person reads out (a prompt on a
@@ -48,7 +63,8 @@ struct Contact: AsyncParsableCommand {
                 Once pinned, a change of that account's identity is refused until you
                 verify it again with this command.
 
-                --code C gives the other person's code instead of reading it.
+                --code C gives the other person's code instead of reading it from the
+                terminal or standard input (for automation that learns it otherwise).
                 --json prints {"request", "expires"} (this side asked) or
                 {"answered"} (this side answered) at once, {"safetyCode"} when this
                 side's code is known, then {"account", "identityGeneration", "pinned"}.
@@ -128,24 +144,19 @@ extension Member {
         @Argument(help: "The member's name or id.")
         var name: String
 
-        @Option(name: .long, help: ArgumentHelp("The contact's account id.", valueName: "account"))
-        var with: String
+        @OptionGroup var with: WithAccount
 
         @Flag(name: .long, help: "The other account may read attachments but not put any.")
         var readOnly = false
 
         @OptionGroup var options: HomeOptions
 
-        func validate() throws {
-            guard AccountID(rawValue: with) != nil else { throw ValidationError("--with is an account id: 32 lowercase hex digits") }
-        }
-
         func run() async throws {
             let vault = try await options.openVault()
             let member = try await vault.member(named: name)
-            let grant = try await vault.share(member, with: AccountID(rawValue: with)!, readOnly: readOnly)
-            options.result(["member": member.id.rawValue, "grantee": with, "readOnly": readOnly, "grant": grant.granted],
-                           "Shared \(member.name.debugDescription) with \(with)\(readOnly ? " (read-only)" : "").\n")
+            let grant = try await vault.share(member, with: with.id, readOnly: readOnly)
+            options.result(["member": member.id.rawValue, "grantee": with.account, "readOnly": readOnly, "grant": grant.granted],
+                           "Shared \(member.name.debugDescription) with \(with.account)\(readOnly ? " (read-only)" : "").\n")
         }
     }
 
@@ -162,21 +173,16 @@ extension Member {
         @Argument(help: "The member's name or id.")
         var name: String
 
-        @Option(name: .long, help: ArgumentHelp("The account it is shared with.", valueName: "account"))
-        var with: String
+        @OptionGroup var with: WithAccount
 
         @OptionGroup var options: HomeOptions
-
-        func validate() throws {
-            guard AccountID(rawValue: with) != nil else { throw ValidationError("--with is an account id: 32 lowercase hex digits") }
-        }
 
         func run() async throws {
             let vault = try await options.openVault()
             let member = try await vault.member(named: name)
-            let generation = try await vault.unshare(member, with: AccountID(rawValue: with)!)
-            options.result(["member": member.id.rawValue, "grantee": with, "generation": generation],
-                           "\(member.name.debugDescription) is no longer shared with \(with); its key is now generation \(generation).\n")
+            let generation = try await vault.unshare(member, with: with.id)
+            options.result(["member": member.id.rawValue, "grantee": with.account, "generation": generation],
+                           "\(member.name.debugDescription) is no longer shared with \(with.account); its key is now generation \(generation).\n")
         }
     }
 }
@@ -184,7 +190,7 @@ extension Member {
 struct Shared: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Members other accounts share with this one.",
-        subcommands: [List.self])
+        subcommands: [List.self], defaultSubcommand: List.self)
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -15,6 +15,12 @@ public enum Hex {
     }
 
     /// - Throws: `malformed` for an odd length or a non-hex character.
+    /// Whether `text` is exactly `byteCount` bytes as lowercase hex (the form ids, keys
+    /// and nonces travel in).
+    public static func isLowercase(_ text: some StringProtocol, byteCount: Int) -> Bool {
+        text.utf8.count == byteCount * 2 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
     public static func decode(_ text: some StringProtocol) throws -> [UInt8] {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { throw CryptoError(.malformed, "hex text has an odd number of digits") }

@@ -24,6 +24,15 @@ public struct ContactIdentity: Sendable, Equatable {
         self.init(account: chain.account, generation: identity.generation, signingKey: identity.signingKey, boxKey: identity.boxKey)
     }
 
+    /// An identity as the relay carries it (`IdentityKeys`), for `account`; nil when
+    /// the generation is 0 or a key is not 32 bytes of lowercase hex.
+    public init?(_ keys: IdentityKeys, account: AccountID) {
+        guard keys.generation >= 1, Hex.isLowercase(keys.signingKey, byteCount: 32), Hex.isLowercase(keys.boxKey, byteCount: 32),
+              let signing = try? Ed25519.PublicKey(rawRepresentation: Hex.decode(keys.signingKey)),
+              let box = try? X25519.PublicKey(rawRepresentation: Hex.decode(keys.boxKey)) else { return nil }
+        self.init(account: account, generation: keys.generation, signingKey: signing, boxKey: box)
+    }
+
     /// Account, generation and both keys, as the commitment and the safety code take them.
     fileprivate func write(to w: inout CanonicalWriter) {
         w.short(account.rawValue)
@@ -138,6 +147,10 @@ extension ShareBox {
     /// until the person verifies it again, so nothing the server chose is trusted);
     /// the box is for this account, sealed to its identity generation now.
     ///
+    /// A sharer that revoked a device after it set its identity is refused as changed
+    /// (`contact_changed`): the revoked device holds the identity's private halves,
+    /// and could sign a box of a key of its own until the account renews it.
+    ///
     /// - Throws: `ProtocolError` `unknown_contact`, `contact_changed`, then what
     ///   ``verify(in:)`` throws, then `unknown_grant` (another grantee) or
     ///   `wrong_generation` (another identity generation of this account).
@@ -150,6 +163,9 @@ extension ShareBox {
         else {
             throw ProtocolError(.contactChanged, "the sharing identity of \(sharer.account) is not the one this account verified; verify the contact again")
         }
+        guard !sharer.revokedSince(identity) else {
+            throw ProtocolError(.contactChanged, "\(sharer.account) revoked a device since it set its sharing identity (that device holds it): nothing signed with it is trusted until the account renews it and the contact is verified again")
+        }
         try verify(in: sharer)
         guard self.grantee == grantee.account else {
             throw ProtocolError(.unknownGrant, "the share box is for \(self.grantee), not for this account")
@@ -157,5 +173,21 @@ extension ShareBox {
         guard let own = grantee.identity, own.generation == granteeIdentityGeneration else {
             throw ProtocolError(.wrongGeneration, "the share box is sealed to identity generation \(granteeIdentityGeneration) of this account, which is at \(grantee.identity?.generation ?? 0)")
         }
+    }
+}
+
+extension ChainState {
+    /// Whether a device of this account was revoked after `identity` was set: it may
+    /// hold the identity's private halves, so the identity is no longer to be trusted.
+    public func revokedSince(_ identity: Identity) -> Bool {
+        devices.values.contains { ($0.revoked ?? 0) > identity.link }
+    }
+}
+
+extension IdentityKeys {
+    /// The public halves of `identity` as the relay carries them.
+    public init(_ identity: ContactIdentity) {
+        self.init(generation: identity.generation, signingKey: Hex.encode(identity.signingKey.rawRepresentation),
+                  boxKey: Hex.encode(identity.boxKey.rawRepresentation))
     }
 }

@@ -1962,7 +1962,7 @@ enum OpenAPIDocument {
     },
     "/v1/accounts/{account}/shared": {
       "get": {
-        "summary": "Per sharer, the share boxes naming this account of grants in force now",
+        "summary": "Per sharer this account pins, the share boxes naming this account of grants in force now",
         "parameters": [
           {
             "name": "account",

@@ -82,13 +82,16 @@ extension TestClientProtocol {
 
     /// Pins `grantee` (if not yet) and grants it `member`, with a box of every generation; returns the grant link.
     @discardableResult
+    /// `account` pins `contact`'s identity (`contact.pin`).
+    fileprivate func pin(_ contact: SharingAccount, on account: inout SharingAccount) async throws {
+        var pin = contact.identityFields
+        pin["account"] = contact.account.rawValue
+        #expect(try await append(&account, .contactPin, pin).status == .created)
+    }
+
     fileprivate func share(_ member: MemberID, of sharer: inout SharingAccount, with grantee: SharingAccount,
                            readOnly: Bool) async throws -> UInt64 {
-        if sharer.state.contacts[grantee.account] == nil {
-            var pin = grantee.identityFields
-            pin["account"] = grantee.account.rawValue
-            #expect(try await append(&sharer, .contactPin, pin).status == .created)
-        }
+        if sharer.state.contacts[grantee.account] == nil { try await pin(grantee, on: &sharer) }
         let grant = sharer.state.sequence + 1
         let generations = 1...(sharer.state.members[member]?.generation ?? 1)
         let response = try await append(&sharer, .shareGrant, grantFields(member, grantee.account, readOnly: readOnly),
@@ -156,8 +159,9 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
 @Test(arguments: StoreBackend.all) func aGrantComesWithABoxOfEveryMemberGenerationSignedByTheSharersIdentity(_ backend: StoreBackend) async throws {
     try await testApplication(backend).test(.router) { client in
         var sharer = try await client.sharingAccount("sharer")
-        let grantee = try await client.sharingAccount("grantee")
+        var grantee = try await client.sharingAccount("grantee")
         let member = try await client.addMember(&sharer)
+        #expect(try await client.shared(grantee).isEmpty)
         // Before any grant a member rotation needs no box.
         #expect(try await client.append(&sharer, .memberRotate, ["member": member.rawValue, "memberGeneration": "2"]).status == .created)
         var pin = grantee.identityFields
@@ -191,6 +195,9 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         response = try await client.append(&sharer, .memberRotate, rotate, shareBoxes: [third])
         #expect(response.status == .created, "\(String(buffer: response.body))")
 
+        // Listed to the grantee once it pins the sharer (a stranger's grants are not listed).
+        #expect(try await client.shared(grantee).isEmpty)
+        try await client.pin(sharer, on: &grantee)
         #expect(try await client.shared(grantee) == [SharedWithAccount(sharer: sharer.account, boxes: boxes + [third])])
         #expect(try await client.shared(sharer).isEmpty)
     }
@@ -201,8 +208,9 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
 @Test(arguments: StoreBackend.all) func aGranteeReadsAndWritesWhatIsSharedWithItWhileTheGrantIsInForce(_ backend: StoreBackend) async throws {
     try await testApplication(backend).test(.router) { client in
         var sharer = try await client.sharingAccount("sharer")
-        let grantee = try await client.sharingAccount("grantee")
+        var grantee = try await client.sharingAccount("grantee")
         let stranger = try await client.sharingAccount("stranger")
+        try await client.pin(sharer, on: &grantee)
         let writable = try await client.addMember(&sharer)
         let readable = try await client.addMember(&sharer)
         let own = try await client.addMember(&sharer)
@@ -218,6 +226,10 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         #expect(response.status == .ok, "\(String(buffer: response.body))")
         let chain = try decode(ChainResponse.self, response)
         #expect(chain.account == sharer.account)
+        // And the sharer reads the grantee's, which pins it (to see its identity is still the verified one).
+        response = try await client.signed(sharer.device, .get, "/v1/accounts/\(sharer.account)/contacts/\(grantee.account)/chain")
+        #expect(response.status == .ok)
+        #expect(try decode(ChainResponse.self, response).account == grantee.account)
         #expect(try ChainState(links: chain.links) == sharer.state)
 
         response = try await client.signed(grantee.device, .get, base + "/members/\(writable)/attachments")
@@ -245,7 +257,7 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         for (device, uri) in [(grantee.device, base + "/members/\(own)/attachments"),
                               (grantee.device, base + "/members/\(own)/attachments/\(address)"),
                               (stranger.device, "/v1/accounts/\(stranger.account)/contacts/\(sharer.account)/chain"),
-                              (sharer.device, "/v1/accounts/\(sharer.account)/contacts/\(grantee.account)/chain"),
+                              (stranger.device, "/v1/accounts/\(stranger.account)/contacts/\(grantee.account)/chain"),
                               (stranger.device, strangerBase + "/members/\(writable)/attachments"),
                               (stranger.device, strangerBase + "/members/\(writable)/attachments/\(address)")] {
             response = try await client.signed(device, .get, uri)

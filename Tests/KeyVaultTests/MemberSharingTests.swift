@@ -365,3 +365,82 @@ func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code
         #expect(rolledBack.refused.first?.reason.contains("rolled") == true, "\(rolledBack.refused)")
     }
 }
+
+/// A server that refuses `account`'s identity renewals (its appends of `identity.set`).
+func withholdingIdentityRenewals(of account: AccountID) -> @Sendable (HTTPExchange) -> HTTPReply? {
+    { request in
+        guard request.method == "POST", request.target == "/v1/accounts/\(account)/chain",
+              let append = try? JSONDecoder().decode(AppendRequest.self, from: Data(request.body)),
+              append.link.type == .identitySet else { return nil }
+        return HTTPReply(status: 503, headers: [:], body: [])
+    }
+}
+
+@Test func aSharersRevocationStopsTheGranteeTrustingItsIdentityEvenWhenTheServerWithholdsTheRenewal() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                   account: parent.account, name: "phone", code: fixture.code)
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(alice, with: grandma.account, readOnly: false)
+        #expect(try await grandma.sharedMembers().members.map(\.id) == [alice.id])
+
+        // The phone is revoked, and the server keeps the identity renewal from landing: the
+        // phone still holds the identity the chain names. The grantee trusts nothing it signs.
+        fixture.transport.answer(withholdingIdentityRenewals(of: parent.account))
+        await #expect(throws: KeyVaultError.self) { try await parent.revoke(try await parent.device(matching: "phone")) }
+        #expect(try await parent.chain.identity?.generation == 1)
+        let view = try await grandma.sharedMembers()
+        #expect(view.members.isEmpty && view.refused.first?.reason.contains("revoked a device") == true, "\(view.refused)")
+    }
+}
+
+@Test func aGranteesRevocationEndsItsShareAtTheSharersNextUploadEvenWhenTheServerWithholdsItsRenewal() async throws {
+    try await Fixture.run { fixture, parent in
+        let sent = SentBoxes()
+        fixture.transport.tamper { request, _ in sent.record(request) }
+        let grandmaCode = try Mnemonic.generate(wordCount: 24, language: .english)
+        let grandma = try await Vault.createAccount(home: fixture.home("grandma"), server: "test", transport: fixture.transport,
+                                                    name: "grandma", code: grandmaCode, parameters: .interactive)
+        _ = try await Vault.enrollWithRecoveryCode(home: fixture.home("grandma-phone"), server: "test", transport: fixture.transport,
+                                                   account: grandma.account, name: "grandma-phone", code: grandmaCode)
+        let alice = try await parent.addMember(name: "Alice")
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(alice, with: grandma.account, readOnly: false)
+
+        // Grandma's phone is revoked; the server keeps her renewal from landing, so her chain
+        // still names the identity the phone holds. The parent's next upload ends the share and
+        // moves the key on first: nothing new is sealed under a generation the phone can open.
+        fixture.transport.answer(withholdingIdentityRenewals(of: grandma.account))
+        await #expect(throws: KeyVaultError.self) { try await grandma.revoke(try await grandma.device(matching: "grandma-phone")) }
+        #expect(try await grandma.chain.identity?.generation == 1)
+        let upload = try await parent.put(Array("new record".utf8), member: alice)
+        #expect(upload.address.generation == 2)
+        #expect(try await parent.grants().isEmpty)
+        #expect(sent.all.allSatisfy { $0.memberGeneration == 1 }, "\(sent.all.map(\.memberGeneration))")
+    }
+}
+
+@Test(.timeLimit(.minutes(1))) func twoPeopleWhoAskAtTheSameMomentStillMeet() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        // Each side's first look finds no request of the other's, so both ask.
+        let looks = Locked(0)
+        fixture.transport.answer { request in
+            guard request.method == "GET", request.target.hasSuffix("/contact-requests"),
+                  looks.withLock({ $0 += 1; return $0 <= 2 }) else { return nil }
+            return HTTPReply(status: 200, headers: [:], body: Array(#"{"requests":[]}"#.utf8))
+        }
+        let board = CodeBoard()
+        let (p, g) = (parent.account, grandma.account)
+        async let first = Result(catching: {
+            try await parent.addContact(g, pollInterval: .milliseconds(10), events: { board.show($0, on: p) }, otherCode: { try await board.code(of: g) })
+        })
+        async let second = Result(catching: {
+            try await grandma.addContact(p, pollInterval: .milliseconds(10), events: { board.show($0, on: g) }, otherCode: { try await board.code(of: p) })
+        })
+        let (a, b) = await (first, second)
+        #expect(try a.get().account == g && b.get().account == p, "\(a) \(b)")
+    }
+}

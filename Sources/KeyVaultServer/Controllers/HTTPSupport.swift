@@ -50,7 +50,7 @@ extension Parameters {
 
     /// A contact request's id (`{request}`): 16 bytes as 32 lowercase hex digits.
     func contactRequest() throws -> String {
-        guard let text = get("request"), text.utf8.count == 32, text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+        guard let text = get("request"), Hex.isLowercase(text, byteCount: 16) else {
             throw APIError.badRequest("a contact request id is 32 lowercase hex digits")
         }
         return text

@@ -49,7 +49,7 @@ struct SharingController: Sendable {
         let create = try decodeBody(ContactRequestCreate.self, from: context.body)
         guard create.to != context.account else { throw APIError.badRequest("a contact request goes to another account than this one") }
         try await checkCurrentIdentity(create.identity, of: context.account)
-        guard isLowercaseHex(create.commitment, bytes: 32) else {
+        guard Hex.isLowercase(create.commitment, byteCount: 32) else {
             throw APIError.badRequest("commitment is 32 bytes as 64 lowercase hex digits")
         }
         let info = ContactRequestInfo(id: Hex.encode(SystemRandom.bytes(count: 16)), from: context.account, to: create.to,
@@ -77,7 +77,7 @@ struct SharingController: Sendable {
         let id = try context.parameters.contactRequest()
         let response = try decodeBody(ContactResponse.self, from: context.body)
         try await checkCurrentIdentity(response.identity, of: context.account)
-        guard isLowercaseHex(response.nonce, bytes: ContactCommitment.nonceByteCount) else {
+        guard Hex.isLowercase(response.nonce, byteCount: ContactCommitment.nonceByteCount) else {
             throw APIError.badRequest("nonce is 32 bytes as 64 lowercase hex digits")
         }
         try await step { try await service.database.respondToContactRequest(id: id, to: context.account, response: response) }
@@ -89,17 +89,15 @@ struct SharingController: Sendable {
     @Sendable func reveal(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let id = try context.parameters.contactRequest()
         let nonce = try decodeBody(LinkNonce.self, from: context.body).nonce
-        guard isLowercaseHex(nonce, bytes: ContactCommitment.nonceByteCount) else {
+        guard Hex.isLowercase(nonce, byteCount: ContactCommitment.nonceByteCount) else {
             throw APIError.badRequest("nonce is 32 bytes as 64 lowercase hex digits")
         }
         guard let info = try await service.database.contactRequest(id: id), info.from == context.account else {
             throw APIError.notFound("contact request")
         }
-        // Checked well formed when the request was made: these decode.
-        let identity = ContactIdentity(account: info.from, generation: info.identity.generation,
-                                       signingKey: try Ed25519.PublicKey(rawRepresentation: try Hex.decode(info.identity.signingKey)),
-                                       boxKey: try X25519.PublicKey(rawRepresentation: try Hex.decode(info.identity.boxKey)))
-        guard ContactCommitment.opens(try Hex.decode(info.commitment), identity: identity, nonce: try Hex.decode(nonce)) else {
+        // Checked well formed when the request was made: it decodes.
+        guard let identity = ContactIdentity(info.identity, account: info.from),
+              ContactCommitment.opens(try Hex.decode(info.commitment), identity: identity, nonce: try Hex.decode(nonce)) else {
             throw APIError(.badReveal, "the value does not open the request's commitment")
         }
         try await step { try await service.database.revealContactRequest(id: id, from: context.account, nonce: nonce) }
@@ -122,7 +120,7 @@ struct SharingController: Sendable {
     /// An identity sent in the exchange must be the account's current one on its chain
     /// (the other side checks the same against the chain it replays).
     private func checkCurrentIdentity(_ keys: IdentityKeys, of account: AccountID) async throws {
-        guard keys.generation >= 1, isLowercaseHex(keys.signingKey, bytes: 32), isLowercaseHex(keys.boxKey, bytes: 32) else {
+        guard keys.generation >= 1, Hex.isLowercase(keys.signingKey, byteCount: 32), Hex.isLowercase(keys.boxKey, byteCount: 32) else {
             throw APIError.badRequest("an identity has a generation of 1 or more and two keys of 64 lowercase hex digits")
         }
         guard let current = try await service.chainState(account).identity, current.generation == keys.generation,
@@ -132,9 +130,6 @@ struct SharingController: Sendable {
         }
     }
 
-    private func isLowercaseHex(_ text: String, bytes: Int) -> Bool {
-        text.utf8.count == bytes * 2 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-    }
 
     // MARK: The grantee's side
 
@@ -142,8 +137,11 @@ struct SharingController: Sendable {
     /// the sharer's chain (a box of a revoked grant is kept, but no longer listed).
     @Sendable func sharedWithAccount(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let stored = try await service.database.shareBoxes(grantee: context.account)
+        // Only sharers this account pinned: anyone may pin and grant to any account, and
+        // a stranger's boxes must not crowd out (or slow down) the ones it verified.
+        let pinned = try await service.chainState(context.account).contacts
         var shared: [SharedWithAccount] = []
-        for sharer in Set(stored.map(\.sharer)).sorted(by: { $0.rawValue < $1.rawValue }) {
+        for sharer in Set(stored.map(\.sharer)).filter({ pinned[$0] != nil }).sorted(by: { $0.rawValue < $1.rawValue }) {
             let chain: ChainState
             do {
                 chain = try await service.chainState(sharer)

@@ -7,9 +7,10 @@ import KeyVaultStore
 extension ServiceState {
     /// The sharing relay's rules on an append (docs/formats/member-sharing.md, "The
     /// relay: routes"), judged against the chain with the link applied: every identity
-    /// wrap and share box is one the chain explains, and the links that need new ones
-    /// come with all of them, so that an honest client that forgot one finds out now,
-    /// not when a device or a grantee lacks a key.
+    /// wrap and share box is one the chain explains, and `identity.set`, `master.rotate`,
+    /// `share.grant` and `member.rotate` come with the wraps and boxes they need (an
+    /// identity renewal's re-sealed boxes are the client's to send), so that an honest
+    /// client that forgot one finds out now, not when a device or a grantee lacks a key.
     func checkSharing(_ append: AppendRequest, after: ChainState) throws {
         let master = after.masterGeneration
         for wrap in append.identityWraps {
