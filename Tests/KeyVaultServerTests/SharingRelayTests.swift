@@ -80,8 +80,6 @@ extension TestClientProtocol {
         return member
     }
 
-    /// Pins `grantee` (if not yet) and grants it `member`, with a box of every generation; returns the grant link.
-    @discardableResult
     /// `account` pins `contact`'s identity (`contact.pin`).
     fileprivate func pin(_ contact: SharingAccount, on account: inout SharingAccount) async throws {
         var pin = contact.identityFields
@@ -89,6 +87,8 @@ extension TestClientProtocol {
         #expect(try await append(&account, .contactPin, pin).status == .created)
     }
 
+    /// Pins `grantee` (if not yet) and grants it `member`, with a box of every generation; returns the grant link.
+    @discardableResult
     fileprivate func share(_ member: MemberID, of sharer: inout SharingAccount, with grantee: SharingAccount,
                            readOnly: Bool) async throws -> UInt64 {
         if sharer.state.contacts[grantee.account] == nil { try await pin(grantee, on: &sharer) }

@@ -54,10 +54,21 @@ package final class RunningServer {
         return ((response as! HTTPURLResponse).statusCode, data)
     }
 
-    /// Sends `signal` and waits for the exit status.
-    package func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+    /// What ``stop(_:within:)`` returns for a server that did not exit in time (it is then killed).
+    package static let hungAtExit: Int32 = -1
+
+    /// Sends `signal` and waits for the exit status, at most `seconds`: a server that
+    /// has not exited by then is killed (SIGKILL) and ``hungAtExit`` returned, so a hang
+    /// at shutdown fails the test that stops it instead of stopping the whole run.
+    package func stop(_ signal: Int32 = SIGTERM, within seconds: Double = 60) -> Int32 {
         kill(process.processIdentifier, signal)
-        process.waitUntilExit()
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(50_000) }
+        guard !process.isRunning else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return Self.hungAtExit
+        }
         return process.terminationStatus
     }
 
