@@ -291,7 +291,7 @@ public actor Vault {
             let matches = shared.filter { $0.name == name || $0.id.rawValue == name }
             if matches.count == 1 { return matches[0] }
             if matches.count > 1 {
-                throw KeyVaultError(.invalidInput, "\(matches.count) accounts share a member called \(name.debugDescription) with this one",
+                throw KeyVaultError(.invalidInput, "\(matches.count) shared members are called \(name.debugDescription) (from \(Set(matches.compactMap(\.sharer)).count) accounts)",
                                     hint: "name it by its id: \(matches.map(\.id.rawValue).joined(separator: ", "))")
             }
             let names = (all + shared).map(\.name)

@@ -88,7 +88,8 @@ struct SharingController: Sendable {
     /// only the initiator can finish the exchange (the responder checks it again).
     @Sendable func reveal(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let id = try context.parameters.contactRequest()
-        let nonce = try decodeBody(LinkNonce.self, from: context.body).nonce
+        // LinkNonce takes hex of either case (as a link request's reveal does); stored lowercase.
+        let nonce = try decodeBody(LinkNonce.self, from: context.body).nonce.lowercased()
         guard Hex.isLowercase(nonce, byteCount: ContactCommitment.nonceByteCount) else {
             throw APIError.badRequest("nonce is 32 bytes as 64 lowercase hex digits")
         }
@@ -126,7 +127,7 @@ struct SharingController: Sendable {
         guard let current = try await service.chainState(account).identity, current.generation == keys.generation,
               Hex.encode(current.signingKey.rawRepresentation) == keys.signingKey, Hex.encode(current.boxKey.rawRepresentation) == keys.boxKey
         else {
-            throw APIError.badRequest("the identity is not this account's current sharing identity on its chain (identity.set)")
+            throw APIError(.wrongGeneration, "the identity is not this account's current sharing identity on its chain (identity.set): another generation or other keys")
         }
     }
 
