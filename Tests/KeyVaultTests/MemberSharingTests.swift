@@ -22,8 +22,9 @@ final class CodeBoard: Sendable {
         }
     }
 
+    /// Waits (bounded: a minute, for ThreadSanitizer under load) until `account`'s side showed its code.
     func code(of account: AccountID) async throws -> String {
-        for _ in 0..<1000 {
+        for _ in 0..<6000 {
             if let code = codes.withLock({ $0[account] }) { return code }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -31,7 +32,7 @@ final class CodeBoard: Sendable {
     }
 
     func waitUntilAsked() async throws {
-        for _ in 0..<1000 where !asked.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<6000 where !asked.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
     }
 }
 
