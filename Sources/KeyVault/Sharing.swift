@@ -12,13 +12,22 @@ import KeyVaultVault
 extension Vault {
     // MARK: Identity
 
+    /// The identity the newest link of `type` (`identity.set`, or `contact.pin` of
+    /// `contact`) at identity generation `generation` names on this account's chain.
+    private func identityLink(_ type: LinkType, generation: UInt32, contact: AccountID? = nil) throws -> ChainState.Identity? {
+        guard let link = links.last(where: {
+            $0.type == type && $0.body["identityGeneration"] == String(generation) && contact.map { $0.rawValue } == $0.body["account"]
+        }) else { return nil }
+        return try ChainState.identityFields(link, sequence: link.sequence)
+    }
+
     /// The public halves of identity generation `generation` as this account's chain published them.
     func publishedIdentity(_ generation: UInt32) throws -> ChainState.Identity {
         if let current = try chain.identity, current.generation == generation { return current }
-        for link in links.reversed() where link.type == .identitySet && link.body["identityGeneration"] == String(generation) {
-            return try ChainState.identityFields(link, sequence: link.sequence)
+        guard let published = try identityLink(.identitySet, generation: generation) else {
+            throw KeyVaultError(.missingKey, "this account's chain publishes no sharing identity generation \(generation)")
         }
-        throw KeyVaultError(.missingKey, "this account's chain publishes no sharing identity generation \(generation)")
+        return published
     }
 
     /// The private halves of identity generation `generation`: opened from its wrap
@@ -86,10 +95,7 @@ extension Vault {
                 try after.apply(link)
                 var boxes = [ShareBox]()
                 for grant in after.grants.values.sorted(by: { ($0.member.rawValue, $0.grantee.rawValue) < ($1.member.rawValue, $1.grantee.rawValue) }) {
-                    for h in 1..<((after.members[grant.member]?.generation ?? 0) + 1) {
-                        boxes += try shareBoxes(of: try await memberKey(grant.member, generation: h), member: grant.member, generation: h,
-                                                grants: [grant], in: after, signer: keys)
-                    }
+                    boxes += try await everyGeneration(of: grant, in: after, signer: keys)
                 }
                 return (AppendRequest(link: link, identityWraps: [wrap], shareBoxes: boxes), { self.identityCache[keys.generation] = keys })
             }
@@ -360,7 +366,7 @@ extension Vault {
                 throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account by \(member.sharer!); only its own account shares it on")
             }
             try await sync()
-            guard try chain.contacts[grantee] != nil else {
+            guard let pin = try chain.contacts[grantee] else {
                 throw KeyVaultError(.unknownContact, "\(grantee) is not a verified contact of this account",
                                     hint: "first compare safety codes: both people run `keyctl contact add` naming the other's account", kind: .input)
             }
@@ -368,15 +374,18 @@ extension Vault {
             guard try chain.grants[key] == nil else {
                 throw KeyVaultError(.grantExists, "\(member.name) is already shared with \(grantee)", kind: .input)
             }
-            guard let pin = try chain.contacts[grantee],
-                  try await contactIsCurrent(grantee, generation: pin.generation, in: try chain) else {
+            guard try await contactIsCurrent(grantee, generation: pin.generation, in: try chain) else {
                 throw KeyVaultError(.contactChanged, "the sharing identity of \(grantee) is no longer the one this account verified, or that account has not verified this one: nothing was shared",
                                     hint: "verify it again: both people run `keyctl contact add` naming the other's account", kind: .verification)
             }
-            _ = try await currentIdentity()
+            let signer = try await currentIdentity()
             try await write("share", afterRotations: true) { state in
-                guard let contact = state.contacts[grantee], let current = state.members[member.id] else {
-                    throw KeyVaultError(.unknownContact, "\(grantee) is no longer a contact, or the member is gone")
+                guard state.members[member.id] != nil else {
+                    throw KeyVaultError(.noSuchMember, "another device removed \(member.name) meanwhile: nothing was shared")
+                }
+                guard let contact = state.contacts[grantee] else {
+                    throw KeyVaultError(.unknownContact, "another device replaced the pin of \(grantee) meanwhile: nothing was shared",
+                                        hint: "run `keyctl member share` again")
                 }
                 let link = makeLink(.shareGrant, ["member": member.id.rawValue, "grantee": grantee.rawValue,
                                                   "granteeIdentityGeneration": String(contact.generation),
@@ -384,12 +393,7 @@ extension Vault {
                 var after = state
                 try after.apply(link)
                 guard let grant = after.grants[key] else { throw KeyVaultError(.chainInvalid, "the grant did not apply") }
-                var boxes = [ShareBox]()
-                for h in 1...current.generation {
-                    boxes += try await shareBoxes(of: try await memberKey(member.id, generation: h), member: member.id, generation: h,
-                                                  grants: [grant], in: after)
-                }
-                return (AppendRequest(link: link, shareBoxes: boxes), {})
+                return (AppendRequest(link: link, shareBoxes: try await everyGeneration(of: grant, in: after, signer: signer)), {})
             }
             let grant = try chain.grants[key]
             return Grant(member: member.id, grantee: grantee, readOnly: readOnly, granted: grant?.granted ?? 0)
@@ -448,15 +452,25 @@ extension Vault {
         }
     }
 
+    /// Every generation of the granted member's key so far, sealed for `grant` and
+    /// signed by `signer` (a new grant; every grant at an identity renewal).
+    private func everyGeneration(of grant: ChainState.Grant, in state: ChainState, signer: SharingIdentityKeys) async throws -> [ShareBox] {
+        var boxes = [ShareBox]()
+        for h in 1...(state.members[grant.member]?.generation ?? 1) {
+            boxes += try shareBoxes(of: try await memberKey(grant.member, generation: h), member: grant.member, generation: h,
+                                    grants: [grant], in: state, signer: signer)
+        }
+        return boxes
+    }
+
     /// The identity this account pinned for `grantee` at identity generation
     /// `generation`: the pin now, or the earlier `contact.pin` a grant still names.
     func pinnedIdentity(of grantee: AccountID, generation: UInt32, in state: ChainState) throws -> ChainState.Identity {
         if let pin = state.contacts[grantee], pin.generation == generation { return pin }
-        for link in links.reversed() where link.type == .contactPin && link.body["account"] == grantee.rawValue
-            && link.body["identityGeneration"] == String(generation) {
-            return try ChainState.identityFields(link, sequence: link.sequence)
+        guard let pinned = try identityLink(.contactPin, generation: generation, contact: grantee) else {
+            throw KeyVaultError(.unknownContact, "this account never pinned identity generation \(generation) of \(grantee)")
         }
-        throw KeyVaultError(.unknownContact, "this account never pinned identity generation \(generation) of \(grantee)")
+        return pinned
     }
 
     // MARK: Receiving

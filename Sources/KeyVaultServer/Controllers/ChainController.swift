@@ -16,7 +16,7 @@ struct ChainController: Sendable {
     }
 
     /// The account's chain from the `after` query parameter on: the caller's own, or
-    /// a sharer's for a grantee (SharingController, once it checked the grant).
+    /// a contact's for an account it pins (SharingController, once it checked the pin).
     func chain(of account: AccountID, _ request: Request) async throws -> Response {
         let after = try request.query("after", as: UInt64.self, "a link sequence number")
         guard let stored = try await service.database.links(account, after: after) else { throw APIError.notFound("account") }
