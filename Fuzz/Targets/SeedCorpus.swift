@@ -125,6 +125,7 @@ public enum SeedCorpus {
                                         "boxKey": Hex.encode(FixedKeys.box(0x71).publicKey.rawRepresentation)])
         try append(.shareGrant, by: 0, ["member": member, "grantee": contact, "granteeIdentityGeneration": "1", "readOnly": "true"])
         try append(.shareRevoke, by: 2, ["member": member, "grantee": contact])
+        try append(.contactUnpin, by: 0, ["account": contact])
         _ = try ChainState(links: links)  // every seed link follows
         return links
     }

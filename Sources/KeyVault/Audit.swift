@@ -54,6 +54,16 @@ extension Vault {
             } else if state.recovery != nil, !boxes.contains(where: { $0.generation == g && $0.recipient == ChainLink.recoverySigner }) {
                 finding("boxes", "the recovery code has no box of the current master key \(g)")
             }
+            // Pins and grants a revoked device signed, still in force: a revocation not finished.
+            for item in state.orphaned {
+                let signer = state.devices[item.signer].map { "\($0.name) (\($0.id.rawValue.prefix(8)))" } ?? item.signer.rawValue
+                switch item.subject {
+                case .contactPin(let contact):
+                    finding("sharing", "the pin of contact \(contact) (link \(item.link)) was signed by revoked device \(signer) and is still in force: finish the revocation")
+                case .shareGrant(let key):
+                    finding("sharing", "member \(key.member.rawValue.prefix(8)) is still shared with \(key.grantee) by a grant (link \(item.link)) that revoked device \(signer) signed: finish the revocation")
+                }
+            }
             if let mine = boxes.first(where: { $0.generation == g && $0.recipient == device.rawValue }), let cached = record.masterKeys[g],
                let sealed = base64Decode(mine.box) {
                 if let opened = try? SymmetricKey(record.keys.boxKey.openSealedBox(sealed)), opened == cached {} else {

@@ -128,7 +128,7 @@ extension Vault {
         }
         // A revocation on its side since its identity was set: the revoked device holds
         // it, so it is as good as changed, renewed or not.
-        guard let now = theirs.identity, now.generation == generation, !theirs.revokedSince(now) else { return false }
+        guard let now = theirs.identity, now.generation == generation, !theirs.exposedSince(now) else { return false }
         let pinned = try pinnedIdentity(of: contact, generation: generation, in: state)
         return now.signingKey == pinned.signingKey && now.boxKey == pinned.boxKey
     }
@@ -161,6 +161,44 @@ extension Vault {
         } catch let error as KeyVaultError where error.code == .unknownGrant {
             return
         }
+    }
+
+    /// A `contact.unpin` link; done already when another device ended the pin first.
+    func unpin(_ contact: AccountID) async throws {
+        do {
+            try await write("contact unpin") { state in
+                guard state.contacts[contact] != nil else { throw KeyVaultError(.unknownContact, "another device ended this pin first") }
+                return (AppendRequest(link: makeLink(.contactUnpin, ["account": contact.rawValue], after: state)), {})
+            }
+        } catch let error as KeyVaultError where error.code == .unknownContact {
+            return
+        }
+    }
+
+    /// Re-signs pins and grants a revoked device signed that the person keeps: the pin
+    /// again (`contact.pin`, the same identity), each grant ended and made again
+    /// (`share.revoke`, `share.grant` with a box of every generation), by this device.
+    func resign(_ kept: [ChainState.Standing]) async throws {
+        for item in kept {
+            guard case .contactPin(let contact) = item.subject else { continue }
+            try await write("contact pin") { state in
+                guard let pin = state.contacts[contact] else { throw KeyVaultError(.unknownContact, "another device ended the pin of \(contact) meanwhile") }
+                let identity = ContactIdentity(account: contact, generation: pin.generation, signingKey: pin.signingKey, boxKey: pin.boxKey)
+                return (AppendRequest(link: makeLink(.contactPin, Self.pinBody(identity), after: state)), {})
+            }
+        }
+        for item in kept {
+            guard case .shareGrant(let key) = item.subject, let readOnly = try chain.grants[key]?.readOnly else { continue }
+            progress("keeping the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee): signing it again")
+            try await endGrant(key.member, key.grantee)
+            try await grant(key, readOnly: readOnly, signer: try await currentIdentity())
+        }
+    }
+
+    /// The body of a `contact.pin` link of `identity`.
+    static func pinBody(_ identity: ContactIdentity) -> [String: String] {
+        ["account": identity.account.rawValue, "identityGeneration": String(identity.generation),
+         "signingKey": Hex.encode(identity.signingKey.rawRepresentation), "boxKey": Hex.encode(identity.boxKey.rawRepresentation)]
     }
 
     // MARK: Contacts
@@ -229,9 +267,7 @@ extension Vault {
                                     kind: .rejected)
             }
             try await write("contact pin") { state in
-                (AppendRequest(link: makeLink(.contactPin, ["account": other.rawValue, "identityGeneration": String(theirs.generation),
-                                                            "signingKey": Hex.encode(theirs.signingKey.rawRepresentation),
-                                                            "boxKey": Hex.encode(theirs.boxKey.rawRepresentation)], after: state)), {})
+                (AppendRequest(link: makeLink(.contactPin, Self.pinBody(theirs), after: state)), {})
             }
             let pinned = try chain.contacts[other]
             return Contact(account: other, identityGeneration: theirs.generation, pinned: pinned?.link ?? 0)
@@ -378,25 +414,29 @@ extension Vault {
                 throw KeyVaultError(.contactChanged, "the sharing identity of \(grantee) is no longer the one this account verified, or that account has not verified this one: nothing was shared",
                                     hint: "verify it again: both people run `keyctl contact add` naming the other's account", kind: .verification)
             }
-            let signer = try await currentIdentity()
-            try await write("share", afterRotations: true) { state in
-                guard state.members[member.id] != nil else {
-                    throw KeyVaultError(.noSuchMember, "another device removed \(member.name) meanwhile: nothing was shared")
-                }
-                guard let contact = state.contacts[grantee] else {
-                    throw KeyVaultError(.unknownContact, "another device replaced the pin of \(grantee) meanwhile: nothing was shared",
-                                        hint: "run `keyctl member share` again")
-                }
-                let link = makeLink(.shareGrant, ["member": member.id.rawValue, "grantee": grantee.rawValue,
-                                                  "granteeIdentityGeneration": String(contact.generation),
-                                                  "readOnly": readOnly ? "true" : "false"], after: state)
-                var after = state
-                try after.apply(link)
-                guard let grant = after.grants[key] else { throw KeyVaultError(.chainInvalid, "the grant did not apply") }
-                return (AppendRequest(link: link, shareBoxes: try await everyGeneration(of: grant, in: after, signer: signer)), {})
-            }
+            try await grant(key, readOnly: readOnly, signer: try await currentIdentity(), afterRotations: true)
             let grant = try chain.grants[key]
             return Grant(member: member.id, grantee: grantee, readOnly: readOnly, granted: grant?.granted ?? 0)
+        }
+    }
+
+    /// A `share.grant` link for `key`, with a box of every generation of the member's
+    /// key sealed to the identity this account pinned for the grantee.
+    private func grant(_ key: ChainState.GrantKey, readOnly: Bool, signer: SharingIdentityKeys, afterRotations: Bool = false) async throws {
+        try await write("share", afterRotations: afterRotations) { state in
+            guard state.members[key.member] != nil else {
+                throw KeyVaultError(.noSuchMember, "another device removed member \(key.member) meanwhile: nothing was shared")
+            }
+            guard let contact = state.contacts[key.grantee] else {
+                throw KeyVaultError(.unknownContact, "another device replaced the pin of \(key.grantee) meanwhile: nothing was shared")
+            }
+            let link = makeLink(.shareGrant, ["member": key.member.rawValue, "grantee": key.grantee.rawValue,
+                                              "granteeIdentityGeneration": String(contact.generation),
+                                              "readOnly": readOnly ? "true" : "false"], after: state)
+            var after = state
+            try after.apply(link)
+            guard let grant = after.grants[key] else { throw KeyVaultError(.chainInvalid, "the grant did not apply") }
+            return (AppendRequest(link: link, shareBoxes: try await everyGeneration(of: grant, in: after, signer: signer)), {})
         }
     }
 

@@ -231,6 +231,10 @@ extension Device {
                 - the devices it added (approved, or enrolled with a recovery code it
                   set) are listed and revoked too, and theirs in turn; keep one you trust
                   with --keep ID (repeatable);
+                - the contacts it pinned and the members it shared (and any share
+                  resting on a pin it made) end before any new key is made, so nothing
+                  made from now on reaches them; keep a contact you verified yourself
+                  with --keep ACCOUNT (its pin and shares are signed again by this device);
                 - a recovery code it set, or a device it added set, stops working: a new
                   code is shown once (or written to --recovery-file, mode 0600) and, unless
                   --yes, three of its words are asked back, all before anything changes;
@@ -242,7 +246,8 @@ extension Device {
                   keyctl device revoke phone
                   keyctl device revoke 3f2a --keep 9c1e --recovery-file code.txt --yes
 
-                --json prints {"revoked", "alsoRevoked", "kept", "newRecoveryCode",
+                --json prints {"revoked", "alsoRevoked", "kept", "ended": [{"kind": "pin" or
+                "share", "account", "member"}], "keptContacts", "newRecoveryCode",
                 "recoveryGeneration", "masterGeneration", "members": [{"id",
                 "generation"}]}; when a new code is set it needs --recovery-file.
                 """)
@@ -250,7 +255,7 @@ extension Device {
         @Argument(help: "The device: its id, a unique prefix of it, or its name (see `keyctl device list`).")
         var device: String
 
-        @Option(name: .long, help: ArgumentHelp("A device the revoked one added that stays in the account (repeatable).", valueName: "id"))
+        @Option(name: .long, help: ArgumentHelp("A device the revoked one added, or a contact account it pinned or shared with, that stays (repeatable).", valueName: "id"))
         var keep: [String] = []
 
         @OptionGroup var recovery: NewCodeOptions
@@ -259,15 +264,23 @@ extension Device {
         func run() async throws {
             let vault = try await options.openVault()
             let target = try await vault.device(matching: device)
-            var keeping = Set<DeviceID>()
-            for text in keep { keeping.insert(try await vault.device(matching: text).id) }
+            var keeping = Set<DeviceID>(), keepingContacts = Set<AccountID>()
+            let standing = try await vault.chain.standing
+            for text in keep {
+                if let account = AccountID(rawValue: text), standing.contains(where: { $0.account == account }) {
+                    keepingContacts.insert(account)
+                } else {
+                    keeping.insert(try await vault.device(matching: text).id)
+                }
+            }
             let plan: Vault.RevocationPlan
             do {
-                plan = try await vault.revocationPlan(for: target, keeping: keeping)
+                plan = try await vault.revocationPlan(for: target, keeping: keeping, keepingContacts: keepingContacts)
             } catch let error as KeyVaultError where error.code == .invalidInput {
                 throw KeyctlError(.invalidInput, error.message, hint: error.hint, exitCode: .usage)
             }
             let listed = Array(plan.targets.dropFirst())
+            let state = try await vault.chain
             func describe(_ device: ChainState.Device) -> String { "\(device.name.printable) (\(device.id))" }
             if plan.targets.contains(where: \.isActive) {
                 var question = "Revoke \(describe(target))? It loses access to everything from now on."
@@ -276,6 +289,13 @@ extension Device {
                         + listed.map { "  \(describe($0))\n" }.joined()
                 }
                 if !plan.kept.isEmpty { question += "\nKept: " + plan.kept.map(describe).joined(separator: ", ") + "\n" }
+                if !plan.ended.isEmpty {
+                    question += "\nIt (or a device it added) pinned or shared with other accounts; these end with it (keep one with --keep ACCOUNT):\n"
+                        + plan.ended.map { "  \(Self.describe($0, in: state))\n" }.joined()
+                }
+                if !plan.keptStanding.isEmpty {
+                    question += "\nKept, signed again by this device: " + plan.keptStanding.map { Self.describe($0, in: state) }.joined(separator: ", ") + "\n"
+                }
                 if plan.compromisesRecovery {
                     question += "\nThe recovery code was set by it or by a device it added: that code stops working, and a new one is shown next."
                 }
@@ -290,17 +310,36 @@ extension Device {
                 return code
             }, parameters: recovery.kdf)
             let also = Array(done.targets.dropFirst())
-            let state = try await vault.chain
+            let after = try await vault.chain
             var text = "Revoked \(target.name.debugDescription)"
             if !also.isEmpty { text += " and the devices it added (\(also.map { $0.name.printable }.joined(separator: ", ")))" }
-            text += "; master key is now generation \(state.masterGeneration) and every member key was rotated.\n"
+            if !done.ended.isEmpty {
+                text += ";\nended what it signed: " + done.ended.map { Self.describe($0, in: state) }.joined(separator: ", ") + "\n"
+            }
+            text += "; master key is now generation \(after.masterGeneration) and every member key was rotated.\n"
             if done.replacedRecoveryCode {
-                text += "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n"
+                text += "The new recovery code is set (generation \(after.recovery?.generation ?? 0)); the old one no longer works.\n"
+            }
+            let ended: [[String: Any]] = done.ended.map { item in
+                switch item.subject {
+                case .contactPin(let account): ["kind": "pin", "account": account.rawValue]
+                case .shareGrant(let key): ["kind": "share", "account": key.grantee.rawValue, "member": key.member.rawValue]
+                }
             }
             options.result(["revoked": target.id.rawValue, "alsoRevoked": also.map(\.id.rawValue), "kept": done.kept.map(\.id.rawValue),
-                            "newRecoveryCode": done.replacedRecoveryCode, "recoveryGeneration": state.recovery?.generation ?? 0,
-                            "masterGeneration": state.masterGeneration,
-                            "members": state.members.values.map { ["id": $0.id.rawValue, "generation": $0.generation] }], text)
+                            "ended": ended, "keptContacts": Array(Set(done.keptStanding.map(\.account.rawValue))).sorted(),
+                            "newRecoveryCode": done.replacedRecoveryCode, "recoveryGeneration": after.recovery?.generation ?? 0,
+                            "masterGeneration": after.masterGeneration,
+                            "members": after.members.values.map { ["id": $0.id.rawValue, "generation": $0.generation] }], text)
+        }
+
+        /// A pin or a share in words: "the pin of contact ACCOUNT" or "the share of
+        /// member ID with ACCOUNT" (member names are sealed; the id is what the chain says).
+        static func describe(_ item: ChainState.Standing, in state: ChainState) -> String {
+            switch item.subject {
+            case .contactPin(let account): "the pin of contact \(account)"
+            case .shareGrant(let key): "the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee)"
+            }
         }
     }
 }

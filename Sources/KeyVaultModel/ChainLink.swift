@@ -15,6 +15,8 @@ public enum LinkType: String, Sendable, Codable, CaseIterable {
     case shareGrant = "share.grant"
     /// A share taken back.
     case shareRevoke = "share.revoke"
+    /// A pinned contact's pin ended (its grants ended first).
+    case contactUnpin = "contact.unpin"
 }
 
 /// One link of an account chain, as it travels in JSON. The signed bytes and the

@@ -118,6 +118,8 @@ public struct ChainState: Sendable, Equatable {
         public var boxKey: X25519.PublicKey
         /// The link that set it (`identity.set`) or pinned it (`contact.pin`).
         public var link: UInt64
+        /// The device that signed that link.
+        public var signer: DeviceID
     }
 
     /// Who a grant is for: a member of this account and another account.
@@ -138,6 +140,8 @@ public struct ChainState: Sendable, Equatable {
         public var readOnly: Bool
         /// The `share.grant` link.
         public var granted: UInt64
+        /// The device that signed it.
+        public var signer: DeviceID
         /// The `share.revoke` link that ended it.
         public var revoked: UInt64?
     }
@@ -174,6 +178,7 @@ public struct ChainState: Sendable, Equatable {
     ///   is not a valid self-signed genesis.
     public init(genesis link: ChainLink) throws {
         try Self.checkShape(link)
+        try Self.checkFields(link)
         guard link.type == .genesis, link.sequence == 0, link.previous == ChainLink.noPrevious else {
             throw ProtocolError.malformed("the first link must be a genesis link with sequence 0 and no previous link")
         }
@@ -221,6 +226,7 @@ public struct ChainState: Sendable, Equatable {
             throw ProtocolError(.staleChain, "the link follows \(link.previous.prefix(12))… at \(link.sequence), but the head is \(head.prefix(12))… at \(sequence)")
         }
         guard link.type != .genesis else { throw ProtocolError.malformed("only the first link is a genesis link") }
+        try Self.checkFields(link)
         // The signer: an active device, or the recovery key for device.add and recovery.set.
         let signingKey: Ed25519.PublicKey
         if link.signer == ChainLink.recoverySigner {
@@ -312,6 +318,15 @@ public struct ChainState: Sendable, Equatable {
             let contact = try Self.accountField(link)
             guard contact != account else { throw ProtocolError.malformed("contact.pin names another account than this one") }
             next.contacts[contact] = try Self.identityFields(link, sequence: link.sequence)
+        case .contactUnpin:
+            let contact = try Self.accountField(link)
+            guard contacts[contact] != nil else {
+                throw ProtocolError(.unknownContact, "account \(contact) is not a pinned contact of this account")
+            }
+            guard !grants.keys.contains(where: { $0.grantee == contact }) else {
+                throw ProtocolError(.grantExists, "a member is still shared with \(contact): its share.revoke links come first")
+            }
+            next.contacts[contact] = nil
         case .shareGrant:
             let key = try Self.grantKey(link)
             let generation = try Self.generationField(link, "granteeIdentityGeneration")
@@ -328,7 +343,7 @@ public struct ChainState: Sendable, Equatable {
             }
             guard grants[key] == nil else { throw ProtocolError(.grantExists, "that member is already shared with that account") }
             next.grants[key] = Grant(member: key.member, grantee: key.grantee, granteeIdentityGeneration: generation, readOnly: readOnly,
-                                     granted: link.sequence)
+                                     granted: link.sequence, signer: origin)
         case .shareRevoke:
             let key = try Self.grantKey(link)
             guard var grant = grants[key] else {
@@ -405,6 +420,17 @@ public struct ChainState: Sendable, Equatable {
         }
     }
 
+    /// Refuses a link type without a row in ``LinkAuthority/table``, and a body with a
+    /// field its row does not name: every signed field means something, or is refused.
+    static func checkFields(_ link: ChainLink) throws {
+        guard let authority = link.type.authority else {
+            throw ProtocolError.malformed("\(link.type.rawValue) links have no authority rule; this chain does not take them")
+        }
+        if let extra = link.body.keys.filter({ !authority.fields.contains($0) }).min() {
+            throw ProtocolError.malformed("\(link.type.rawValue) has no field \(extra.prefix(64).debugDescription)")
+        }
+    }
+
     static func verify(_ link: ChainLink, by key: Ed25519.PublicKey) throws {
         guard let signature = base64Decode(link.signature), key.isValidSignature(signature, for: link.signedBytes) else {
             throw ProtocolError(.badSignature, "the \(link.type.rawValue) link at \(link.sequence) has an invalid signature")
@@ -437,7 +463,10 @@ public struct ChainState: Sendable, Equatable {
         let generation = try generationField(link, "identityGeneration")
         let signingKey = try Ed25519.PublicKey(rawRepresentation: hexField(link, "signingKey", count: 32))
         let boxKey = try X25519.PublicKey(rawRepresentation: hexField(link, "boxKey", count: 32))
-        return Identity(generation: generation, signingKey: signingKey, boxKey: boxKey, link: sequence)
+        guard let signer = DeviceID(rawValue: link.signer) else {
+            throw ProtocolError(.unknownSigner, "\(link.type.rawValue) is signed by a device")
+        }
+        return Identity(generation: generation, signingKey: signingKey, boxKey: boxKey, link: sequence, signer: signer)
     }
 
     static func accountField(_ link: ChainLink, _ name: String = "account") throws -> AccountID {

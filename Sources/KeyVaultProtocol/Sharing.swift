@@ -163,8 +163,8 @@ extension ShareBox {
         else {
             throw ProtocolError(.contactChanged, "the sharing identity of \(sharer.account) is not the one this account verified; verify the contact again")
         }
-        guard !sharer.revokedSince(identity) else {
-            throw ProtocolError(.contactChanged, "\(sharer.account) revoked a device since it set its sharing identity (that device holds it): nothing signed with it is trusted until the account renews it and the contact is verified again")
+        guard !sharer.exposedSince(identity) else {
+            throw ProtocolError(.contactChanged, "\(sharer.account) revoked a device or replaced its recovery code since it set its sharing identity (the device or the old code reaches it): nothing signed with it is trusted until the account renews it and the contact is verified again")
         }
         try verify(in: sharer)
         guard self.grantee == grantee.account else {
@@ -177,10 +177,13 @@ extension ShareBox {
 }
 
 extension ChainState {
-    /// Whether a device of this account was revoked after `identity` was set: it may
-    /// hold the identity's private halves, so the identity is no longer to be trusted.
-    public func revokedSince(_ identity: Identity) -> Bool {
+    /// Whether a device of this account was revoked, or its recovery code replaced,
+    /// after `identity` was set: the revoked device, or whoever has the old code (it
+    /// opens the master key the identity was wrapped under), may hold the identity's
+    /// private halves, so the identity is no longer to be trusted.
+    public func exposedSince(_ identity: Identity) -> Bool {
         devices.values.contains { ($0.revoked ?? 0) > identity.link }
+            || recoveries.contains { $0.generation > 1 && $0.set > identity.link }
     }
 }
 

@@ -2437,7 +2437,8 @@ enum OpenAPIDocument {
               "identity.set",
               "contact.pin",
               "share.grant",
-              "share.revoke"
+              "share.revoke",
+              "contact.unpin"
             ]
           },
           "signer": {

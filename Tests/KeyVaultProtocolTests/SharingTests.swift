@@ -443,3 +443,18 @@ private func expectRefused(_ box: ShareBox, from sharer: ChainState, for grantee
                                 "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation)])
     expectRefused(box, from: s.state, for: g.state, .wrongGeneration)
 }
+
+/// Issue 19, item 6: a fork of the sharer's chain (a revoked device and the server)
+/// can present the pinned identity generation with other keys, to a grantee device
+/// that never read that chain. The pin's keys decide, not its generation alone.
+@Test func aSharerIdentityOfThePinnedGenerationWithOtherKeysIsRefused() throws {
+    var g = try Grantee()
+    let s = try Sharing.granted(to: g.state.account)
+    let box = try s.box(grant: s.state.sequence)
+    try box.verify(in: s.state)
+    // The grantee pinned generation 1 of the sharer, but with keys the fork does not have.
+    try g.append(.contactPin, ["account": s.state.account.rawValue, "identityGeneration": "1",
+                               "signingKey": Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation),
+                               "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation)])
+    expectRefused(box, from: s.state, for: g.state, .contactChanged)
+}

@@ -285,8 +285,12 @@ func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code
         #expect(try await grandma.sharedMembers().members.map(\.id) == [alice.id])
         fixture.transport.tamper(nil)
 
-        // The phone is stolen and revoked: it held the identity, so a new one replaces it.
-        try await parent.revoke(try await parent.device(matching: "phone"))
+        // The phone is stolen and revoked: it held the identity, so a new one replaces it. The
+        // share it made is one the parent keeps (by grandma's account id): signed again by the laptop.
+        try await parent.sync()
+        let plan = try await parent.revocationPlan(for: try await parent.device(matching: "phone"), keepingContacts: [grandma.account])
+        #expect(plan.ended.isEmpty && plan.keptStanding.map(\.account) == [grandma.account])
+        try await parent.revoke(plan)
         #expect(try await parent.chain.identity?.generation == 2)
         let changed = try await grandma.sharedMembers()
         #expect(changed.members.isEmpty && changed.refused.first?.reason.contains("verify") == true, "\(changed.refused)")

@@ -1,0 +1,77 @@
+import Foundation
+import KeyVault
+import KeyVaultCrypto
+import KeyVaultMnemonic
+import KeyVaultModel
+import KeyVaultProtocol
+import Testing
+
+// Issue 19, item 1: revocation takes back what the revoked device granted (contact
+// pins and share grants, LinkAuthority.table), before any new key is made.
+
+/// A thief with an unlocked phone for a minute: an account of its own, contact add on
+/// both sides (it types both codes), a share of the member to its account. The owner
+/// revokes the phone from the laptop.
+@Test func aThiefsShareEndsWithTheRevocationOfThePhoneItWasMadeOn() async throws {
+    try await Fixture.run { fixture, laptop in
+        let sent = SentBoxes()
+        fixture.transport.tamper { request, _ in sent.record(request) }
+        let emma = try await laptop.addMember(name: "Emma")
+        let phone = try await fixture.enroll("phone", in: laptop.account)
+        let thief = try await Vault.createAccount(home: fixture.home("thief"), server: "test", transport: fixture.transport, name: "thief",
+                                                  code: try Mnemonic.generate(wordCount: 24, language: .english), parameters: .interactive)
+        _ = await verifyContacts(phone, thief)
+        try await phone.share(try await phone.member(named: "Emma"), with: thief.account, readOnly: false)
+        let stolen = try #require(try await thief.sharedMembers().members.first)
+        #expect(stolen.id == emma.id)
+
+        // The owner revokes the phone: the plan lists the pin and the share it made.
+        try await laptop.sync()
+        let plan = try await laptop.revocationPlan(for: try await laptop.device(matching: "phone"))
+        #expect(plan.ended.map(\.account) == [thief.account, thief.account], "\(plan.ended)")
+        let done = try await laptop.revoke(plan)
+        #expect(done.ended.count == 2)
+        let state = try await laptop.chain
+        #expect(state.contacts.isEmpty && state.grants.isEmpty && state.orphaned.isEmpty)
+        let boxesBefore = sent.all.count
+
+        // What the owner makes afterwards reaches the thief in no form.
+        let scan = try await laptop.put(Array("after the theft".utf8), member: try await laptop.member(named: "Emma"))
+        #expect(sent.all.count == boxesBefore, "a share box was sealed after the revocation: \(sent.all.dropFirst(boxesBefore).map(\.grantee))")
+        #expect(try await thief.sharedMembers().members.isEmpty)
+        await #expect(throws: KeyVaultError.self) { try await thief.get(scan.address, member: stolen) }
+        // And nothing the thief writes is taken in.
+        let forged = await Result(catching: { try await thief.put(Array("forged record".utf8), member: stolen) })
+        #expect(forged.failure != nil, "the thief's account could still write to Emma after the revocation")
+        #expect(try await laptop.attachments(member: try await laptop.member(named: "Emma")).count == 1)
+        #expect(try await laptop.audit().findings.isEmpty)
+    }
+}
+
+/// A revocation cut off before the pins and grants ended (here: the server refuses
+/// the share.revoke) leaves them in force: the audit says so, and the next write
+/// ends them before any new key is made.
+@Test func anAuditReportsAPinAndGrantOfARevokedDeviceUntilTheyEnd() async throws {
+    try await Fixture.run { fixture, laptop in
+        let emma = try await laptop.addMember(name: "Emma")
+        let phone = try await fixture.enroll("phone", in: laptop.account)
+        let thief = try await grandparent(fixture)
+        _ = await verifyContacts(phone, thief)
+        try await phone.share(try await phone.member(named: "Emma"), with: thief.account, readOnly: true)
+        try await laptop.sync()
+        fixture.transport.answer { request in
+            guard request.method == "POST", request.target.hasSuffix("/chain"), String(decoding: request.body, as: UTF8.self).contains("share.revoke")
+            else { return nil }
+            return HTTPReply(status: 503, body: Array(#"{"error":{"code":"unavailable","message":"down"}}"#.utf8))
+        }
+        await #expect(throws: KeyVaultError.self) { try await laptop.revoke(try await laptop.device(matching: "phone")) }
+        fixture.transport.answer(nil)
+        let findings = try await laptop.audit().findings.filter { $0.area == "sharing" }
+        #expect(findings.count == 2, "\(findings)")
+        #expect(try await laptop.pendingRotation().ends.count == 2)
+
+        _ = try await laptop.rotateMember(emma.id)
+        #expect(try await laptop.chain.orphaned.isEmpty)
+        #expect(try await laptop.audit().findings.isEmpty)
+    }
+}
