@@ -70,3 +70,60 @@ func twoAccountsShareAMemberAndTakeItBackWithTheRealBinaries() async throws {
     let after = try #require(try run(["attachment", "put", "--member", "Alice", path("note.txt")], "parent")["address"] as? String)
     #expect(after.hasPrefix("ca1.3."))
 }
+
+/// Issue 19, item 1, with the real binaries: a thief with the owner's unlocked phone
+/// for a minute makes an account of its own, runs `contact add` on both sides (typing
+/// both codes itself) and shares Emma with that account. The owner revokes the phone
+/// from the laptop: `device revoke` names the pin and the share it ends, and from then
+/// on the thief's account opens nothing the owner makes and writes nothing the owner
+/// takes in; `audit` passes.
+@Test(.timeLimit(.minutes(5)))
+func aThiefsShareMadeOnAStolenPhoneEndsWithItsRevocationWithTheRealBinaries() async throws {
+    let story = try Story("thief-share")
+    let url = story.url
+    func path(_ name: String) -> String { story.path(name) }
+    func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
+             sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        try story.run(arguments, device, input: input, expect: expect, sourceLocation: sourceLocation)
+    }
+    let owner = try #require(try run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("paper"), "--kdf", "interactive",
+                                      "--yes"], "laptop")["account"] as? String)
+    _ = try run(["member", "add", "Emma"], "laptop")
+    let paper = try String(contentsOfFile: path("paper"), encoding: .utf8)
+    _ = try run(["device", "enroll", "--server", url, "--account", owner, "--name", "phone"], "phone", input: paper)
+    let thief = try #require(try run(["init", "--server", url, "--name", "thief", "--recovery-file", path("thief-code"), "--kdf", "interactive",
+                                      "--yes"], "thief")["account"] as? String)
+
+    // On the stolen phone and its own device, the thief verifies both sides itself and shares Emma.
+    let asker = try BackgroundKeyctl(["contact", "add", thief, "--poll", "0.1"] + story.home("phone"))
+    #expect(try asker.nextJSON()["request"] is String)
+    let answerer = try BackgroundKeyctl(["contact", "add", owner, "--poll", "0.1"] + story.home("thief"))
+    #expect(try answerer.nextJSON()["answered"] is String)
+    let phoneCode = try #require(try asker.nextJSON()["safetyCode"] as? String)
+    let thiefCode = try #require(try answerer.nextJSON()["safetyCode"] as? String)
+    asker.type(thiefCode)
+    answerer.type(phoneCode)
+    #expect(asker.finish().code == 0 && answerer.finish().code == 0)
+    _ = try run(["member", "share", "Emma", "--with", thief], "phone")
+    #expect((try run(["shared", "list"], "thief")["shared"] as? [[String: Any]])?.count == 1)
+
+    // The owner revokes the phone from the laptop; what it signed for the thief ends with it.
+    let revoked = try run(["device", "revoke", "phone", "--yes"], "laptop")
+    let ended = try #require(revoked["ended"] as? [[String: Any]])
+    #expect(Set(ended.compactMap { $0["kind"] as? String }) == ["pin", "share"] && ended.allSatisfy { $0["account"] as? String == thief },
+            "\(ended)")
+    let text = try keyctl(["audit", "--home", path("laptop")])
+    #expect(text.code == 0, "\(text.out)\(text.err)")
+
+    // After the revocation: the thief's account opens nothing new and writes nothing.
+    try Data("after the theft".utf8).write(to: URL(fileURLWithPath: path("scan.txt")))
+    let scan = try #require(try run(["attachment", "put", "--member", "Emma", path("scan.txt")], "laptop")["address"] as? String)
+    #expect((try run(["shared", "list"], "thief")["shared"] as? [[String: Any]])?.isEmpty == true)
+    _ = try run(["attachment", "get", "--member", "Emma", scan, "-o", path("stolen.txt")], "thief", expect: 2)
+    try Data("forged record".utf8).write(to: URL(fileURLWithPath: path("forged.txt")))
+    _ = try run(["attachment", "put", "--member", "Emma", path("forged.txt")], "thief", expect: 2)
+    let listed = try #require(try run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [[String: Any]])
+    #expect(listed.map { $0["address"] as? String } == [scan])
+    #expect(try run(["audit"], "laptop")["ok"] as? Bool == true)
+    #expect(story.server.stop() == 0)
+}

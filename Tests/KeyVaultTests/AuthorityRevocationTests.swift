@@ -4,6 +4,7 @@ import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultVault
 import Testing
 
 // Issue 19, item 1: revocation takes back what the revoked device granted (contact
@@ -73,5 +74,56 @@ import Testing
         _ = try await laptop.rotateMember(emma.id)
         #expect(try await laptop.chain.orphaned.isEmpty)
         #expect(try await laptop.audit().findings.isEmpty)
+    }
+}
+
+/// Issue 19, item 2: a superseded recovery code, with everything the server holds
+/// (its rows before and after the rotation), opens no key, identity or grant in force.
+@Test func aSupersededRecoveryCodeOpensNothingInForceAfterTheRotation() async throws {
+    try await Fixture.run { fixture, laptop in
+        let emma = try await laptop.addMember(name: "Emma")
+        let grandma = try await grandparent(fixture)
+        _ = await verifyContacts(laptop, grandma)
+        try await laptop.share(emma, with: grandma.account, readOnly: true)
+        let oldSlot = try await laptop.api.recoverySlot()
+        func rows() async throws -> (boxes: [KeyBox], wraps: [MemberWrap], identities: [IdentityWrap]) {
+            (try await laptop.api.boxes(all: true), try await laptop.api.wraps(member: emma.id), try await laptop.api.identityWraps())
+        }
+        let before = try await rows()
+        try await laptop.setRecoveryCode(try Mnemonic.generate(wordCount: 24, language: .english), parameters: .interactive)
+        let after = try await rows()  // the database as a copy taken after the rotation would hold it
+
+        // Everything the old code reaches through those rows.
+        let old = try RecoveryKeys(code: fixture.code, salt: try Hex.decode(oldSlot.salt),
+                                   parameters: try Argon2id.Parameters(iterations: oldSlot.iterations, memoryKiB: oldSlot.memoryKiB))
+        var masters = [UInt32: SymmetricKey]()
+        for box in before.boxes + after.boxes where box.recipient == ChainLink.recoverySigner {
+            if let sealed = base64Decode(box.box), let key = try? SymmetricKey(old.boxKey.openSealedBox(sealed)) { masters[box.generation] = key }
+        }
+        var members = [SymmetricKey](), identities = [Ed25519.PublicKey]()
+        for wrap in before.wraps + after.wraps {
+            guard let master = masters[wrap.masterGeneration] else { continue }
+            if let key = try? MemberKeyWrap.open(wrap, account: laptop.account, masterKey: master, masterGeneration: wrap.masterGeneration) {
+                members.append(key)
+            }
+        }
+        for wrap in before.identities + after.identities {
+            guard let master = masters[wrap.masterGeneration] else { continue }
+            if let keys = try? IdentityKeyWrap.open(wrap, account: laptop.account, masterKey: master, masterGeneration: wrap.masterGeneration) {
+                identities.append(keys.signing.publicKey)
+            }
+        }
+        // The old code does open the old keys (so this test can fail) ...
+        #expect(!masters.isEmpty && !members.isEmpty && !identities.isEmpty)
+        // ... and none in force.
+        let state = try await laptop.chain
+        #expect(masters[state.masterGeneration] == nil, "the old code opens the current master key")
+        let generation = try #require(state.members[emma.id]?.generation)
+        #expect(!members.contains(try await laptop.memberKey(emma.id, generation: generation)), "the old code opens Emma's current key")
+        #expect(!identities.contains(try #require(state.identity).signingKey), "the old code opens the sharing identity in force")
+        // The grantee trusts the renewed identity only after the people verify again.
+        #expect(try await grandma.sharedMembers().members.isEmpty)
+        _ = await verifyContacts(laptop, grandma)
+        #expect(try await grandma.sharedMembers().members.first?.generation == generation)
     }
 }

@@ -249,7 +249,7 @@ complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "k
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl device list" ca-cert' -l 'ca-cert' -d 'Trust this certificate authority (a PEM file) for the https:// server, beside the system\'s (default: $KEYCTL_CA_CERT).' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl device list" version' -l 'version' -d 'Show the version.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl device list" h help' -s 'h' -l 'help' -d 'Show help information.'
-complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl device revoke"' -l 'keep' -d 'A device the revoked one added that stays in the account (repeatable).' -rfka ''
+complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl device revoke"' -l 'keep' -d 'A device the revoked one added, or a contact account it pinned or shared with, that stays (repeatable).' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl device revoke" recovery-file' -l 'recovery-file' -d 'Write the recovery code to this new file (mode 0600) instead of showing it.' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl device revoke" yes' -l 'yes' -d 'Do not ask for confirmation, nor for words of the new recovery code back.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl device revoke" kdf' -l 'kdf' -d 'Argon2id cost of the recovery code: interactive, recovery, moderate or sensitive.' -rfka ''
