@@ -215,3 +215,43 @@ private let scenarios: [LinkType: @Sendable (inout Account) throws -> Void] = [
     genesis.sign(with: a.laptop.signing)
     #expect(throws: ProtocolError.self) { try ChainState(genesis: genesis) }
 }
+
+// MARK: Vectors
+
+private struct AuthorityFile: Decodable {
+    struct Standing: Decodable, Equatable { let kind: String, account: AccountID, signer: DeviceID, link: UInt64 }
+    let account: String, head: String, contact: AccountID, member: MemberID, laptop: DeviceID, phone: DeviceID
+    let standing: [String: [Standing]]
+    let steps: [ChainFile.Step]
+}
+
+/// The independent implementation's chain: extra fields refused on every type it
+/// tries, `contact.unpin` only after the grants, and each pin and grant with its signer.
+@Test func authorityRulesMatchTheIndependentImplementation() throws {
+    let file = try vectors.load("authority-v1", as: AuthorityFile.self)
+    #expect(Set(file.steps.map(\.outcome)) == ["valid", "malformed_link", "unknown_contact", "grant_exists"])
+    var state: ChainState?
+    var valid = 0
+    for step in file.steps {
+        if step.outcome == "valid" {
+            #expect(Hex.encode(step.link.signedBytes) == step.signedBytes && step.link.hash == step.hash, "\(step.note)")
+        }
+        let before = state
+        expectOutcome(step.outcome, step.note) {
+            if var current = state { try current.apply(step.link); state = current } else { state = try ChainState(genesis: step.link) }
+        }
+        if step.outcome != "valid" { #expect(state == before, "\(step.note) changed the state") }
+        guard step.outcome == "valid", let current = state else { continue }
+        valid += 1
+        // After the grant: the pin and the grant, both signed by the phone, as the vectors list them.
+        if current.grants[.init(member: file.member, grantee: file.contact)] != nil, current.devices[file.phone]?.isActive == true {
+            let listed = current.standing.map {
+                AuthorityFile.Standing(kind: $0.type == .contactPin ? "pin" : "share", account: $0.account, signer: $0.signer, link: $0.link)
+            }
+            #expect(listed == file.standing["grant"])
+        }
+    }
+    let end = try #require(state)
+    #expect(end.account.rawValue == file.account && end.head == file.head && valid == file.steps.filter { $0.outcome == "valid" }.count)
+    #expect(end.standing.isEmpty && end.orphaned.isEmpty && file.standing["unpin"]?.isEmpty == true)
+}
