@@ -91,7 +91,8 @@ struct Status: AsyncParsableCommand {
             "devices": devices.count,
             "activeDevices": devices.map { ["id": $0.id.rawValue, "name": $0.name, "current": $0.id == vault.device] },
             "pendingLinkRequests": pending.map { ["code": $0.code, "name": $0.request.name, "device": $0.request.device.rawValue] },
-            "pendingRotation": ["master": rotation.master, "members": rotation.members.map(\.rawValue), "identity": rotation.identity],
+            "pendingRotation": ["master": rotation.master, "members": rotation.members.map(\.rawValue), "identity": rotation.identity,
+                                "ends": rotation.ends.map(\.account.rawValue)],
         ]
         if state.recovery == nil { object["warning"] = "no recovery code is set" }
         if let link = state.recovery?.compromised {
@@ -112,7 +113,9 @@ struct Status: AsyncParsableCommand {
         for request in pending {
             text += "link request \(request.code) from \(request.request.name.printable.debugDescription): approve with `keyctl device approve \(request.code)`\n"
         }
-        if !rotation.isEmpty {
+        if !rotation.ends.isEmpty {
+            text += "a revoked device pinned or shared with \(Set(rotation.ends.map(\.account.rawValue)).sorted().joined(separator: ", ")), still in force: run `keyctl master rotate` to end it\n"
+        } else if !rotation.isEmpty {
             text += "unfinished rotation: run `keyctl master rotate` to finish it\n"
         }
         options.result(object, text)

@@ -111,7 +111,10 @@ extension Recovery {
             discussion: """
                 Shows a new 24-word code once (or writes it to --recovery-file, mode
                 0600), asks for three of its words back unless --yes, then sets it: from
-                then on the old code enrolls nothing. The master key is rotated too.
+                then on the old code enrolls nothing. The master key, the sharing
+                identity and every member key are renewed too, so that the old code
+                (with anything the server ever stored) opens nothing made from now on;
+                contacts you share with verify this account again (`keyctl contact add`).
                 Also sets a first code on an account that has none.
                 --json prints {"recoveryGeneration", "masterGeneration"}; it needs --recovery-file.
                 """)
