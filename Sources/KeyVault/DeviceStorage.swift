@@ -139,3 +139,45 @@ public final class FileDeviceStorage: DeviceStorage {
         }
     }
 }
+
+/// A device storage whose document is sealed under a 32-byte key the app supplies,
+/// for example one kept in the platform keychain apart from where the document lies
+/// (docs/formats/device-home.md, "Sealed"): an envelope (docs/formats/envelope.md),
+/// XChaCha20-Poly1305, purpose `device-storage`. The storage underneath (`base`) then
+/// holds only ciphertext: a copy of it opens nothing without the key.
+public final class SealedDeviceStorage: DeviceStorage {
+    private let base: any DeviceStorage
+    private let key: SymmetricKey
+    private static let context = try! EnvelopeContext(purpose: "device-storage")
+
+    /// - Throws: `invalid_input` when `key` is not 32 bytes.
+    public init(_ base: any DeviceStorage, key: [UInt8]) throws {
+        guard key.count == 32, let key = try? SymmetricKey(SecureBytes(copying: key)) else {
+            throw KeyVaultError(.invalidInput, "a device storage key has 32 bytes", kind: .input)
+        }
+        self.base = base
+        self.key = key
+    }
+
+    public var location: String { base.location }
+
+    /// - Throws: `bad_box` (kind `.verification`) when the stored document does not
+    ///   open with this key: another key, or a changed document.
+    public func read() throws -> [UInt8]? {
+        guard let sealed = try base.read() else { return nil }
+        do {
+            return try Envelope(bytes: sealed).open(using: key, context: Self.context).withUnsafeBytes { Array($0) }
+        } catch {
+            throw KeyVaultError(.badBox, "the device stored at \(location) does not open with the key given (another key, or a changed document)",
+                                kind: .verification)
+        }
+    }
+
+    public func write(_ document: [UInt8]) throws {
+        try base.write(try Envelope.seal(document, under: key, generation: 1, context: Self.context).bytes)
+    }
+
+    public func erase() throws { try base.erase() }
+    public func lock() throws { try base.lock() }
+    public func unlock() { base.unlock() }
+}

@@ -271,7 +271,9 @@ extension Vault {
         public let code: String
         package let request: LinkRequestCreate
         /// The SAS this device computed, once `exchange` saw the new device's reveal.
-        public internal(set) var sas: String?
+        /// Not public: it stays inside the library, compared only with what the person
+        /// types (an app that could read it could approve with it, a yes/no in disguise).
+        package internal(set) var sas: String?
         /// The name the new device gives itself (show it with the question "add this device?").
         public var deviceName: String { request.name }
         /// The id the new device will have.

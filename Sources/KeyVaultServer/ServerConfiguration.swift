@@ -21,6 +21,10 @@ public struct ServerConfiguration: Sendable {
     public var signatureWindowSeconds: Int64 = 300
     /// When set, creating an account needs `KeyVault-Invite: <token>`.
     public var inviteToken: String?
+    /// A bearer token that opens GET /metrics to clients off this machine
+    /// (`KEYVAULT_METRICS_TOKEN`, at least 16 characters). Without it, /metrics answers
+    /// loopback clients only (as seen through trusted proxies).
+    public var metricsToken: String?
     /// swift-log level: trace, debug, info, notice, warning, error, critical.
     public var logLevel = "info"
     /// Reverse proxies whose `X-Forwarded-For` names the client (for rate limits);
@@ -67,6 +71,7 @@ public struct ServerConfiguration: Sendable {
             signatureWindowSeconds = Int64(try Self.integer(value, "KEYVAULT_SIGNATURE_WINDOW", 10...3600))
         }
         if let value = environment["KEYVAULT_INVITE_TOKEN"] { inviteToken = value }
+        if let value = environment["KEYVAULT_METRICS_TOKEN"] { metricsToken = value }
         if let value = environment["KEYVAULT_LOG_LEVEL"] { logLevel = value }
         if let value = environment["KEYVAULT_TRUSTED_PROXIES"] {
             trustedProxies = try IPNetwork.list(value, setting: "KEYVAULT_TRUSTED_PROXIES")
@@ -102,6 +107,9 @@ public struct ServerConfiguration: Sendable {
         }
         if let inviteToken, inviteToken.utf8.count < 16 {
             throw ConfigurationError("KEYVAULT_INVITE_TOKEN must be at least 16 characters")
+        }
+        if let metricsToken, metricsToken.utf8.count < 16 {
+            throw ConfigurationError("KEYVAULT_METRICS_TOKEN must be at least 16 characters")
         }
         // Replicas that drew secrets of their own would refuse each other's sessions and
         // challenges (and count the owner's proofs as failures): one file for all of them.

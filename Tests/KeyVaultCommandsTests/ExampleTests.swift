@@ -21,7 +21,8 @@ import Testing
     /// Built in this package, the example could use `package` declarations; type-checked
     /// on its own against the built modules, it reaches only what is public. A probe
     /// that reaches for keys shows the check can fail, and that no key is public: the
-    /// device record, the master and member keys are `package`.
+    /// device record, the master and member keys are `package`; so are the approver's
+    /// link digits (issue 19: an app that could read them could approve without the person).
     @Test func theExampleUsesOnlyThePublicAPI() throws {
         let modules = BuiltProducts.modules
         let source = try String(contentsOf: Self.source, encoding: .utf8)
@@ -32,10 +33,11 @@ import Testing
         let probe = directory.url("probe.swift")
         try Data("""
             import KeyVault
-            func probe(_ vault: Vault, _ member: MemberID) async throws {
+            func probe(_ vault: Vault, _ member: MemberID, _ candidate: Vault.LinkCandidate) async throws {
                 _ = await vault.record
                 _ = try await vault.masterKey()
                 _ = try await vault.memberKey(member, generation: 1)
+                _ = candidate.sas  // the approver's own digits: approving with them would be a yes/no in disguise
             }
             """.utf8).write(to: probe)
 
@@ -47,7 +49,7 @@ import Testing
         #expect(clean.code == 0, "\(clean.err)")
         let probed = try runProcess(swiftc, flags + [Self.source.path, probe.path])
         #expect(probed.code != 0, "\(probed.err)")
-        for name in ["record", "masterKey", "memberKey"] {
+        for name in ["record", "masterKey", "memberKey", "sas"] {
             #expect(probed.err.contains("'\(name)' is inaccessible due to 'package' protection level"), "\(probed.err)")
         }
     }

@@ -54,3 +54,20 @@ import Testing
         #expect(message.contains("keyctl: error: bad configuration") && message.contains(expected), "\(message)")
     }
 }
+
+/// Issue 19, item 4: /metrics answers this machine, or a client with the operator's
+/// token; a client off the machine (here through a trusted proxy) gets 404.
+@Test func metricsAreServedToThisMachineOrWithTheOperatorsToken() async throws {
+    let token = "metrics-token-0123456789"
+    let server = try RunningServer(environment: ["KEYVAULT_TRUSTED_PROXIES": "127.0.0.1/32", "KEYVAULT_METRICS_TOKEN": token])
+    let (local, body) = try await server.request("GET", "/metrics")
+    #expect(local == 200 && String(decoding: body, as: UTF8.self).contains("keyvault_"))
+    let remote = ["X-Forwarded-For": "203.0.113.7"]
+    let (anonymous, refusal) = try await server.request("GET", "/metrics", headers: remote)
+    #expect(anonymous == 404 && String(decoding: refusal, as: UTF8.self).contains("not_found"))
+    let (wrong, _) = try await server.request("GET", "/metrics", headers: remote.merging(["Authorization": "Bearer not-the-token-at-all"]) { $1 })
+    #expect(wrong == 404)
+    let (allowed, _) = try await server.request("GET", "/metrics", headers: remote.merging(["Authorization": "Bearer \(token)"]) { $1 })
+    #expect(allowed == 200)
+    #expect(server.stop(SIGTERM) == 0)
+}

@@ -73,6 +73,31 @@ final class UnreadableStorage: DeviceStorage {
 }
 
 extension LibraryAPITests {
+    /// Issue 19, item 4: a device kept under a key the app supplies (a keychain key,
+    /// say): the storage underneath holds ciphertext only, the device opens with the
+    /// key, and with another key it is refused, not read.
+    @Test func aDeviceSealedUnderTheAppsKeyOpensOnlyWithThatKey() async throws {
+        try await Fixture.run { fixture, laptop in
+            let base = MemoryDeviceStorage()
+            let key = SystemRandom.bytes(count: 32)
+            let tablet = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
+                                                recoveryCode: fixture.code, storage: try SealedDeviceStorage(base, key: key),
+                                                transport: fixture.transport)
+            let device = tablet.device
+            tablet.home.unlock()
+            let stored = try #require(try base.read())
+            let text = String(decoding: stored, as: UTF8.self)
+            #expect(!text.contains(device.rawValue) && !text.contains(laptop.account.rawValue), "the sealed document shows the device or account")
+            let again = try await Vault.open(storage: try SealedDeviceStorage(base, key: key), transport: fixture.transport)
+            #expect(again.device == device)
+            again.home.unlock()
+            await expectRefusal("bad_box", kind: .verification) {
+                _ = try await Vault.open(storage: try SealedDeviceStorage(base, key: SystemRandom.bytes(count: 32)), transport: fixture.transport)
+            }
+            await expectRefusal("invalid_input", kind: .input) { _ = try SealedDeviceStorage(base, key: [1, 2, 3]) }
+        }
+    }
+
     /// A second Vault on the same storage instance is refused, and its failure does not
     /// release the lock the first one holds.
     @Test func aSecondVaultOnOneStorageIsRefusedAndTheFirstKeepsItsLock() async throws {

@@ -46,10 +46,11 @@ package final class RunningServer {
     /// `http://127.0.0.1:PORT`, for `--server`.
     package var url: String { "http://127.0.0.1:\(port)" }
 
-    package func request(_ method: String, _ path: String, body: Data? = nil) async throws -> (Int, Data) {
+    package func request(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> (Int, Data) {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = method
         request.httpBody = body
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await URLSession.shared.data(for: request)
         return ((response as! HTTPURLResponse).statusCode, data)
     }

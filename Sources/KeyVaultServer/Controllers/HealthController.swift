@@ -1,4 +1,5 @@
 import Hummingbird
+import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultStore
 import Logging
@@ -7,6 +8,8 @@ import Logging
 struct HealthController: Sendable {
     let database: any KeyVaultRepository
     let metrics: ServiceMetrics
+    /// Opens /metrics to clients off this machine that send it as a bearer token.
+    var metricsToken: String? = nil
     /// How long a readiness check waits for the database.
     static let readinessTimeout: Duration = .seconds(3)
 
@@ -38,10 +41,27 @@ struct HealthController: Sendable {
         }
     }
 
-    /// Prometheus' text format.
+    /// Prometheus' text format, for loopback clients, or any that sends the metrics
+    /// token as `Authorization: Bearer TOKEN`; others get 404 (request counts by route
+    /// and refusal code are the operator's, not the internet's).
     @Sendable func exposition(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
-        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+        let offered = request.headers[.authorization].map { Array($0.utf8) } ?? []
+        let allowed = metricsToken.map { constantTimeEquals(offered, Array("Bearer \($0)".utf8)) } ?? false
+        guard allowed || Self.isLoopback(context.clientAddress) else {
+            throw APIError(.notFound, "metrics are served to this machine, or with the operator's metrics token (KEYVAULT_METRICS_TOKEN)")
+        }
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                  body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+    }
+
+    /// Whether `address` is this machine's: 127.0.0.0/8, ::1 (also v4-mapped), or no
+    /// network peer at all (in process).
+    static func isLoopback(_ address: String) -> Bool {
+        if address == "local" { return true }
+        guard let bytes = IPNetwork.parse(address) else { return false }
+        if bytes.count == 4 { return bytes[0] == 127 }
+        let mapped: [UInt8] = Array(repeating: 0, count: 10) + [0xff, 0xff]
+        return bytes == Array(repeating: 0, count: 15) + [1] || (Array(bytes.prefix(12)) == mapped && bytes[12] == 127)
     }
 
     /// Compiled into the binary: a resource bundle would be missing beside an installed
