@@ -49,6 +49,7 @@ public struct ServerConfiguration: Sendable {
         ("KEYVAULT_MAX_ATTACHMENT_BYTES", "largest attachment (default 10485760)"),
         ("KEYVAULT_SIGNATURE_WINDOW", "accepted clock difference in seconds (default 300)"),
         ("KEYVAULT_INVITE_TOKEN", "if set, account creation needs this token (KeyVault-Invite header)"),
+        ("KEYVAULT_METRICS_TOKEN", "if set, GET /metrics also answers clients off this machine that send it as a bearer token"),
         ("KEYVAULT_LOG_LEVEL", "trace, debug, info, notice, warning, error or critical (default info)"),
         ("KEYVAULT_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed (default none)"),
         ("KEYVAULT_SECRET_FILE", "the secret every replica shares (64 hex digits, mode 0600; made on first start when missing). Unset: sessions end with the process"),
