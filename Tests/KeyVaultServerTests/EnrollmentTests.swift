@@ -74,6 +74,10 @@ struct RecoveryFixture {
         var ownBox = KeyBox(generation: 1, sequence: link.sequence, recipient: laptop.id.rawValue, box: base64Encode(try laptop.boxKey.publicKey.sealedBox(for: masterKey)),
                             signer: ChainLink.recoverySigner, signature: "")
         ownBox.sign(with: fixture.authKey, account: state.account)
+        // Issue 19, item 5: without its own box the device would join and open nothing.
+        let empty = try await client.execute(uri: base + "/enroll", method: .post,
+                                             body: jsonBody(RecoveryEnrollRequest(token: session.token, link: link, boxes: [])))
+        #expect(empty.status == .badRequest && String(buffer: empty.body).contains("box of the current master key"))
         let enroll = RecoveryEnrollRequest(token: session.token, link: link, boxes: [ownBox])
         let enrolled = try await client.execute(uri: base + "/enroll", method: .post, body: jsonBody(enroll))
         #expect(enrolled.status == .created, "\(String(buffer: enrolled.body))")
@@ -177,6 +181,9 @@ let linkNonce = [UInt8](repeating: 7, count: 32)
         response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve",
                                                AppendRequest(link: phone.link(.deviceAdd, after: state, body: impostor.deviceFields)))
         #expect(response.status == .badRequest)
+        // Issue 19, item 5: an approval without the new device's master key box would add a device that opens nothing.
+        response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve", AppendRequest(link: approval.link))
+        #expect(response.status == .badRequest && String(buffer: response.body).contains("box of the current master key"))
 
         response = try await client.signedJSON(phone, .post, "\(base)/\(info.code)/approve", approval)
         #expect(response.status == .created, "\(String(buffer: response.body))")

@@ -80,6 +80,13 @@ struct ServiceState: Sendable {
             throw APIError(.wrongSigner, "a device may only append links it signed itself")
         }
         for box in append.boxes { try checkAppended(box, in: after) }
+        // An enrollment (a link approval, or the recovery code adding a device) gives the new
+        // device the current master key: without that box it would join and open nothing.
+        if append.link.type == .deviceAdd, device == nil || code != nil,
+           let added = after.devices.values.first(where: { before.devices[$0.id] == nil }),
+           !append.boxes.contains(where: { $0.recipient == added.id.rawValue && $0.generation == after.masterGeneration }) {
+            throw APIError.badRequest("an enrollment's device.add comes with a box of the current master key (generation \(after.masterGeneration)) for the device it adds")
+        }
         // The recovery slot travels only with the recovery.set link that authorises its keys.
         if append.link.type == .recoverySet {
             guard let slot = append.recovery, let recovery = after.recovery,
