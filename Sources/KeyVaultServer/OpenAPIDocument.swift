@@ -2839,13 +2839,16 @@ enum OpenAPIDocument {
             ]
           },
           "added": {
-            "type": "integer"
+            "type": "integer",
+            "description": "The sequence number of the chain link that added the device (not a time)"
           },
           "revoked": {
-            "type": "integer"
+            "type": "integer",
+            "description": "The sequence number of the device.revoke link (not a time); absent while active"
           },
           "lastSeen": {
-            "type": "integer"
+            "type": "integer",
+            "description": "Unix seconds of the device's last authenticated request"
           }
         }
       },
@@ -2862,10 +2865,12 @@ enum OpenAPIDocument {
             "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
           },
           "size": {
-            "type": "integer"
+            "type": "integer",
+            "description": "Bytes of the stored attachment object (the data key wrap and the sealed content, docs/formats/attachment.md), not of the plaintext"
           },
           "created": {
-            "type": "integer"
+            "type": "integer",
+            "description": "Unix seconds when the server stored it"
           },
           "existed": {
             "type": "boolean"
