@@ -76,7 +76,17 @@ extension Vault {
             let keys = try await memberKeys(member, generation: generation)
             let address = try keys.contentAddressKey.address(of: plaintext)
             let object = try AttachmentCrypto.seal(plaintext, address: address, account: owner(of: member), keys: keys)
-            let info = try await api.putAttachment(member: member.id, address: address, object: object, sharer: member.sharer)
+            var info = try await api.putAttachment(member: member.id, address: address, object: object, sharer: member.sharer)
+            // "Already there" may be an object another party holding the key (a grantee)
+            // stored at an address it could predict, and that does not open: a device of
+            // this account checks, and replaces it rather than let its upload vanish.
+            if info.existed == true, member.sharer == nil {
+                let opened = try? await get(address, member: member)
+                if !(opened.map { constantTimeEquals($0, plaintext) } ?? false) {
+                    progress("what the server held at \(address) does not open to this content: replacing it")
+                    info = try await api.putAttachment(member: member.id, address: address, object: object, replace: true)
+                }
+            }
             return PutResult(address: address, size: plaintext.count, existed: info.existed ?? false)
         }
     }

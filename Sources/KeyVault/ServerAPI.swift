@@ -279,8 +279,9 @@ package struct ServerAPI: Sendable {
     }
 
     package func putAttachment(member: MemberID, address: ContentAddress, object: AttachmentObject,
-                               sharer: AccountID? = nil) async throws -> AttachmentInfo {
-        try json(AttachmentInfo.self, try await call("PUT", attachmentPath(member, address, sharer: sharer), body: object.bytes,
+                               sharer: AccountID? = nil, replace: Bool = false) async throws -> AttachmentInfo {
+        try json(AttachmentInfo.self, try await call("PUT", attachmentPath(member, address, sharer: sharer), query: replace ? "replace=true" : "",
+                                                     body: object.bytes,
                                                      contentType: "application/octet-stream").body, "answer")
     }
 

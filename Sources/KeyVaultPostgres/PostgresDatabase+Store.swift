@@ -220,6 +220,21 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
+    public func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+                                  device: DeviceID) async throws -> AttachmentInfo {
+        try await transaction { db in
+            let now = KeyVaultDatabase.now()
+            try await db.query("""
+                INSERT INTO attachments (account, member, address, size, created, key, data)
+                VALUES (\(account.rawValue), \(member.rawValue), \(address), \(Int64(data.count)), \(now), \(key), \(data))
+                ON CONFLICT (account, member, address) DO UPDATE SET size = EXCLUDED.size, created = EXCLUDED.created,
+                    key = EXCLUDED.key, data = EXCLUDED.data
+                """, logger: logger).collect()
+            try await insertAudit(db, account: account, event: .attachmentReplace, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
+        }
+    }
+
     public func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
         let rows = try await client.query("""
             SELECT key, data FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)

@@ -687,7 +687,7 @@ enum OpenAPIDocument {
     },
     "/v1/accounts/{account}/members/{member}/attachments/{address}": {
       "put": {
-        "summary": "Store an encrypted attachment (an attachment object: wrapped data key and sealed content, docs/formats/attachment.md) under its content address; 200 with existed=true when already stored",
+        "summary": "Store an encrypted attachment (an attachment object: wrapped data key and sealed content, docs/formats/attachment.md) under its content address; 200 with existed=true when already stored; with replace=true (a device of the account, never a grantee) what is at the address is replaced: the device found it does not open (another party holding the member key planted it)",
         "parameters": [
           {
             "name": "account",
@@ -714,6 +714,18 @@ enum OpenAPIDocument {
             "schema": {
               "type": "string",
               "pattern": "^ca1\\.(?:[1-9][0-9]{0,8}|[1-3][0-9]{9}|4[01][0-9]{8}|42[0-8][0-9]{7}|429[0-3][0-9]{6}|4294[0-8][0-9]{5}|42949[0-5][0-9]{4}|429496[0-6][0-9]{3}|4294967[01][0-9]{2}|42949672[0-8][0-9]|429496729[0-5])\\.[0-9a-f]{64}$"
+            }
+          },
+          {
+            "name": "replace",
+            "in": "query",
+            "required": false,
+            "schema": {
+              "type": "string",
+              "enum": [
+                "true",
+                "false"
+              ]
             }
           }
         ],

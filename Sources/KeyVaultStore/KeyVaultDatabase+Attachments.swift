@@ -23,6 +23,20 @@ extension KeyVaultDatabase {
         }
     }
 
+    public func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+                                  device: DeviceID) async throws -> AttachmentInfo {
+        try await writer.write { db in
+            let now = Self.now()
+            try db.execute(sql: """
+                INSERT INTO attachments (account, member, address, size, created, key, data) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (account, member, address) DO UPDATE SET size = excluded.size, created = excluded.created,
+                    key = excluded.key, data = excluded.data
+                """, arguments: [account.rawValue, member.rawValue, address, data.count, now, key, data])
+            try Self.audit(db, account: account, event: .attachmentReplace, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
+        }
+    }
+
     /// The wrapped data key and the sealed content of an attachment.
     public func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
         try await writer.read { db in

@@ -18,6 +18,7 @@ public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let recoveryProven = AuditEvent(rawValue: "recovery.proven")
     public static let attachmentPut = AuditEvent(rawValue: "attachment.put")
     public static let attachmentRewrap = AuditEvent(rawValue: "attachment.rewrap")
+    public static let attachmentReplace = AuditEvent(rawValue: "attachment.replace")
     public static let linkRequestRefused = AuditEvent(rawValue: "link_request.refused")
 }
 

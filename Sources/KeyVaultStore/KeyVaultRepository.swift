@@ -121,6 +121,11 @@ public protocol KeyVaultRepository: Sendable {
     func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
                        device: DeviceID) async throws -> AttachmentInfo
 
+    /// Stores an attachment, replacing what is at its address for this member (a
+    /// device of the owning account found it does not open: another party planted it).
+    func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+                           device: DeviceID) async throws -> AttachmentInfo
+
     func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)?
 
     func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data?

@@ -71,6 +71,23 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
     }
 }
 
+/// Issue 19, item 4: an account's own device replaces an object another party planted
+/// at an address (the server cannot tell; the device found it does not open).
+@Test(arguments: Backend.all) func aReplacedAttachmentHoldsTheNewObjectAndIsAudited(_ backend: Backend) async throws {
+    try await backend.withStore { database in
+        try await createAccount(database)
+        let member = MemberID(unchecked: hex(6))
+        _ = try await database.putAttachment(account, member: member, address: "ca1.1.y", key: Data([1]), data: Data([9, 9, 9]), device: phone.id)
+        let info = try await database.replaceAttachment(account, member: member, address: "ca1.1.y", key: Data([2]), data: Data([4, 5]),
+                                                        device: phone.id)
+        #expect(info.existed == false && info.size == 2)
+        let stored = try #require(try await database.attachment(account, member: member, address: "ca1.1.y"))
+        #expect(stored.key == Data([2]) && stored.data == Data([4, 5]))
+        #expect(try await database.attachments(account, member: member).map(\.size) == [2])
+        #expect(try await database.audit(account).filter { $0.event == "attachment.replace" }.count == 1)
+    }
+}
+
 @Test(arguments: Backend.all) func racingLinkRequestsFromOneAddressStopAtItsLimit(_ backend: Backend) async throws {
     try await backend.withStore { database in
         try await createAccount(database)

@@ -451,3 +451,36 @@ func withholdingIdentityRenewals(of account: AccountID) -> @Sendable (HTTPExchan
         #expect(try a.get().account == g && b.get().account == p, "\(a) \(b)")
     }
 }
+
+/// Issue 19, item 4: a read-write grantee holds the member key, so it can predict the
+/// address of content the owner will upload and plant something there that does not
+/// open. The owner's upload is then not "already there": its device checks what the
+/// server holds and replaces it, and the grantee can replace nothing.
+@Test func anObjectAGranteePlantsAtAPredictableAddressDoesNotSwallowTheOwnersUpload() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(alice, with: grandma.account, readOnly: false)
+        let seen = try #require(try await grandma.sharedMembers().members.first)
+
+        // Grandma predicts the address of the scan the parent will upload, and puts another object of hers there.
+        let scan = Array("the x-ray of Tuesday".utf8)
+        let predicted = try ContentAddressKey(memberKey: try await parent.memberKey(alice.id, generation: 1), generation: 1).address(of: scan)
+        let decoy = try await grandma.put(Array("something else".utf8), member: seen)
+        let object = try AttachmentObject(bytes: try await grandma.api.attachment(member: alice.id, address: decoy.address, sharer: parent.account))
+        let planted = try await grandma.api.putAttachment(member: alice.id, address: predicted, object: object, sharer: parent.account)
+        #expect(planted.existed != true)
+        await #expect(throws: KeyVaultError.self) { try await parent.get(predicted, member: alice) }
+
+        // The parent's upload lands, and opens.
+        let upload = try await parent.put(scan, member: alice)
+        #expect(upload.address == predicted)
+        let opened = try await parent.get(predicted, member: alice)
+        #expect(opened.withUnsafeBytes { Array($0) } == scan, "the owner's upload vanished behind the grantee's object")
+        // The grantee cannot replace it in turn.
+        let refused = try await grandma.api.putAttachment(member: alice.id, address: predicted, object: object, sharer: parent.account)
+        #expect(refused.existed == true)
+        #expect(try await parent.get(predicted, member: alice).withUnsafeBytes { Array($0) } == scan)
+    }
+}

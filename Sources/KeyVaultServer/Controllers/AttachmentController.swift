@@ -25,9 +25,17 @@ struct AttachmentController: Sendable {
         try await list(context.account, member: try context.parameters.member())
     }
 
+    /// With `?replace=true` (a device of the account, never a grantee), what is at the
+    /// address is replaced: the device found it does not open (another party planted it).
     @Sendable func put(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        return try await put(context.account, member: member, address: address, body: context.body, by: context.device.id)
+        let replace: Bool
+        switch request.uri.queryParameters.get("replace") {
+        case nil, "false": replace = false
+        case "true": replace = true
+        default: throw APIError.badRequest("replace is true or false")
+        }
+        return try await put(context.account, member: member, address: address, body: context.body, by: context.device.id, replace: replace)
     }
 
     @Sendable func get(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
@@ -43,11 +51,15 @@ struct AttachmentController: Sendable {
     }
 
     /// - Parameter device: the device that sent it, for the audit log of `account`.
-    func put(_ account: AccountID, member: MemberID, address: String, body: [UInt8], by device: DeviceID) async throws -> Response {
+    func put(_ account: AccountID, member: MemberID, address: String, body: [UInt8], by device: DeviceID,
+             replace: Bool = false) async throws -> Response {
         guard try await service.chainState(account).members[member] != nil else { throw APIError.notFound("member") }
         let object = try AttachmentObject(bytes: body)
-        let info = try await service.database.putAttachment(account, member: member, address: address, key: Data(object.key),
-                                                            data: Data(object.content), device: device)
+        let info = replace
+            ? try await service.database.replaceAttachment(account, member: member, address: address, key: Data(object.key),
+                                                           data: Data(object.content), device: device)
+            : try await service.database.putAttachment(account, member: member, address: address, key: Data(object.key),
+                                                       data: Data(object.content), device: device)
         return try .json(info, status: info.existed == true ? .ok : .created)
     }
 
