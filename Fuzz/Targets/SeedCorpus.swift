@@ -85,6 +85,10 @@ public enum SeedCorpus {
             "contact-request": ContactRequestCreate(to: AccountID(rawValue: String(repeating: "c0", count: 16))!, identity: identity,
                                                     commitment: Hex.encode([UInt8](repeating: 8, count: 32))),
             "contact-response": ContactResponse(identity: identity, nonce: Hex.encode([UInt8](repeating: 9, count: 32))),
+            "head-statement": HeadStatement(account: AccountID(unchecked: String(repeating: "ab", count: 16)),
+                                            device: DeviceID(unchecked: String(repeating: "cd", count: 16)), sequence: 3,
+                                            head: String(repeating: "ef", count: 32), time: 1_700_000_000,
+                                            signature: base64Encode([UInt8](repeating: 1, count: 64))),
         ]
         for (index, decoder) in strictRequestDecoders.map(\.name).enumerated() {
             add(.requestJSON, decoder, [UInt8(index)] + Array(try encoder.encode(bodies[decoder]!)))

@@ -50,7 +50,8 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
         case .network, .badResponse, .responseTooLarge: .network
         case .home, .homeDamaged, .notInitialized, .enrollmentIncomplete, .alreadyInitialized, .passphraseRequired, .deviceBusy: .home
         case .deviceRevoked: .revoked
-        case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal: .verification
+        case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal,
+             .contactStale: .verification
         case .sasMismatch, .linkRequestClosed, .wrongPassphrase: .rejected
         case .io, .invalidInput, .noSuchMember, .noSuchDevice, .insecureHTTP: .input
         default: .server
@@ -104,4 +105,7 @@ extension ErrorCode {
     public static let wrongPassphrase = ErrorCode(rawValue: "wrong_passphrase")
     /// The device's enrollment or link did not finish: it has keys but is not in the account yet.
     public static let enrollmentIncomplete = ErrorCode(rawValue: "enrollment_incomplete")
+    /// A contact's chain has a device that stated nothing about it within the freshness
+    /// window (docs/formats/head-statement.md): the view may be frozen.
+    public static let contactStale = ErrorCode(rawValue: "contact_stale")
 }

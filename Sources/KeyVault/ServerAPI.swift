@@ -260,6 +260,17 @@ package struct ServerAPI: Sendable {
         try json([String: [SharedWithAccount]].self, try await call("GET", accountPath + "/shared").body, "shared members")["shared"] ?? []
     }
 
+    /// This device's statement of its account's head (docs/formats/head-statement.md).
+    package func putHeadStatement(_ statement: HeadStatement) async throws {
+        _ = try await call("POST", accountPath + "/head-statements", body: encode(statement))
+    }
+
+    /// A contact's devices' head statements: served while that account's chain pins this one.
+    package func contactHeadStatements(_ contact: AccountID) async throws -> [HeadStatement] {
+        try json([String: [HeadStatement]].self, try await call("GET", accountPath + "/contacts/\(contact)/head-statements").body,
+                 "contact's head statements")["statements"] ?? []
+    }
+
     /// A contact's chain: served while that account's chain pins this one.
     package func contactChain(_ contact: AccountID) async throws -> ChainResponse {
         try json(ChainResponse.self, try await call("GET", accountPath + "/contacts/\(contact)/chain", maxReply: Self.maxChainReplyBytes).body,

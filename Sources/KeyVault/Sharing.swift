@@ -105,13 +105,35 @@ extension Vault {
     /// Another account's chain, replayed from its genesis (which must be that
     /// account's id) and checked against the newest head this device saw of it: a
     /// chain that goes back or forks is refused. The server serves it while that
-    /// account's chain pins this one.
+    /// account's chain pins this one. Then fresh: every device active at its head
+    /// stated a head of this very chain within ``ChainFreshness/window``
+    /// (docs/formats/head-statement.md), so a server that freezes this view of it (to
+    /// hide a revocation) is caught once that window has passed.
+    ///
+    /// - Throws: `contact_stale` when a device of it stated nothing that recent;
+    ///   `chain_invalid` when a statement does not verify or names a head this chain
+    ///   does not have (the chain is held back, or forked).
     func contactChain(_ other: AccountID) async throws -> ChainState {
         try await exclusively {
             let response = try await api.contactChain(other)
             let seen = record.seenChains[other]
             let state = try Self.verify(response.links, account: other, seenHead: seen?.head ?? "", seenSequence: seen?.sequence ?? 0)
             if seen?.head != state.head { try noteSeen(state) }
+            let stale: [ChainFreshness.Stale]
+            do {
+                stale = try ChainFreshness.stale(try await api.contactHeadStatements(other), of: state, links: response.links, now: clock())
+            } catch let error as ProtocolError {
+                throw KeyVaultError.verification(error, "the server's view of \(other)'s chain")
+            }
+            guard stale.isEmpty else {
+                let now = clock()
+                let devices = stale.map { item in
+                    "\(item.device.name.debugDescription) " + (item.lastStatement.map { "last seen \((now - $0) / 86400) days ago" } ?? "never seen")
+                }
+                throw KeyVaultError(.contactStale,
+                                    "\(other) has not been seen lately: its device \(devices.joined(separator: ", ")) stated nothing about its chain in the last \(ChainFreshness.window / 86400) days, so a server could be hiding a change there (a revoked device) from this account",
+                                    hint: "when that person has used the app on that device (or revoked it), try again", kind: .verification)
+            }
             return state
         }
     }
@@ -125,7 +147,7 @@ extension Vault {
             theirs = try await contactChain(contact)
         } catch let error as KeyVaultError where error.code == .notFound {
             return false  // deleted, or no longer pinning this account: nothing more goes to it
-        }
+        }  // contact_stale goes on: share refuses, a rotation ends the grant (endGrantsToChangedContacts)
         // A revocation on its side since its identity was set: the revoked device holds
         // it, so it is as good as changed, renewed or not.
         guard let now = theirs.identity, now.generation == generation, !theirs.exposedSince(now) else { return false }
@@ -142,8 +164,13 @@ extension Vault {
     func endGrantsToChangedContacts(of member: MemberID) async throws -> Bool {
         var ended = false
         for grant in try chain.grants.values where grant.member == member {
-            guard try await !contactIsCurrent(grant.grantee, generation: grant.granteeIdentityGeneration, in: try chain) else { continue }
-            progress("\(grant.grantee)'s sharing identity changed since it was verified: ending its share of \(member.rawValue.prefix(8))… (verify it again, then share again)")
+            do {
+                guard try await !contactIsCurrent(grant.grantee, generation: grant.granteeIdentityGeneration, in: try chain) else { continue }
+                progress("\(grant.grantee)'s sharing identity changed since it was verified: ending its share of \(member.rawValue.prefix(8))… (verify it again, then share again)")
+            } catch let error as KeyVaultError where error.code == .contactStale {
+                // Its view may be frozen by the server: the next generation must not go to an identity a revoked device may hold.
+                progress("\(error.message): ending its share of \(member.rawValue.prefix(8))… (share again when it has been seen)")
+            }
             try await endGrant(member, grant.grantee)
             ended = true
         }

@@ -26,6 +26,10 @@ public actor Vault {
     var identityCache: [UInt32: SharingIdentityKeys] = [:]
     /// Member keys other accounts shared with this one, opened from checked share boxes.
     var sharedKeys: [AccountID: [MemberID: [UInt32: SymmetricKey]]] = [:]
+    /// The clock head statements are dated and judged by (Unix seconds); tests move it.
+    package var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    /// When this device last stated its account's head, and which (this process only).
+    var stated: (time: Int64, sequence: UInt64)?
     let progress: ProgressReporter
     /// The account this device belongs to.
     public nonisolated let account: AccountID
@@ -145,6 +149,25 @@ public actor Vault {
                 record.sequence = verified.sequence
                 try home.save(record)
             }
+            await stateHead(verified)
+        }
+    }
+
+    /// Sets the clock head statements are dated and judged by (tests).
+    package func setClock(_ clock: @escaping @Sendable () -> Int64) { self.clock = clock }
+
+    /// Signs and posts this device's statement of the head it just verified
+    /// (docs/formats/head-statement.md): at most once an hour for one head. Contacts
+    /// judge how fresh their view of this account is by these. A refusal is not this
+    /// command's failure: the account then only looks stale to its contacts.
+    func stateHead(_ state: ChainState) async {
+        let now = clock()
+        if let stated, stated.sequence == state.sequence, now - stated.time < 3600 { return }
+        do {
+            try await api.putHeadStatement(.signed(for: state, by: record.keys.signing, time: now))
+            stated = (now, state.sequence)
+        } catch {
+            progress("the server did not take this device's statement of the account's head (\((error as? KeyVaultError)?.code.rawValue ?? "\(error)")): contacts may soon see this account as not recently seen")
         }
     }
 

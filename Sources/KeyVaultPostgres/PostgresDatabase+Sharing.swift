@@ -26,6 +26,25 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
+    public func putHeadStatement(_ statement: HeadStatement) async throws {
+        let json = try JSONEncoder().encode(statement)
+        try await client.query("""
+            INSERT INTO head_statements (account, device, time, statement)
+            VALUES (\(statement.account.rawValue), \(statement.device.rawValue), \(statement.time), \(json))
+            ON CONFLICT (account, device) DO UPDATE SET time = EXCLUDED.time, statement = EXCLUDED.statement
+            WHERE EXCLUDED.time >= head_statements.time
+            """, logger: logger).collect()
+    }
+
+    public func headStatements(_ account: AccountID) async throws -> [HeadStatement] {
+        let rows = try await client.query("""
+            SELECT statement FROM head_statements WHERE account = \(account.rawValue) ORDER BY device
+            """, logger: logger)
+        var statements: [HeadStatement] = []
+        for try await json in rows.decode(Data.self) { statements.append(try JSONDecoder().decode(HeadStatement.self, from: json)) }
+        return statements
+    }
+
     public func identityWraps(_ account: AccountID) async throws -> [IdentityWrap] {
         let rows = try await client.query("""
             SELECT identity_generation, master_generation, envelope FROM identity_wraps WHERE account = \(account.rawValue)

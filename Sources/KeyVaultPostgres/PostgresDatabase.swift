@@ -229,6 +229,17 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
             "CREATE INDEX contact_requests_to ON contact_requests(to_account, expires)",
             "CREATE INDEX contact_requests_expires ON contact_requests(expires)",
         ]),
+        // As SQLite's v8: the newest head statement of each device.
+        ("v4 head statements", [
+            """
+            CREATE TABLE head_statements (
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                device TEXT COLLATE "C" NOT NULL,
+                time BIGINT NOT NULL,
+                statement BYTEA NOT NULL,
+                PRIMARY KEY (account, device))
+            """,
+        ]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

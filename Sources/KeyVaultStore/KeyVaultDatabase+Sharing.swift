@@ -20,6 +20,24 @@ extension KeyVaultDatabase {
         }
     }
 
+    public func putHeadStatement(_ statement: HeadStatement) async throws {
+        let json = try JSONEncoder().encode(statement)
+        try await writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO head_statements (account, device, time, statement) VALUES (?, ?, ?, ?)
+                ON CONFLICT (account, device) DO UPDATE SET time = excluded.time, statement = excluded.statement
+                WHERE excluded.time >= head_statements.time
+                """, arguments: [statement.account.rawValue, statement.device.rawValue, statement.time, json])
+        }
+    }
+
+    public func headStatements(_ account: AccountID) async throws -> [HeadStatement] {
+        try await writer.read { db in
+            try Data.fetchAll(db, sql: "SELECT statement FROM head_statements WHERE account = ? ORDER BY device", arguments: [account.rawValue])
+                .map { try JSONDecoder().decode(HeadStatement.self, from: $0) }
+        }
+    }
+
     public func identityWraps(_ account: AccountID) async throws -> [IdentityWrap] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: """

@@ -55,6 +55,13 @@ public protocol KeyVaultRepository: Sendable {
     /// The account's identity wraps, ordered by identity then master generation.
     func identityWraps(_ account: AccountID) async throws -> [IdentityWrap]
 
+    /// Keeps a device's head statement (docs/formats/head-statement.md) unless the one
+    /// kept for that device is newer: one per device.
+    func putHeadStatement(_ statement: HeadStatement) async throws
+
+    /// The head statements kept for the account's devices, by device.
+    func headStatements(_ account: AccountID) async throws -> [HeadStatement]
+
     /// Every share box naming `grantee`, with the account that stored it (the sharer),
     /// ordered by sharer, member, member generation and grant. Whether each box's grant
     /// is still in force is the caller's to judge, on the sharer's chain.

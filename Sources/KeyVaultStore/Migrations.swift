@@ -169,6 +169,18 @@ extension KeyVaultDatabase {
                 CREATE INDEX contact_requests_expires ON contact_requests(expires);
                 """)
         }
+        migrator.registerMigration("v8 head statements") { db in
+            // The newest head statement of each device (docs/formats/head-statement.md), as its JSON.
+            try db.execute(sql: """
+                CREATE TABLE head_statements (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    device TEXT NOT NULL,
+                    time INTEGER NOT NULL,
+                    statement BLOB NOT NULL,
+                    PRIMARY KEY (account, device)
+                ) STRICT, WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import KeyVaultModel
+import KeyVaultProtocol
 
 /// The account chain: read by the account's devices, appended to by them.
 struct ChainController: Sendable {
@@ -9,6 +10,7 @@ struct ChainController: Sendable {
     func addRoutes(to routes: RouteBuilder) {
         routes.signed(.get, "/v1/accounts/{account}/chain", use: chain)
         routes.signed(.post, "/v1/accounts/{account}/chain", use: append)
+        routes.signed(.post, "/v1/accounts/{account}/head-statements", bodyLimit: 4096, use: putHeadStatement)
     }
 
     @Sendable func chain(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
@@ -22,6 +24,28 @@ struct ChainController: Sendable {
         guard let stored = try await service.database.links(account, after: after) else { throw APIError.notFound("account") }
         let links = try stored.links.map { try JSONDecoder().decode(ChainLink.self, from: $0.json) }
         return try .json(ChainResponse(account: account, links: links, head: stored.head))
+    }
+
+    /// A device's statement of the head it just read (docs/formats/head-statement.md):
+    /// its own, of the head the server holds now, signed, dated within the signature window.
+    @Sendable func putHeadStatement(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let statement = try decodeBody(HeadStatement.self, from: context.body)
+        guard statement.account == context.account, statement.device == context.device.id else {
+            throw APIError(.wrongSigner, "a device states only its own account's head, as itself")
+        }
+        let state = try await service.chainState(context.account)
+        guard statement.version == 1, statement.sequence == state.sequence, statement.head == state.head else {
+            throw ProtocolError(.staleChain, "the statement names link \(statement.sequence), but the head is at \(state.sequence); fetch the chain and state it again")
+        }
+        guard let signature = base64Decode(statement.signature), signature.count == 64,
+              state.devices[context.device.id]?.signingKey.isValidSignature(signature, for: statement.signedBytes) == true else {
+            throw APIError(.badSignature, "the head statement's signature does not verify under this device's key")
+        }
+        guard abs(statement.time - RecoveryGate.now()) <= service.configuration.signatureWindowSeconds else {
+            throw APIError(.staleTimestamp, "the head statement is dated \(statement.time), outside the server's window of \(service.configuration.signatureWindowSeconds) s")
+        }
+        try await service.database.putHeadStatement(statement)
+        return Response(status: .noContent)
     }
 
     @Sendable func append(_ request: Request, _ context: SignedRequestContext) async throws -> Response {

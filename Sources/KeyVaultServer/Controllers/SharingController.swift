@@ -33,6 +33,7 @@ struct SharingController: Sendable {
         routes.signed(.post, requests + "/{request}/reveal", bodyLimit: 4096, use: reveal)
         routes.signed(.get, "/v1/accounts/{account}/shared", use: sharedWithAccount)
         routes.signed(.get, "/v1/accounts/{account}/contacts/{contact}/chain", use: contactChain)
+        routes.signed(.get, "/v1/accounts/{account}/contacts/{contact}/head-statements", use: contactHeadStatements)
         routes.signed(.get, shared + "/members/{member}/attachments", use: sharedAttachments)
         routes.signed(.get, shared + "/members/{member}/attachments/{address}", use: sharedAttachment)
         routes.signed(.put, shared + "/members/{member}/attachments/{address}", bodyLimit: service.configuration.maxAttachmentBytes,
@@ -171,6 +172,19 @@ struct SharingController: Sendable {
         }
         guard state.contacts[context.account] != nil else { throw Self.noGrant }
         return try await chains.chain(of: contact, request)
+    }
+
+    /// The contact's devices' head statements, under the same rule as its chain.
+    @Sendable func contactHeadStatements(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let contact = try context.parameters.contact()
+        let state: ChainState
+        do {
+            state = try await service.chainState(contact)
+        } catch let error as APIError where error.code == .notFound {
+            throw Self.noGrant
+        }
+        guard state.contacts[context.account] != nil else { throw Self.noGrant }
+        return try .json(["statements": try await service.database.headStatements(contact)])
     }
 
     @Sendable func sharedAttachments(_ request: Request, _ context: SignedRequestContext) async throws -> Response {

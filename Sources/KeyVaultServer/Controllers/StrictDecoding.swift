@@ -75,6 +75,11 @@ extension ContactRequestCreate: StrictRequest {
     static let schema: FieldSchema = .object(["to": nil, "identity": .identityKeys, "commitment": nil])
 }
 
+extension HeadStatement: StrictRequest {
+    static let schema: FieldSchema = .object(["version": nil, "account": nil, "device": nil, "sequence": nil, "head": nil, "time": nil,
+                                              "signature": nil])
+}
+
 extension ContactResponse: StrictRequest {
     static let schema: FieldSchema = .object(["identity": .identityKeys, "nonce": nil])
 }
@@ -90,6 +95,7 @@ package let strictRequestDecoders: [(name: String, decode: @Sendable ([UInt8]) t
     ("link-nonce", { _ = try decodeBody(LinkNonce.self, from: $0) }),
     ("contact-request", { _ = try decodeBody(ContactRequestCreate.self, from: $0) }),
     ("contact-response", { _ = try decodeBody(ContactResponse.self, from: $0) }),
+    ("head-statement", { _ = try decodeBody(HeadStatement.self, from: $0) }),
 ]
 
 /// Decodes a request body: unknown fields refused by the type's schema, then the
