@@ -81,8 +81,15 @@ extension Vault {
             // stored at an address it could predict, and that does not open: a device of
             // this account checks, and replaces it rather than let its upload vanish.
             if info.existed == true, member.sharer == nil {
-                let opened = try? await get(address, member: member)
-                if !(opened.map { constantTimeEquals($0, plaintext) } ?? false) {
+                var current = member
+                current.generation = generation
+                let matches: Bool
+                do {
+                    matches = constantTimeEquals(try await get(address, member: current), plaintext)
+                } catch let error as KeyVaultError where error.kind == .verification {
+                    matches = false  // another party's object (a network failure is no reason to replace anything)
+                }
+                if !matches {
                     progress("what the server held at \(address) does not open to this content: replacing it")
                     info = try await api.putAttachment(member: member.id, address: address, object: object, replace: true)
                 }

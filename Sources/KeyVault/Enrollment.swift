@@ -45,6 +45,7 @@ extension Vault {
             } catch let error as KeyVaultError {
                 throw KeyVaultError(error.code, "account \(state.account) was created and this device is in it, but setting the recovery code failed: \(error.message)", kind: error.kind, status: error.status)
             }
+            await vault.stateHead(try await vault.chain)
             return vault
         }
     }

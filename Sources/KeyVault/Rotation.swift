@@ -244,8 +244,13 @@ extension Vault {
             guard !plan.targets.contains(where: { $0.id == device }) else {
                 throw KeyVaultError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
             }
-            let keep = Set(plan.kept.map(\.id)), keepContacts = Set(plan.keptStanding.map(\.account))
+            let keep = Set(plan.kept.map(\.id))
             var done = plan
+            // First, while nothing is revoked yet, the pins and grants the person keeps are
+            // signed again by this device: exactly those the plan showed (a grant the thief
+            // adds meanwhile is not among them), and a pin only while the contact's identity
+            // is still the pinned one. Everything else a revoked device signed ends below.
+            done.keptStanding = try await resign(plan.keptStanding, revoking: Set(plan.targets.map(\.id)))
             var next = plan.targets
             var rounds = 0
             while !next.isEmpty {
@@ -269,17 +274,15 @@ extension Vault {
                 // The same rule as the plan's, on the chain as it is now; and any target a
                 // server claimed was revoked already but is not.
                 let state = try chain
-                let added = state.revocation(of: done.targets, keeping: keep, keepingContacts: keepContacts, by: device).devices.filter { added in
+                let added = state.revocation(of: done.targets, keeping: keep, by: device).devices.filter { added in
                     !done.targets.contains { $0.id == added.id }
                 }
                 next = done.targets.filter { state.devices[$0.id]?.isActive == true } + added
                 done.targets += added
             }
-            // What the revoked devices signed, as the chain has it now (the thief may have pinned more meanwhile).
-            let revocation = try chain.revocation(of: [], keeping: keep, keepingContacts: keepContacts, by: device)
-            try await resign(revocation.kept)
-            done.ended = revocation.ended
-            done.keptStanding = revocation.kept
+            // What the revoked devices signed, as the chain has it now (the thief may have pinned
+            // more meanwhile): all of it ends, before any new key is made.
+            done.ended = try chain.revocation(of: [], by: device).ended
             try await endOrphaned()
             // The new code first, so that the master key made next is sealed to it.
             if try chain.recovery?.isCompromised == true {

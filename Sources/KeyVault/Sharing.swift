@@ -128,10 +128,10 @@ extension Vault {
             guard stale.isEmpty else {
                 let now = clock()
                 let devices = stale.map { item in
-                    "\(item.device.name.debugDescription) " + (item.lastStatement.map { "last seen \((now - $0) / 86400) days ago" } ?? "never seen")
+                    "\(item.device.name.debugDescription) (" + (item.lastStatement.map { "last seen \((now - $0) / 86400) days ago" } ?? "never seen") + ")"
                 }
                 throw KeyVaultError(.contactStale,
-                                    "\(other) has not been seen lately: its device \(devices.joined(separator: ", ")) stated nothing about its chain in the last \(ChainFreshness.window / 86400) days, so a server could be hiding a change there (a revoked device) from this account",
+                                    "\(other) has not been seen lately: \(stale.count == 1 ? "its device" : "its devices") \(devices.joined(separator: ", ")) said nothing of its chain in the last \(ChainFreshness.window / 86400) days, so a server could be hiding a change there (a revoked device) from this account",
                                     hint: "when that person has used the app on that device (or revoked it), try again", kind: .verification)
             }
             return state
@@ -202,24 +202,42 @@ extension Vault {
         }
     }
 
-    /// Re-signs pins and grants a revoked device signed that the person keeps: the pin
-    /// again (`contact.pin`, the same identity), each grant ended and made again
-    /// (`share.revoke`, `share.grant` with a box of every generation), by this device.
-    func resign(_ kept: [ChainState.Standing]) async throws {
+    /// Signs again, by this device, the pins and grants the person keeps from a device
+    /// about to be revoked: each pin (`contact.pin`, the same identity) while the
+    /// contact's identity on its own chain is still the pinned one, then each grant
+    /// (`share.revoke`, `share.grant` with a box of every generation) while its pin
+    /// stands. Only items still in force as `kept` names them (the same link); others
+    /// are left to end with the revocation.
+    ///
+    /// - Returns: the items it signed again.
+    func resign(_ kept: [ChainState.Standing], revoking targets: Set<DeviceID>) async throws -> [ChainState.Standing] {
+        var signed = [ChainState.Standing]()
         for item in kept {
-            guard case .contactPin(let contact) = item.subject else { continue }
+            guard case .contactPin(let contact) = item.subject, let pin = try chain.contacts[contact], pin.link == item.link else { continue }
+            guard (try? await contactIsCurrent(contact, generation: pin.generation, in: try chain)) == true else {
+                progress("\(contact)'s identity is no longer the one pinned: its pin is not kept (verify it again)")
+                continue
+            }
             try await write("contact pin") { state in
-                guard let pin = state.contacts[contact] else { throw KeyVaultError(.unknownContact, "another device ended the pin of \(contact) meanwhile") }
+                guard let pin = state.contacts[contact], pin.link == item.link else {
+                    throw KeyVaultError(.unknownContact, "another device changed the pin of \(contact) meanwhile")
+                }
                 let identity = ContactIdentity(account: contact, generation: pin.generation, signingKey: pin.signingKey, boxKey: pin.boxKey)
                 return (AppendRequest(link: makeLink(.contactPin, Self.pinBody(identity), after: state)), {})
             }
+            signed.append(item)
         }
         for item in kept {
-            guard case .shareGrant(let key) = item.subject, let readOnly = try chain.grants[key]?.readOnly else { continue }
+            // The grant rests on its pin: kept only when that pin stays (signed again above, or by a device that stays).
+            guard case .shareGrant(let key) = item.subject, let existing = try chain.grants[key], existing.granted == item.link,
+                  let pin = try chain.contacts[key.grantee], !targets.contains(pin.signer),
+                  (try? await contactIsCurrent(key.grantee, generation: pin.generation, in: try chain)) == true else { continue }
             progress("keeping the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee): signing it again")
             try await endGrant(key.member, key.grantee)
-            try await grant(key, readOnly: readOnly, signer: try await currentIdentity())
+            try await grant(key, readOnly: existing.readOnly, signer: try await currentIdentity())
+            signed.append(item)
         }
+        return signed
     }
 
     /// The body of a `contact.pin` link of `identity`.

@@ -280,7 +280,8 @@ extension Device {
                 throw KeyctlError(.invalidInput, error.message, hint: error.hint, exitCode: .usage)
             }
             let listed = Array(plan.targets.dropFirst())
-            let state = try await vault.chain
+            // Member names for the pins and shares listed (ids where a key does not open).
+            let names = Dictionary(((try? await vault.members()) ?? []).map { ($0.id, $0.name) }) { first, _ in first }
             func describe(_ device: ChainState.Device) -> String { "\(device.name.printable) (\(device.id))" }
             if plan.targets.contains(where: \.isActive) {
                 var question = "Revoke \(describe(target))? It loses access to everything from now on."
@@ -291,10 +292,10 @@ extension Device {
                 if !plan.kept.isEmpty { question += "\nKept: " + plan.kept.map(describe).joined(separator: ", ") + "\n" }
                 if !plan.ended.isEmpty {
                     question += "\nIt (or a device it added) pinned or shared with other accounts; these end with it (keep one with --keep ACCOUNT):\n"
-                        + plan.ended.map { "  \(Self.describe($0, in: state))\n" }.joined()
+                        + plan.ended.map { "  \(Self.describe($0, names))\n" }.joined()
                 }
                 if !plan.keptStanding.isEmpty {
-                    question += "\nKept, signed again by this device: " + plan.keptStanding.map { Self.describe($0, in: state) }.joined(separator: ", ") + "\n"
+                    question += "\nKept, signed again by this device: " + plan.keptStanding.map { Self.describe($0, names) }.joined(separator: ", ") + "\n"
                 }
                 if plan.compromisesRecovery {
                     question += "\nThe recovery code was set by it or by a device it added: that code stops working, and a new one is shown next."
@@ -314,7 +315,7 @@ extension Device {
             var text = "Revoked \(target.name.debugDescription)"
             if !also.isEmpty { text += " and the devices it added (\(also.map { $0.name.printable }.joined(separator: ", ")))" }
             if !done.ended.isEmpty {
-                text += ";\nended what it signed: " + done.ended.map { Self.describe($0, in: state) }.joined(separator: ", ") + "\n"
+                text += ";\nended what it signed: " + done.ended.map { Self.describe($0, names) }.joined(separator: ", ") + "\n"
             }
             text += "; master key is now generation \(after.masterGeneration) and every member key was rotated.\n"
             if done.replacedRecoveryCode {
@@ -334,11 +335,12 @@ extension Device {
         }
 
         /// A pin or a share in words: "the pin of contact ACCOUNT" or "the share of
-        /// member ID with ACCOUNT" (member names are sealed; the id is what the chain says).
-        static func describe(_ item: ChainState.Standing, in state: ChainState) -> String {
+        /// NAME with ACCOUNT" (the member's id where its name does not open).
+        static func describe(_ item: ChainState.Standing, _ names: [MemberID: String]) -> String {
             switch item.subject {
             case .contactPin(let account): "the pin of contact \(account)"
-            case .shareGrant(let key): "the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee)"
+            case .shareGrant(let key):
+                "the share of \(names[key.member].map { $0.printable.debugDescription } ?? "member \(key.member.rawValue.prefix(8))…") with \(key.grantee)"
             }
         }
     }

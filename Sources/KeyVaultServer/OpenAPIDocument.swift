@@ -2357,6 +2357,134 @@ enum OpenAPIDocument {
           }
         ]
       }
+    },
+    "/v1/accounts/{account}/head-statements": {
+      "post": {
+        "summary": "This device's signed statement of the account's current head, dated within the signature window; the newest per device is kept and shown to contacts",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Kept"
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/HeadStatement"
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/accounts/{account}/contacts/{contact}/head-statements": {
+      "get": {
+        "summary": "The newest head statement of each device of another account, while that account's chain pins this one (else 404, as for no account)",
+        "parameters": [
+          {
+            "name": "account",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          },
+          {
+            "name": "contact",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "pattern": "^[0-9a-f]{32}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "statements"
+                  ],
+                  "properties": {
+                    "statements": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/HeadStatement"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          }
+        },
+        "security": [
+          {
+            "deviceSignature": []
+          },
+          {
+            "sessionMAC": []
+          }
+        ]
+      }
     }
   },
   "components": {
@@ -3224,6 +3352,50 @@ enum OpenAPIDocument {
             }
           }
         }
+      },
+      "HeadStatement": {
+        "type": "object",
+        "required": [
+          "version",
+          "account",
+          "device",
+          "sequence",
+          "head",
+          "time",
+          "signature"
+        ],
+        "description": "A device's signed statement of its account's chain head and time (docs/formats/head-statement.md)",
+        "properties": {
+          "version": {
+            "type": "integer",
+            "enum": [
+              1
+            ]
+          },
+          "account": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "device": {
+            "$ref": "#/components/schemas/Id"
+          },
+          "sequence": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 18446744073709551615
+          },
+          "head": {
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$"
+          },
+          "time": {
+            "type": "integer",
+            "description": "Unix seconds by the device's clock"
+          },
+          "signature": {
+            "$ref": "#/components/schemas/Signature"
+          }
+        },
+        "additionalProperties": false
       }
     }
   }

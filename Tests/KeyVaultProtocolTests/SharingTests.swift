@@ -458,3 +458,19 @@ private func expectRefused(_ box: ShareBox, from sharer: ChainState, for grantee
                                "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation)])
     expectRefused(box, from: s.state, for: g.state, .contactChanged)
 }
+
+/// Issue 19, item 2: a sharer whose recovery code was replaced after its identity was
+/// set is refused until the identity is renewed: the old code (with the server's
+/// wraps) reaches the identity, as a revoked device would.
+@Test func aSharerThatReplacedItsRecoveryCodeSinceItsIdentityIsRefused() throws {
+    var g = try Grantee()
+    var s = try Sharing.granted(to: g.state.account)
+    let grant = s.state.sequence
+    try g.pin(s.state)
+    let box = try s.box(grant: grant)
+    try box.verify(from: s.state, for: g.state)
+    try s.append(.recoverySet, ["authKey": Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation),
+                                "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation), "recoveryGeneration": "2"])
+    #expect(s.state.exposedSince(try #require(s.state.identity)))
+    expectRefused(box, from: s.state, for: g.state, .contactChanged)
+}

@@ -404,3 +404,46 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         #expect(response.status == .badRequest)
     }
 }
+
+// MARK: Head statements (docs/formats/head-statement.md)
+
+/// A device states its own account's current head, signed, dated now; a contact reads
+/// the newest statement of each device, under the same rule as the chain.
+@Test(arguments: StoreBackend.all) func headStatementsAreKeptOnlyAsTheirDeviceMadeThemAndShownToPinnedContacts(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
+        var sharer = try await client.sharingAccount("sharer")
+        let grantee = try await client.sharingAccount("grantee")
+        let path = "/v1/accounts/\(sharer.account)/head-statements"
+        let now = Int64(Date().timeIntervalSince1970)
+        func post(_ statement: HeadStatement) async throws -> TestResponse {
+            try await client.signedJSON(sharer.device, .post, path, statement)
+        }
+        let good = HeadStatement.signed(for: sharer.state, by: sharer.device.signing, time: now)
+        var other = good
+        other.device = grantee.device.id
+        #expect(errorCode(try await post(other)) == "wrong_signer")
+        var forged = good
+        forged.time += 1
+        #expect(errorCode(try await post(forged)) == "bad_signature")
+        let old = HeadStatement.signed(for: sharer.state, by: sharer.device.signing, time: now - 3600)
+        #expect(errorCode(try await post(old)) == "stale_timestamp")
+        var behind = HeadStatement(account: sharer.account, device: sharer.device.id, sequence: sharer.state.sequence - 1,
+                                   head: sharer.state.head, time: now)
+        behind.signature = base64Encode(sharer.device.signing.signature(for: behind.signedBytes))
+        #expect(errorCode(try await post(behind)) == "stale_chain")
+        var unknownField = try JSONSerialization.jsonObject(with: JSONEncoder().encode(good)) as! [String: Any]
+        unknownField["note"] = "x"
+        let strict = try await client.signed(sharer.device, .post, path, body: Array(try JSONSerialization.data(withJSONObject: unknownField)))
+        #expect(strict.status == .badRequest)
+        #expect(try await post(good).status == .noContent)
+
+        // The grantee reads them only while the sharer's chain pins it.
+        let read = "/v1/accounts/\(grantee.account)/contacts/\(sharer.account)/head-statements"
+        #expect(try await client.signed(grantee.device, .get, read).status == .notFound)
+        var pin = grantee.identityFields
+        pin["account"] = grantee.account.rawValue
+        #expect(try await client.append(&sharer, .contactPin, pin).status == .created)
+        let shown = try decode([String: [HeadStatement]].self, try await client.signed(grantee.device, .get, read))["statements"]
+        #expect(shown == [good])
+    }
+}

@@ -127,3 +127,34 @@ import Testing
         #expect(try await grandma.sharedMembers().members.first?.generation == generation)
     }
 }
+
+/// Keeping a contact keeps exactly the pin and the shares the plan showed, signed again
+/// by the revoking device before anything is revoked: a share the thief adds between
+/// the plan and the revocation ends with the rest.
+@Test func keepingAContactKeepsOnlyWhatThePlanShowed() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        _ = try await laptop.addMember(name: "Bob")
+        let phone = try await fixture.enroll("phone", in: laptop.account)
+        let grandma = try await grandparent(fixture)
+        _ = await verifyContacts(phone, grandma)
+        try await phone.share(try await phone.member(named: "Alice"), with: grandma.account, readOnly: false)
+        try await laptop.sync()
+
+        let plan = try await laptop.revocationPlan(for: try await laptop.device(matching: "phone"), keepingContacts: [grandma.account])
+        #expect(plan.ended.isEmpty && plan.keptStanding.count == 2)
+        // Meanwhile the thief shares Bob too, from the phone.
+        try await phone.share(try await phone.member(named: "Bob"), with: grandma.account, readOnly: false)
+        let done = try await laptop.revoke(plan)
+
+        let state = try await laptop.chain
+        #expect(state.contacts[grandma.account]?.signer == laptop.device, "the kept pin is not signed by the laptop")
+        #expect(state.grants.values.map(\.member) == [alice.id] && state.grants.values.allSatisfy { $0.signer == laptop.device })
+        #expect(done.keptStanding.count == 2 && done.ended.count == 1, "\(done.ended)")
+        #expect(state.orphaned.isEmpty)
+        // The identity the phone held was renewed: grandma trusts it once the people verify again, and sees Alice only.
+        #expect(try await grandma.sharedMembers().members.isEmpty)
+        _ = await verifyContacts(laptop, grandma)
+        #expect(try await grandma.sharedMembers().members.map(\.name) == ["Alice"])
+    }
+}

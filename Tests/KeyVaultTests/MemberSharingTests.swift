@@ -479,7 +479,8 @@ func withholdingIdentityRenewals(of account: AccountID) -> @Sendable (HTTPExchan
         let opened = try await parent.get(predicted, member: alice)
         #expect(opened.withUnsafeBytes { Array($0) } == scan, "the owner's upload vanished behind the grantee's object")
         // The grantee cannot replace it in turn.
-        let refused = try await grandma.api.putAttachment(member: alice.id, address: predicted, object: object, sharer: parent.account)
+        let refused = try await grandma.api.putAttachment(member: alice.id, address: predicted, object: object, sharer: parent.account,
+                                                          replace: true)
         #expect(refused.existed == true)
         #expect(try await parent.get(predicted, member: alice).withUnsafeBytes { Array($0) } == scan)
     }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import KeyVaultCrypto
 import KeyVaultModel
@@ -47,12 +48,16 @@ struct HealthController: Sendable {
     @Sendable func exposition(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
         let offered = request.headers[.authorization].map { Array($0.utf8) } ?? []
         let allowed = metricsToken.map { constantTimeEquals(offered, Array("Bearer \($0)".utf8)) } ?? false
-        guard allowed || Self.isLoopback(context.clientAddress) else {
+        // This machine: the socket peer is loopback (or in process), and no proxy on it forwarded the request for someone else.
+        let forwarded = Self.forwardingHeaders.contains { request.headers[$0] != nil }
+        guard allowed || (Self.isLoopback(context.peerAddress ?? "local") && !forwarded) else {
             throw APIError(.notFound, "metrics are served to this machine, or with the operator's metrics token (KEYVAULT_METRICS_TOKEN)")
         }
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                  body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
     }
+
+    static let forwardingHeaders = [HTTPField.Name("X-Forwarded-For")!, HTTPField.Name("Forwarded")!, HTTPField.Name("X-Real-IP")!]
 
     /// Whether `address` is this machine's: 127.0.0.0/8, ::1 (also v4-mapped), or no
     /// network peer at all (in process).
