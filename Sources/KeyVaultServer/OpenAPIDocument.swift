@@ -3389,7 +3389,9 @@ enum OpenAPIDocument {
           },
           "time": {
             "type": "integer",
-            "description": "Unix seconds by the device's clock"
+            "description": "Unix seconds by the device's clock",
+            "minimum": -9223372036854775808,
+            "maximum": 9223372036854775807
           },
           "signature": {
             "$ref": "#/components/schemas/Signature"

@@ -71,11 +71,12 @@ struct RecoveryController: Sendable {
         let account = try context.parameters.account()
         let enroll = try decodeBody(RecoveryEnrollRequest.self, from: try await request.collectBody(limit: service.configuration.maxJSONBytes))
         // What can be judged without the chain, before the single-use token is spent on it.
+        // malformed_link: what the route needs of the link and its boxes together, which no JSON schema states.
         guard enroll.link.type == .deviceAdd, enroll.link.signer == ChainLink.recoverySigner else {
-            throw APIError.badRequest("recovery enrollment appends one device.add link signed with the recovery key")
+            throw APIError(.malformedLink, "recovery enrollment appends one device.add link signed with the recovery key")
         }
         guard let added = enroll.link.body["device"], enroll.boxes.contains(where: { $0.recipient == added }) else {
-            throw APIError.badRequest("an enrollment's device.add comes with a box of the current master key for the device it adds")
+            throw APIError(.malformedLink, "an enrollment's device.add comes with a box of the current master key for the device it adds")
         }
         guard try await service.recoveryGate.take(token: enroll.token, for: account) else {
             throw APIError(.badRecoveryToken, "the enrollment token is unknown, used or expired; prove the recovery code again")

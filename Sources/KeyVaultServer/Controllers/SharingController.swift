@@ -163,19 +163,16 @@ struct SharingController: Sendable {
     /// grantee's to see that the identity it seals to is still the verified one. The
     /// account chose to be this one's contact; nobody else reads its chain.
     @Sendable func contactChain(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let contact = try context.parameters.contact()
-        let state: ChainState
-        do {
-            state = try await service.chainState(contact)
-        } catch let error as APIError where error.code == .notFound {
-            throw Self.noGrant
-        }
-        guard state.contacts[context.account] != nil else { throw Self.noGrant }
-        return try await chains.chain(of: contact, request)
+        try await chains.chain(of: try await pinningContact(context), request)
     }
 
     /// The contact's devices' head statements, under the same rule as its chain.
     @Sendable func contactHeadStatements(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        try .json(["statements": try await service.database.headStatements(try await pinningContact(context))])
+    }
+
+    /// The contact in the path, when its chain pins the caller's account; else 404, as for no account.
+    private func pinningContact(_ context: SignedRequestContext) async throws -> AccountID {
         let contact = try context.parameters.contact()
         let state: ChainState
         do {
@@ -184,7 +181,7 @@ struct SharingController: Sendable {
             throw Self.noGrant
         }
         guard state.contacts[context.account] != nil else { throw Self.noGrant }
-        return try .json(["statements": try await service.database.headStatements(contact)])
+        return contact
     }
 
     @Sendable func sharedAttachments(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
