@@ -115,13 +115,16 @@ extension Vault {
     ///   does not have (the chain is held back, or forked).
     func contactChain(_ other: AccountID) async throws -> ChainState {
         try await exclusively {
+            // The statements first: an honest server then shows a chain at least as new as every
+            // statement, so a statement of a later head is evidence, never a race.
+            let statements = try await api.contactHeadStatements(other)
             let response = try await api.contactChain(other)
             let seen = record.seenChains[other]
             let state = try Self.verify(response.links, account: other, seenHead: seen?.head ?? "", seenSequence: seen?.sequence ?? 0)
             if seen?.head != state.head { try noteSeen(state) }
             let stale: [ChainFreshness.Stale]
             do {
-                stale = try ChainFreshness.stale(try await api.contactHeadStatements(other), of: state, links: response.links, now: clock())
+                stale = try ChainFreshness.stale(statements, of: state, links: response.links, now: clock())
             } catch let error as ProtocolError {
                 throw KeyVaultError.verification(error, "the server's view of \(other)'s chain")
             }
@@ -167,9 +170,10 @@ extension Vault {
             do {
                 guard try await !contactIsCurrent(grant.grantee, generation: grant.granteeIdentityGeneration, in: try chain) else { continue }
                 progress("\(grant.grantee)'s sharing identity changed since it was verified: ending its share of \(member.rawValue.prefix(8))… (verify it again, then share again)")
-            } catch let error as KeyVaultError where error.code == .contactStale {
-                // Its view may be frozen by the server: the next generation must not go to an identity a revoked device may hold.
-                progress("\(error.message): ending its share of \(member.rawValue.prefix(8))… (share again when it has been seen)")
+            } catch let error as KeyVaultError where error.kind == .verification {
+                // Its view is stale (perhaps frozen by the server) or refused: the next generation
+                // must not go to an identity a revoked device may hold.
+                progress("\(error.message): ending its share of \(member.rawValue.prefix(8))… (share again once it checks)")
             }
             try await endGrant(member, grant.grantee)
             ended = true
@@ -180,26 +184,24 @@ extension Vault {
     /// A `share.revoke` link; done already when another device ended the grant first.
     func endGrant(_ member: MemberID, _ grantee: AccountID) async throws {
         let key = ChainState.GrantKey(member: member, grantee: grantee)
-        do {
-            try await write("unshare") { state in
-                guard state.grants[key] != nil else { throw KeyVaultError(.unknownGrant, "another device ended this share first") }
-                return (AppendRequest(link: makeLink(.shareRevoke, ["member": member.rawValue, "grantee": grantee.rawValue], after: state)), {})
-            }
-        } catch let error as KeyVaultError where error.code == .unknownGrant {
-            return
-        }
+        try await end(.shareRevoke, ["member": member.rawValue, "grantee": grantee.rawValue], "unshare") { $0.grants[key] != nil }
     }
 
     /// A `contact.unpin` link; done already when another device ended the pin first.
     func unpin(_ contact: AccountID) async throws {
+        try await end(.contactUnpin, ["account": contact.rawValue], "contact unpin") { $0.contacts[contact] != nil }
+    }
+
+    /// Appends a link of `type` that ends something, while `inForce` says it still is
+    /// on the chain it builds on: another device ending it first is as good.
+    private func end(_ type: LinkType, _ body: [String: String], _ what: String, inForce: (ChainState) -> Bool) async throws {
+        struct EndedAlready: Error {}
         do {
-            try await write("contact unpin") { state in
-                guard state.contacts[contact] != nil else { throw KeyVaultError(.unknownContact, "another device ended this pin first") }
-                return (AppendRequest(link: makeLink(.contactUnpin, ["account": contact.rawValue], after: state)), {})
+            try await write(what) { state in
+                guard inForce(state) else { throw EndedAlready() }
+                return (AppendRequest(link: makeLink(type, body, after: state)), {})
             }
-        } catch let error as KeyVaultError where error.code == .unknownContact {
-            return
-        }
+        } catch is EndedAlready {}
     }
 
     /// Signs again, by this device, the pins and grants the person keeps from a device
@@ -212,12 +214,11 @@ extension Vault {
     /// - Returns: the items it signed again.
     func resign(_ kept: [ChainState.Standing], revoking targets: Set<DeviceID>) async throws -> [ChainState.Standing] {
         var signed = [ChainState.Standing]()
+        // Whether each contact's identity is still the pinned one, checked once per contact.
+        var current = [AccountID: Bool]()
         for item in kept {
-            guard case .contactPin(let contact) = item.subject, let pin = try chain.contacts[contact], pin.link == item.link else { continue }
-            guard (try? await contactIsCurrent(contact, generation: pin.generation, in: try chain)) == true else {
-                progress("\(contact)'s identity is no longer the one pinned: its pin is not kept (verify it again)")
-                continue
-            }
+            guard case .contactPin(let contact) = item.subject, let pin = try chain.contacts[contact], pin.link == item.link,
+                  try await keepable(contact, pin, checked: &current) else { continue }
             try await write("contact pin") { state in
                 guard let pin = state.contacts[contact], pin.link == item.link else {
                     throw KeyVaultError(.unknownContact, "another device changed the pin of \(contact) meanwhile")
@@ -231,13 +232,29 @@ extension Vault {
             // The grant rests on its pin: kept only when that pin stays (signed again above, or by a device that stays).
             guard case .shareGrant(let key) = item.subject, let existing = try chain.grants[key], existing.granted == item.link,
                   let pin = try chain.contacts[key.grantee], !targets.contains(pin.signer),
-                  (try? await contactIsCurrent(key.grantee, generation: pin.generation, in: try chain)) == true else { continue }
+                  try await keepable(key.grantee, pin, checked: &current) else { continue }
             progress("keeping the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee): signing it again")
             try await endGrant(key.member, key.grantee)
             try await grant(key, readOnly: existing.readOnly, signer: try await currentIdentity())
             signed.append(item)
         }
         return signed
+    }
+
+    /// Whether `contact`'s identity on its own chain is still `pin` (remembered in
+    /// `checked`); a contact that is not, or whose view is stale or refused, is not kept.
+    private func keepable(_ contact: AccountID, _ pin: ChainState.Identity, checked: inout [AccountID: Bool]) async throws -> Bool {
+        if let known = checked[contact] { return known }
+        let answer: Bool
+        do {
+            answer = try await contactIsCurrent(contact, generation: pin.generation, in: try chain)
+            if !answer { progress("\(contact)'s identity is no longer the one pinned: it is not kept (verify it again)") }
+        } catch let error as KeyVaultError where error.kind == .verification {
+            progress("\(error.message): it is not kept (verify it again, or share again once it checks)")
+            answer = false
+        }
+        checked[contact] = answer
+        return answer
     }
 
     /// The body of a `contact.pin` link of `identity`.

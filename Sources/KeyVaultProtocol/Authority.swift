@@ -106,12 +106,11 @@ extension ChainState {
         }
     }
 
-    /// Every pin and grant in force, each with its signer, oldest first: what links
-    /// whose row says ``LinkAuthority/OnRevocation/ended`` made.
+    /// Every pin and grant in force, each with its signer, oldest first.
     public var standing: [Standing] {
         let pins = contacts.map { Standing(subject: .contactPin($0.key), link: $0.value.link, signer: $0.value.signer) }
         let shares = grants.map { Standing(subject: .shareGrant($0.key), link: $0.value.granted, signer: $0.value.signer) }
-        return (pins + shares).filter { $0.type.authority?.onRevocation == .ended }.sorted { $0.link < $1.link }
+        return (pins + shares).sorted { $0.link < $1.link }
     }
 
     /// Pins and grants in force that a revoked device signed: a revocation not yet
@@ -136,31 +135,59 @@ extension ChainState {
     }
 
     /// The revocation of `targets` by device `revoker`, keeping the devices in `keep`
-    /// and the contacts in `keepContacts` (their pins and the grants to them).
+    /// and the contacts in `keepContacts` (their pins and the grants to them): each
+    /// row of ``LinkAuthority/table`` applied to what links of its type granted.
     public func revocation(of targets: [Device], keeping keep: Set<DeviceID> = [], keepingContacts keepContacts: Set<AccountID> = [],
                            by revoker: DeviceID) -> Revocation {
-        var revoked = targets, kept = [Device]()
-        var next = 0
-        // The devices they added (`device.add`: revoked with its signer).
-        while next < revoked.count {
-            for added in devicesAdded(by: revoked[next].id)
-            where !revoked.contains(where: { $0.id == added.id }) && !kept.contains(where: { $0.id == added.id }) {
-                if keep.contains(added.id) || added.id == revoker { kept.append(added) } else { revoked.append(added) }
+        var result = Revocation(devices: targets, keptDevices: [], ended: [], kept: [], compromisesRecovery: recovery?.isCompromised == true)
+        // The rows in a fixed order: devices first, since what is ended or compromised depends on who is revoked.
+        let rows = LinkAuthority.table.sorted { ($0.value.onRevocation.order, $0.key.rawValue) < ($1.value.onRevocation.order, $1.key.rawValue) }
+        for (type, row) in rows {
+            switch row.onRevocation {
+            case .revokedWithSigner:
+                // The devices they added (`device.add`, the one row of this kind), and theirs in
+                // turn (``descends(_:from:)``).
+                var next = 0
+                while next < result.devices.count {
+                    for added in devicesAdded(by: result.devices[next].id)
+                    where !result.devices.contains(where: { $0.id == added.id }) && !result.keptDevices.contains(where: { $0.id == added.id }) {
+                        if keep.contains(added.id) || added.id == revoker { result.keptDevices.append(added) } else { result.devices.append(added) }
+                    }
+                    next += 1
+                }
+            case .compromised:
+                // A code a revoked device (or one it added) set (``recoveryCompromised(byRevoking:)``).
+                result.compromisesRecovery = result.compromisesRecovery
+                    || result.devices.contains { $0.isActive && recoveryCompromised(byRevoking: $0.id) }
+            case .ended:
+                let gone = Set(result.devices.map(\.id))
+                for item in standing where item.type == type && (gone.contains(item.signer) || devices[item.signer]?.isActive != true) {
+                    if keepContacts.contains(item.account) { result.kept.append(item) } else { result.ended.append(item) }
+                }
+            case .renewed, .nothing:
+                break  // renewed by the rotations that follow every revocation; nothing to take back
             }
-            next += 1
-        }
-        let gone = Set(revoked.map(\.id))
-        var ended = [Standing](), keptStanding = [Standing]()
-        for item in standing where gone.contains(item.signer) || devices[item.signer]?.isActive != true {
-            if keepContacts.contains(item.account) { keptStanding.append(item) } else { ended.append(item) }
         }
         // A grant rests on the pin of its grantee: ending the pin ends the grants to that account too.
-        let unpinned = Set(ended.compactMap { if case .contactPin(let account) = $0.subject { account } else { nil } })
-        for item in standing where !ended.contains(item) && !keptStanding.contains(item) && unpinned.contains(item.account) {
-            ended.append(item)
+        let unpinned = Set(result.ended.compactMap { if case .contactPin(let account) = $0.subject { account } else { nil } })
+        for item in standing where !result.ended.contains(item) && !result.kept.contains(item) && unpinned.contains(item.account) {
+            result.ended.append(item)
         }
-        let compromised = recovery?.isCompromised == true || revoked.contains { $0.isActive && recoveryCompromised(byRevoking: $0.id) }
-        return Revocation(devices: revoked, keptDevices: kept, ended: ended.sorted { $0.link < $1.link }, kept: keptStanding,
-                          compromisesRecovery: compromised)
+        result.ended.sort { $0.link < $1.link }
+        result.kept.sort { $0.link < $1.link }
+        return result
+    }
+}
+
+extension LinkAuthority.OnRevocation {
+    /// The order rows are applied in: who is revoked first, then what they set or signed.
+    var order: Int {
+        switch self {
+        case .revokedWithSigner: 0
+        case .compromised: 1
+        case .ended: 2
+        case .renewed: 3
+        case .nothing: 4
+        }
     }
 }

@@ -16,6 +16,12 @@ extension HeadStatement {
         return w.bytes
     }
 
+    /// Whether `signature` is `key`'s signature of this statement.
+    public func isSigned(by key: Ed25519.PublicKey) -> Bool {
+        guard let signature = base64Decode(signature), signature.count == 64 else { return false }
+        return key.isValidSignature(signature, for: signedBytes)
+    }
+
     /// A statement of `state`'s head by device `key`, at `time`.
     public static func signed(for state: ChainState, by key: Ed25519.PrivateKey, time: Int64) -> HeadStatement {
         var statement = HeadStatement(account: state.account, device: deviceID(for: key.publicKey), sequence: state.sequence,
@@ -38,11 +44,10 @@ extension HeadStatement {
         guard let signer = state.devices[device] else {
             throw ProtocolError(.unknownSigner, "a head statement is signed by a device this account does not have")
         }
-        guard let signature = base64Decode(signature), signature.count == 64,
-              signer.signingKey.isValidSignature(signature, for: signedBytes) else {
+        guard isSigned(by: signer.signingKey) else {
             throw ProtocolError(.badSignature, "the head statement of device \(device) has an invalid signature")
         }
-        guard sequence <= state.sequence, sequence < UInt64(links.count), links[Int(sequence)].hash == head else {
+        guard sequence < UInt64(links.count), links[Int(sequence)].hash == head else {
             throw ProtocolError(.staleChain, sequence > state.sequence
                                 ? "device \(signer.name) of \(account) saw link \(sequence) of its chain, which is shown here only up to \(state.sequence): the chain is being held back"
                                 : "device \(signer.name) of \(account) saw another link \(sequence) than the chain shown here: the chain forked")
@@ -80,8 +85,8 @@ public struct ChainFreshness: Sendable {
             freshest[statement.device] = max(freshest[statement.device] ?? .min, min(statement.time, now))
         }
         return state.activeDevices.compactMap { device in
-            let last = freshest[device.id]
-            return last.map { now - $0 <= window } == true ? nil : Stale(device: device, lastStatement: last)
+            if let last = freshest[device.id], now - last <= window { return nil }
+            return Stale(device: device, lastStatement: freshest[device.id])
         }
     }
 }

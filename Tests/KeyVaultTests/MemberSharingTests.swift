@@ -363,7 +363,8 @@ func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code
         // The server shows the chain and boxes from before the unshare: refused as a rollback.
         let old = recorded.withLock { $0 }
         fixture.transport.answer { request in
-            request.target.hasSuffix("/shared") ? old["/shared"] : request.target.contains("/contacts/") ? old["/chain"] : nil
+            request.target.hasSuffix("/shared") ? old["/shared"]
+                : request.target.contains("/contacts/") && request.target.hasSuffix("/chain") ? old["/chain"] : nil
         }
         let rolledBack = try await grandma.sharedMembers()
         #expect(rolledBack.members.isEmpty, "\(rolledBack.members.map(\.name))")

@@ -33,12 +33,12 @@ struct ChainController: Sendable {
         guard statement.account == context.account, statement.device == context.device.id else {
             throw APIError(.wrongSigner, "a device states only its own account's head, as itself")
         }
+        guard statement.version == 1 else { throw ProtocolError(.unsupportedVersion, "head statement version \(statement.version) is not supported") }
         let state = try await service.chainState(context.account)
-        guard statement.version == 1, statement.sequence == state.sequence, statement.head == state.head else {
+        guard statement.sequence == state.sequence, statement.head == state.head else {
             throw ProtocolError(.staleChain, "the statement names link \(statement.sequence), but the head is at \(state.sequence); fetch the chain and state it again")
         }
-        guard let signature = base64Decode(statement.signature), signature.count == 64,
-              state.devices[context.device.id]?.signingKey.isValidSignature(signature, for: statement.signedBytes) == true else {
+        guard let key = state.devices[context.device.id]?.signingKey, statement.isSigned(by: key) else {
             throw APIError(.badSignature, "the head statement's signature does not verify under this device's key")
         }
         guard abs(statement.time - RecoveryGate.now()) <= service.configuration.signatureWindowSeconds else {
