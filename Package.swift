@@ -70,7 +70,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
-        ], exclude: ["openapi.json"]),  // compiled in as OpenAPIDocument.swift (Scripts/embed-openapi.sh)
+        ], resources: [.embedInCode("openapi.json")]),  // compiled into the binary (PackageResources.openapi_json): no bundle to lose
         .target(name: "KeyVaultCommands", dependencies: [
             "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVault",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -70,7 +70,7 @@ struct HealthController: Sendable {
     /// Compiled into the binary: a resource bundle would be missing beside an installed
     /// keyctl, and `Bundle.module` traps when it is.
     @Sendable func openAPI(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
+        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json)))
     }
 
     /// A point read of a device that cannot exist: a real query on either backend, cheap,
