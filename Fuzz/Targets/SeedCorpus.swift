@@ -3,7 +3,6 @@ import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
-import KeyVaultServer
 
 /// The seeds committed under Fuzz/Corpus: well-formed inputs of every kind, made with
 /// the fixed keys, so that a run starts from inputs that reach deep (a valid chain of

@@ -3,7 +3,6 @@ import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
-import KeyVaultServer
 
 enum MnemonicTarget {
     static func run(_ data: [UInt8]) throws(FuzzFinding) {
@@ -68,7 +67,7 @@ enum HeadersTarget {
     static let device = FixedKeys.signing(0x01)
     static let deviceID = KeyVaultProtocol.deviceID(for: device.publicKey)
     static let nonce = String(repeating: "ab", count: 16)
-    static let sessions = try! Sessions(secret: .given(FixedKeys.symmetric(0x53)))
+    static let sessions = try! Sessions(sharedSecret: FixedKeys.symmetric(0x53), outliveProcess: false)
     /// The one session the seeds use.
     static let session = try! sessions.open(for: deviceID, now: now, random: [UInt8](repeating: 9, count: 16))
     static let request = (method: "POST", path: "/v1/accounts/00112233445566778899aabbccddeeff/chain", query: "",

@@ -1,5 +1,6 @@
 import Foundation
 import KeyVaultModel
+import KeyVaultProtocol
 import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultServer

@@ -1,6 +1,7 @@
 import Foundation
 import KeyVaultCrypto
 import KeyVaultModel
+import KeyVaultProtocol
 import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultServer

@@ -91,3 +91,13 @@ extension Response {
         Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }
+
+/// Decodes a request body strictly (KeyVaultModel's ``decodeStrictly(_:from:)``): every
+/// refusal a 400 `bad_request` that says what is wrong.
+func decodeBody<T: StrictRequest>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+    do {
+        return try decodeStrictly(type, from: bytes)
+    } catch let refusal as BodyRefusal {
+        throw APIError.badRequest(refusal.message)
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import KeyVaultCrypto
+import KeyVaultProtocol
 
 /// The secret the replicas of one service share (`--secret-file`): session keys and
 /// recovery challenges and tokens are derived from it, so that any replica checks what
@@ -14,7 +15,7 @@ import KeyVaultCrypto
 /// it as the database's credentials are kept.
 public struct ServerSecret: Sendable {
     /// 32 bytes.
-    private let key: SymmetricKey
+    let key: SymmetricKey
     /// Whether it outlives this process (it came from a file): then sessions do too, so
     /// the nonces of session requests are stored, not only remembered.
     let isPersistent: Bool
@@ -31,16 +32,11 @@ public struct ServerSecret: Sendable {
     /// same session tag in every run).
     package static func given(_ key: SymmetricKey) -> ServerSecret { ServerSecret(key: key, isPersistent: false) }
 
-    /// The key for one use: HKDF-SHA256(secret, info "keyvault/v1/server/" ‖ purpose).
-    func key(for purpose: String) throws -> SymmetricKey {
-        try HKDF.deriveKey(from: key, info: Array("keyvault/v1/server/\(purpose)".utf8))
-    }
+    /// The key for one use (``ServerSecretKeys/key(from:for:)``).
+    func key(for purpose: String) throws -> SymmetricKey { try ServerSecretKeys.key(from: key, for: purpose) }
 
-    /// Eight public bytes naming this secret (so that a replica given another secret
-    /// says it does not know a session, rather than that its MAC is wrong).
-    func tag() throws -> [UInt8] {
-        try HKDF.deriveBytes(from: key, info: Array("keyvault/v1/server/tag".utf8), outputByteCount: 8)
-    }
+    /// Eight public bytes naming this secret (``ServerSecretKeys/tag(of:)``).
+    func tag() throws -> [UInt8] { try ServerSecretKeys.tag(of: key) }
 
     /// Reads the secret from `path`, or makes it there when there is no such file:
     /// 32 random bytes as 64 lowercase hex digits and a newline, mode 0600. Replicas
