@@ -52,7 +52,7 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
         case .deviceRevoked: .revoked
         case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal,
              .contactStale: .verification
-        case .sasMismatch, .linkRequestClosed, .wrongPassphrase: .rejected
+        case .sasMismatch, .linkRequestClosed, .contactRequestClosed, .wrongPassphrase: .rejected
         case .io, .invalidInput, .noSuchMember, .noSuchDevice, .insecureHTTP: .input
         default: .server
         }

@@ -82,7 +82,7 @@ package struct ServerAPI: Sendable {
                                  hint: "check this computer's clock", status: reply.status)
         case .unknownDevice:
             return KeyVaultError(code, "the server does not know this device: \(message)", status: reply.status)
-        case .rateLimited, .tooManyLinkRequests:
+        case .rateLimited, .tooManyLinkRequests, .tooManyContactRequests:
             let wait = reply.headers["retry-after"].map { " (try again in \($0) seconds)" } ?? ""
             return KeyVaultError(code, "the server refused: \(message)\(wait)", status: reply.status)
         default:

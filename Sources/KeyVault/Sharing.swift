@@ -304,7 +304,7 @@ extension Vault {
     ///
     /// - Throws: `invalid_input` for this account itself, `sas_mismatch` when the
     ///   codes differ or none was given (nothing pinned), `bad_reveal` when the other side's value does not
-    ///   open its commitment, `link_request_closed` when the request expired.
+    ///   open its commitment, `contact_request_closed` when the request expired.
     @discardableResult
     public func addContact(_ other: AccountID, pollInterval: Duration = .seconds(1), events: (ContactEvent) -> Void = { _ in },
                            otherCode: () async throws -> String?) async throws -> Contact {
@@ -419,7 +419,7 @@ extension Vault {
             if let value = field(info) { return value }
             if let value = try await meanwhile() { return value }
             guard info.expires > Int64(Date().timeIntervalSince1970), ContinuousClock.now < deadline else {
-                throw KeyVaultError(.linkRequestClosed, "the contact request expired before the other side answered",
+                throw KeyVaultError(.contactRequestClosed, "the contact request expired before the other side answered",
                                     hint: "run it again on both sides, the second within 10 minutes of the first")
             }
             try await Task.sleep(for: interval)

@@ -28,6 +28,8 @@ enum Hints {
             error.hint ?? "another device must rotate the master key (`keyctl master rotate`) to include this one"
         case .linkRequestClosed:
             error.hint ?? "start again with `keyctl device link` on the new device, and approve it within 10 minutes"
+        case .contactRequestClosed, .contactRequestOutOfTurn:
+            error.hint ?? "both people run `keyctl contact add` again, naming each other's account, the second within 10 minutes"
         case .badReveal, .sasMismatch:
             error.hint ?? "someone may have swapped the keys; start again with `keyctl device link` on the new device; if this repeats, do not trust this server"
         case .noSuchDevice:

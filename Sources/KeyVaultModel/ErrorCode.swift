@@ -135,6 +135,10 @@ extension ErrorCode {
     public static let linkRequestClosed = ErrorCode(rawValue: "link_request_closed")
     /// A link request step out of order.
     public static let linkRequestOutOfTurn = ErrorCode(rawValue: "link_request_out_of_turn")
+    /// A contact request already answered or revealed, or expired.
+    public static let contactRequestClosed = ErrorCode(rawValue: "contact_request_closed")
+    /// A contact request step out of order (a reveal before the answer).
+    public static let contactRequestOutOfTurn = ErrorCode(rawValue: "contact_request_out_of_turn")
 
     // 413, 429, 500
 
@@ -144,6 +148,8 @@ extension ErrorCode {
     public static let rateLimited = ErrorCode(rawValue: "rate_limited")
     /// Too many pending link requests from this client address, or on this server.
     public static let tooManyLinkRequests = ErrorCode(rawValue: "too_many_link_requests")
+    /// Too many open contact requests from this account.
+    public static let tooManyContactRequests = ErrorCode(rawValue: "too_many_contact_requests")
     /// A bug in the server, never bad input. The wire string is `internal`.
     public static let internalError = ErrorCode(rawValue: "internal")
 
@@ -159,7 +165,7 @@ extension ErrorCode {
         .readOnlyGrant,
         .notFound, .methodNotAllowed,
         .staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .noIdentity, .contactChanged, .grantExists,
-        .linkRequestClosed, .linkRequestOutOfTurn,
-        .payloadTooLarge, .rateLimited, .tooManyLinkRequests, .internalError,
+        .linkRequestClosed, .linkRequestOutOfTurn, .contactRequestClosed, .contactRequestOutOfTurn,
+        .payloadTooLarge, .rateLimited, .tooManyLinkRequests, .tooManyContactRequests, .internalError,
     ]
 }

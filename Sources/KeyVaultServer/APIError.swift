@@ -58,9 +58,9 @@ extension ErrorCode {
         (.notFound, [.notFound]),
         (.methodNotAllowed, [.methodNotAllowed]),
         (.conflict, [.staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .noIdentity, .contactChanged,
-                     .grantExists, .linkRequestClosed, .linkRequestOutOfTurn]),
+                     .grantExists, .linkRequestClosed, .linkRequestOutOfTurn, .contactRequestClosed, .contactRequestOutOfTurn]),
         (.contentTooLarge, [.payloadTooLarge]),
-        (.tooManyRequests, [.rateLimited, .tooManyLinkRequests]),
+        (.tooManyRequests, [.rateLimited, .tooManyLinkRequests, .tooManyContactRequests]),
         (.internalServerError, [.internalError]),
     ].flatMap { status, codes in codes.map { ($0, status) } })
 

@@ -312,7 +312,7 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
 
         let path = { (account: SharingAccount, step: String) in "/v1/accounts/\(account.account)/contact-requests/\(created.id)/\(step)" }
         response = try await client.signedJSON(alice.device, .post, path(alice, "reveal"), LinkNonce(nonce: Hex.encode(nonceA)))
-        #expect(response.status == .conflict && errorCode(response) == "link_request_out_of_turn", "\(String(buffer: response.body))")
+        #expect(response.status == .conflict && errorCode(response) == "contact_request_out_of_turn", "\(String(buffer: response.body))")
 
         let answer = ContactResponse(identity: bob.keys, nonce: Hex.encode(nonceB))
         response = try await client.signedJSON(carol.device, .post, path(carol, "respond"), ContactResponse(identity: carol.keys, nonce: answer.nonce))
@@ -322,7 +322,7 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         response = try await client.signedJSON(bob.device, .post, path(bob, "respond"), answer)
         #expect(response.status == .noContent, "\(String(buffer: response.body))")
         response = try await client.signedJSON(bob.device, .post, path(bob, "respond"), answer)
-        #expect(response.status == .conflict && errorCode(response) == "link_request_closed")
+        #expect(response.status == .conflict && errorCode(response) == "contact_request_closed")
 
         response = try await client.signedJSON(alice.device, .post, path(alice, "reveal"), LinkNonce(nonce: Hex.encode(nonceB)))
         #expect(response.status == .badRequest && errorCode(response) == "bad_reveal")
@@ -331,7 +331,7 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         response = try await client.signedJSON(alice.device, .post, path(alice, "reveal"), LinkNonce(nonce: Hex.encode(nonceA)))
         #expect(response.status == .noContent, "\(String(buffer: response.body))")
         response = try await client.signedJSON(alice.device, .post, path(alice, "reveal"), LinkNonce(nonce: Hex.encode(nonceA)))
-        #expect(response.status == .conflict && errorCode(response) == "link_request_closed")
+        #expect(response.status == .conflict && errorCode(response) == "contact_request_closed")
 
         // Each side computes the safety code from what it read: the same six digits.
         response = try await client.signed(bob.device, .get, "/v1/accounts/\(bob.account)/contact-requests/\(created.id)")
@@ -386,7 +386,7 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
             ids.append(try decode(ContactRequestInfo.self, response).id)
         }
         response = try await client.signedJSON(alice.device, .post, uri, ContactRequestCreate(to: bob.account, identity: alice.keys, commitment: commitment))
-        #expect(response.status == .tooManyRequests && errorCode(response) == "too_many_link_requests")
+        #expect(response.status == .tooManyRequests && errorCode(response) == "too_many_contact_requests")
         // Bob's own requests are his to count.
         response = try await client.signedJSON(bob.device, .post, "/v1/accounts/\(bob.account)/contact-requests",
                                                ContactRequestCreate(to: alice.account, identity: bob.keys, commitment: commitment))

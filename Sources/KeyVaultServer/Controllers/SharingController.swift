@@ -58,7 +58,7 @@ struct SharingController: Sendable {
         do {
             try await service.database.createContactRequest(info, maxOpenPerAccount: Self.maxOpenPerAccount)
         } catch StoreError.tooManyLinkRequests {
-            throw APIError(.tooManyLinkRequests, "this account has \(Self.maxOpenPerAccount) open contact requests; wait for one to expire (they last \(Self.lifetime / 60) minutes)")
+            throw APIError(.tooManyContactRequests, "this account has \(Self.maxOpenPerAccount) open contact requests; wait for one to expire (they last \(Self.lifetime / 60) minutes)")
         }
         return try .json(info, status: .created)
     }
@@ -113,9 +113,9 @@ struct SharingController: Sendable {
         } catch StoreError.notFound {
             throw APIError.notFound("contact request")
         } catch StoreError.linkRequestClosed {
-            throw APIError(.linkRequestClosed, "this contact request was answered (or revealed) already, or it expired")
+            throw APIError(.contactRequestClosed, "this contact request was answered (or revealed) already, or it expired")
         } catch StoreError.linkRequestOutOfTurn {
-            throw APIError(.linkRequestOutOfTurn, "reveal after the other account has answered the contact request")
+            throw APIError(.contactRequestOutOfTurn, "reveal after the other account has answered the contact request")
         }
     }
 
