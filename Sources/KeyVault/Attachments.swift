@@ -99,8 +99,14 @@ extension Vault {
     }
 
     /// Downloads an attachment, opens it and checks it against its address.
-    public func get(_ address: ContentAddress, member: Member) async throws -> SecureBytes {
+    public func get(_ address: ContentAddress, member given: Member) async throws -> SecureBytes {
         try await exclusively {
+            // A `Member` kept across a rotation names an older generation: this account's own
+            // member is judged by the verified chain (a newer generation there is no server lie).
+            var member = given
+            if member.sharer == nil, let now = try chain.members[member.id]?.generation, now > member.generation {
+                member.generation = now
+            }
             let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer)
             let object: AttachmentObject
             do {

@@ -112,3 +112,18 @@ extension LibraryAPITests {
         }
     }
 }
+
+extension LibraryAPITests {
+    /// Issue 20, item 5: a `Member` an app kept from before a rotation still reads what
+    /// was put after it (no false "server not trusted").
+    @Test func aMemberKeptAcrossARotationStillReadsNewUploads() async throws {
+        try await Fixture.run { fixture, laptop in
+            let kept = try await laptop.addMember(name: "Emma")
+            #expect(try await laptop.rotateMember(kept.id) == 2)
+            let upload = try await laptop.put(Array("after the rotation".utf8), member: kept)
+            #expect(upload.address.generation == 2)
+            let opened = try await laptop.get(upload.address, member: kept)
+            #expect(opened.withUnsafeBytes { Array($0) } == Array("after the rotation".utf8))
+        }
+    }
+}
