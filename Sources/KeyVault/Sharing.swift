@@ -131,7 +131,7 @@ extension Vault {
             guard stale.isEmpty else {
                 let now = clock()
                 let devices = stale.map { item in
-                    "\(item.device.name.debugDescription) (" + (item.lastStatement.map { "last seen \((now - $0) / 86400) days ago" } ?? "never seen") + ")"
+                    "\(item.device.name.debugDescription) (" + (item.daysSilent(at: now).map { "last seen \($0) days ago" } ?? "never seen") + ")"
                 }
                 throw KeyVaultError(.contactStale,
                                     "\(other) has not been seen lately: \(stale.count == 1 ? "its device" : "its devices") \(devices.joined(separator: ", ")) said nothing of its chain in the last \(ChainFreshness.window / 86400) days, so a server could be hiding a change there (a revoked device) from this account",

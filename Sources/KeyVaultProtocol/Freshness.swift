@@ -69,6 +69,16 @@ public struct ChainFreshness: Sendable {
         public var device: ChainState.Device
         /// Unix seconds of its freshest statement of this chain, if any.
         public var lastStatement: Int64?
+
+        /// Whole days since its freshest statement at `now` (nil: none).
+        public func daysSilent(at now: Int64) -> Int64? { lastStatement.map { ChainFreshness.age(of: $0, at: now) / 86400 } }
+    }
+
+    /// Seconds from `time` to `now`, for a `time` at or before `now` that a server may
+    /// have chosen (as far back as an Int64 goes): saturates rather than overflows.
+    static func age(of time: Int64, at now: Int64) -> Int64 {
+        let (age, overflow) = now.subtractingReportingOverflow(time)
+        return overflow ? .max : age
     }
 
     /// The active devices of `state` whose freshest statement of this chain is older
@@ -85,7 +95,7 @@ public struct ChainFreshness: Sendable {
             freshest[statement.device] = max(freshest[statement.device] ?? .min, min(statement.time, now))
         }
         return state.activeDevices.compactMap { device in
-            if let last = freshest[device.id], now - last <= window { return nil }
+            if let last = freshest[device.id], Self.age(of: last, at: now) <= window { return nil }
             return Stale(device: device, lastStatement: freshest[device.id])
         }
     }

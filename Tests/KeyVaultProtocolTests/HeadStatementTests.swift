@@ -44,3 +44,15 @@ private struct HeadStatementFile: Decodable {
     let past = try ChainFreshness.stale([laptop], of: state, links: file.links, now: laptop.time + ChainFreshness.window + 1)
     #expect(!inside.contains { $0.device.id == laptop.device } && past.contains { $0.device.id == laptop.device })
 }
+
+/// A statement a server chose with the earliest time an Int64 holds (signed by a
+/// device it holds, say) makes its device stale, never an overflow.
+@Test func aStatementFromTheBeginningOfTimeIsStaleNotACrash() throws {
+    let laptop = Ed25519.PrivateKey()
+    let link = ChainLink.genesis(signingKey: laptop, boxKey: X25519.PrivateKey().publicKey, name: "laptop", time: 0)
+    let state = try ChainState(genesis: link)
+    let ancient = HeadStatement.signed(for: state, by: laptop, time: .min)
+    let stale = try ChainFreshness.stale([ancient], of: state, links: [link], now: 1_800_000_000)
+    #expect(stale.map(\.lastStatement) == [.min])
+    #expect(stale.first?.daysSilent(at: 1_800_000_000) == Int64.max / 86400)
+}

@@ -262,6 +262,23 @@ import Testing
         let stranger = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
         response = try await client.signed(phone, .put, "/v1/accounts/\(state.account)/members/\(stranger)/attachments/\(address)", body: sealed)
         #expect(response.status == .notFound)
+
+        // Replacing what is at an address takes the device's own signature: a session (which a
+        // stolen secret file can make) is refused, and the object stays.
+        let planted = try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1,
+                                        context: EnvelopeContext(purpose: "attachment-content", ["object": address.description])).bytes
+        let other = AttachmentObject(key: rewrapped, content: planted).bytes
+        let session = try await client.openSession(phone, account: state.account)
+        response = try await client.macRequest(session, .put, uri + "?replace=true", body: other)
+        #expect(response.status == .forbidden && errorCode(response) == "signature_required")
+        response = try await client.signed(phone, .put, uri + "?replace=maybe", body: other)
+        #expect(response.status == .badRequest)
+        response = try await client.signed(phone, .get, uri)
+        #expect(try AttachmentObject(bytes: [UInt8](buffer: response.body)) == AttachmentObject(key: rewrapped, content: sealedContent))
+        response = try await client.signed(phone, .put, uri + "?replace=true", body: other)
+        #expect(response.status == .created)
+        response = try await client.signed(phone, .get, uri)
+        #expect([UInt8](buffer: response.body) == other)
     }
 }
 

@@ -427,6 +427,9 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         #expect(errorCode(try await post(forged)) == "bad_signature")
         let old = HeadStatement.signed(for: sharer.state, by: sharer.device.signing, time: now - 3600)
         #expect(errorCode(try await post(old)) == "stale_timestamp")
+        for extreme in [Int64.min, Int64.max] {  // the window check may not overflow
+            #expect(errorCode(try await post(HeadStatement.signed(for: sharer.state, by: sharer.device.signing, time: extreme))) == "stale_timestamp")
+        }
         var behind = HeadStatement(account: sharer.account, device: sharer.device.id, sequence: sharer.state.sequence - 1,
                                    head: sharer.state.head, time: now)
         behind.signature = base64Encode(sharer.device.signing.signature(for: behind.signedBytes))

@@ -35,6 +35,11 @@ struct AttachmentController: Sendable {
         case "true": replace = true
         default: throw APIError.badRequest("replace is true or false")
         }
+        // Replacing destroys what was there: a device's own signature, never a session (whose
+        // key the server, and a stolen secret file, can make).
+        if replace, request.headers[Headers.session] != nil {
+            throw APIError(.signatureRequired, "replacing an attachment takes a device's signature, not a session")
+        }
         return try await put(context.account, member: member, address: address, body: context.body, by: context.device.id, replace: replace)
     }
 

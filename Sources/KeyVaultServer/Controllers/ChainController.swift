@@ -41,8 +41,10 @@ struct ChainController: Sendable {
         guard let key = state.devices[context.device.id]?.signingKey, statement.isSigned(by: key) else {
             throw APIError(.badSignature, "the head statement's signature does not verify under this device's key")
         }
-        guard abs(statement.time - RecoveryGate.now()) <= service.configuration.signatureWindowSeconds else {
-            throw APIError(.staleTimestamp, "the head statement is dated \(statement.time), outside the server's window of \(service.configuration.signatureWindowSeconds) s")
+        // Compared without subtracting the sender's value, which may be anything an Int64 holds.
+        let now = RecoveryGate.now(), window = service.configuration.signatureWindowSeconds
+        guard statement.time >= now - window, statement.time <= now + window else {
+            throw APIError(.staleTimestamp, "the head statement is dated \(statement.time), outside the server's window of \(window) s")
         }
         try await service.database.putHeadStatement(statement)
         return Response(status: .noContent)
