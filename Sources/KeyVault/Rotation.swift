@@ -78,21 +78,20 @@ extension Vault {
         // code opens the master key it was sealed, and with it the identity's wraps.
         let lastIdentity = links.lastIndex { $0.type == .identitySet }
         let identity = lastIdentity.map { start > $0 } ?? false
-        let after = links[(start + 1)...]
-        let master = !after.contains { $0.type == .masterRotate }
-        var members = [MemberID]()
         // The rotation starts with the first master rotation after the revocation or
         // the new code: a member key made before that (added or rotated) was wrapped
         // under a master key the revoked device or the old code opens, so only a
         // member rotation after it counts.
         let masterRotated = links[(start + 1)...].firstIndex { $0.type == .masterRotate }
         let later = masterRotated.map { links[($0 + 1)...] } ?? []
+        var members = [MemberID]()
         for member in state.members.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             let added = links.firstIndex { $0.type == .memberAdd && $0.body["member"] == member.rawValue } ?? 0
             guard added < (masterRotated ?? links.endIndex) else { continue }
             if !later.contains(where: { $0.type == .memberRotate && $0.body["member"] == member.rawValue }) { members.append(member) }
         }
-        return PendingRotation(master: master, members: members + unshared.filter { !members.contains($0) }, identity: identity, ends: ends)
+        return PendingRotation(master: masterRotated == nil, members: members + unshared.filter { !members.contains($0) },
+                               identity: identity, ends: ends)
     }
 
     /// Before something new is made under the current generations (a member, an

@@ -235,8 +235,13 @@ extension Vault {
                   try await keepable(key.grantee, pin, checked: &current) else { continue }
             progress("keeping the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee): signing it again")
             try await endGrant(key.member, key.grantee)
-            try await grant(key, readOnly: existing.readOnly, signer: try await currentIdentity())
-            signed.append(item)
+            do {
+                try await grant(key, readOnly: existing.readOnly, signer: try await currentIdentity())
+                signed.append(item)
+            } catch let error as KeyVaultError where error.kind != .network {
+                // Ended and not made again: the safe side. The revocation goes on; the person shares it again.
+                progress("the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee) could not be made again (\(error.message)): share it again after the revocation")
+            }
         }
         return signed
     }

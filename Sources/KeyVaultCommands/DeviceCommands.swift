@@ -314,18 +314,20 @@ extension Device {
             let after = try await vault.chain
             var text = "Revoked \(target.name.debugDescription)"
             if !also.isEmpty { text += " and the devices it added (\(also.map { $0.name.printable }.joined(separator: ", ")))" }
-            if !done.ended.isEmpty {
-                text += ";\nended what it signed: " + done.ended.map { Self.describe($0, names) }.joined(separator: ", ") + "\n"
-            }
             text += "; master key is now generation \(after.masterGeneration) and every member key was rotated.\n"
+            if !done.ended.isEmpty {
+                text += "Ended what it signed: " + done.ended.map { Self.describe($0, names) }.joined(separator: ", ") + ".\n"
+            }
+            if !done.keptStanding.isEmpty {
+                text += "Kept, signed again by this device: " + done.keptStanding.map { Self.describe($0, names) }.joined(separator: ", ") + ".\n"
+            }
             if done.replacedRecoveryCode {
                 text += "The new recovery code is set (generation \(after.recovery?.generation ?? 0)); the old one no longer works.\n"
             }
             let ended: [[String: Any]] = done.ended.map { item in
-                switch item.subject {
-                case .contactPin(let account): ["kind": "pin", "account": account.rawValue]
-                case .shareGrant(let key): ["kind": "share", "account": key.grantee.rawValue, "member": key.member.rawValue]
-                }
+                var object: [String: Any] = ["kind": item.type == .contactPin ? "pin" : "share", "account": item.account.rawValue]
+                if case .shareGrant(let key) = item.subject { object["member"] = key.member.rawValue }
+                return object
             }
             options.result(["revoked": target.id.rawValue, "alsoRevoked": also.map(\.id.rawValue), "kept": done.kept.map(\.id.rawValue),
                             "ended": ended, "keptContacts": Array(Set(done.keptStanding.map(\.account.rawValue))).sorted(),
