@@ -7,17 +7,9 @@ import Testing
 // row saying what it grants and what revoking its signer does to it, and the
 // revocation computed from the table takes back what a revoked device signed.
 
-/// A device of a test chain.
-private struct Device {
-    let signing = Ed25519.PrivateKey()
-    let box = X25519.PrivateKey()
-    var id: DeviceID { deviceID(for: signing.publicKey) }
-    func fields(_ name: String) -> [String: String] { ChainLink.deviceFields(signingKey: signing.publicKey, boxKey: box.publicKey, name: name) }
-}
-
 /// An account: the laptop (genesis), a phone the laptop added, a member and an identity.
 private struct Account {
-    let laptop = Device(), phone = Device()
+    let laptop = Signer(), phone = Signer()
     let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
     var state: ChainState
 
@@ -28,13 +20,13 @@ private struct Account {
         try append(.identitySet, Self.identity(1), by: laptop)
     }
 
-    func link(_ type: LinkType, _ body: [String: String], by device: Device) -> ChainLink {
+    func link(_ type: LinkType, _ body: [String: String], by device: Signer) -> ChainLink {
         var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: type, signer: device.id.rawValue, time: 0, body: body)
         link.sign(with: device.signing)
         return link
     }
 
-    mutating func append(_ type: LinkType, _ body: [String: String], by device: Device) throws {
+    mutating func append(_ type: LinkType, _ body: [String: String], by device: Signer) throws {
         try state.apply(link(type, body, by: device))
     }
 
@@ -74,7 +66,7 @@ private func someAccount() -> AccountID { AccountID(unchecked: Hex.encode(System
 /// row, or a row with no scenario here, fails: the next feature cannot forget its rule.
 private let scenarios: [LinkType: @Sendable (inout Account) throws -> Void] = [
     .deviceAdd: { a in
-        let sleeper = Device()
+        let sleeper = Signer()
         try a.append(.deviceAdd, sleeper.fields("sleeper"), by: a.phone)
         let plan = a.state.revocation(of: [try #require(a.state.devices[a.phone.id])], by: a.laptop.id)
         #expect(plan.devices.map(\.id) == [a.phone.id, sleeper.id])
@@ -185,7 +177,7 @@ private let scenarios: [LinkType: @Sendable (inout Account) throws -> Void] = [
 /// line stops at an active intermediate, which answers for its own descendants).
 @Test func keepingADeviceThatAddedDevicesKeepsWhatItAdded() throws {
     var a = try Account()
-    let kept = Device(), added = Device()
+    let kept = Signer(), added = Signer()
     try a.append(.deviceAdd, kept.fields("kept"), by: a.phone)
     try a.append(.deviceAdd, added.fields("added by kept"), by: kept)
     let plan = a.state.revocation(of: [try #require(a.state.devices[a.phone.id])], keeping: [kept.id], by: a.laptop.id)
@@ -198,7 +190,7 @@ private let scenarios: [LinkType: @Sendable (inout Account) throws -> Void] = [
     var a = try Account()
     let friend = someAccount()
     let bodies: [(LinkType, [String: String])] = [
-        (.deviceAdd, Device().fields("tablet")), (.memberRotate, ["member": a.member.rawValue, "memberGeneration": "2"]),
+        (.deviceAdd, Signer().fields("tablet")), (.memberRotate, ["member": a.member.rawValue, "memberGeneration": "2"]),
         (.contactPin, Account.pin(friend)), (.shareGrant, a.grant(friend)),
     ]
     for (type, body) in bodies {

@@ -3,8 +3,8 @@ import KeyVaultModel
 import Testing
 @testable import KeyVaultProtocol
 
-/// A device of a test chain: its keys, and links it signs.
-private struct Signer {
+/// A device of a test chain: its keys, and the fields that add it (also AuthorityTests).
+struct Signer {
     let signing = Ed25519.PrivateKey()
     let box = X25519.PrivateKey()
     var id: DeviceID { deviceID(for: signing.publicKey) }

@@ -37,11 +37,7 @@ private let afterTheWindow = ChainFreshness.window + 3600
 @Test func aFrozenViewOfTheGranteesChainIsBelievedOnlyWithinTheWindow() async throws {
     try await Fixture.run { fixture, parent in
         let sent = SentBoxes()
-        let grandmaCode = try Mnemonic.generate(wordCount: 24, language: .english)
-        let grandma = try await Vault.createAccount(home: fixture.home("grandma"), server: "test", transport: fixture.transport,
-                                                    name: "grandma", code: grandmaCode, parameters: .interactive)
-        let stolen = try await Vault.enrollWithRecoveryCode(home: fixture.home("grandma-phone"), server: "test", transport: fixture.transport,
-                                                            account: grandma.account, name: "grandma-phone", code: grandmaCode)
+        let (grandma, stolen) = try await grandparentWithAPhone(fixture)
         let alice = try await parent.addMember(name: "Alice")
         let bob = try await parent.addMember(name: "Bob")
         _ = await verifyContacts(parent, grandma)

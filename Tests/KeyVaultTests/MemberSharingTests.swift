@@ -71,6 +71,17 @@ func grandparent(_ fixture: Fixture) async throws -> Vault {
                                   code: try Mnemonic.generate(wordCount: 24, language: .english), parameters: .interactive)
 }
 
+/// A second account on the same service with a second device, "grandma-phone" (enrolled
+/// with grandma's recovery code): the one a thief takes.
+func grandparentWithAPhone(_ fixture: Fixture) async throws -> (grandma: Vault, phone: Vault) {
+    let code = try Mnemonic.generate(wordCount: 24, language: .english)
+    let grandma = try await Vault.createAccount(home: fixture.home("grandma"), server: "test", transport: fixture.transport, name: "grandma",
+                                                code: code, parameters: .interactive)
+    let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("grandma-phone"), server: "test", transport: fixture.transport,
+                                                       account: grandma.account, name: "grandma-phone", code: code)
+    return (grandma, phone)
+}
+
 /// Every share box the client sent the server, as the server received them.
 final class SentBoxes: Sendable {
     private let boxes = Locked<[ShareBox]>([])
@@ -312,11 +323,7 @@ func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code
     try await Fixture.run { fixture, parent in
         let sent = SentBoxes()
         fixture.transport.tamper { request, _ in sent.record(request) }
-        let grandmaCode = try Mnemonic.generate(wordCount: 24, language: .english)
-        let grandma = try await Vault.createAccount(home: fixture.home("grandma"), server: "test", transport: fixture.transport,
-                                                    name: "grandma", code: grandmaCode, parameters: .interactive)
-        let stolen = try await Vault.enrollWithRecoveryCode(home: fixture.home("grandma-phone"), server: "test", transport: fixture.transport,
-                                                            account: grandma.account, name: "grandma-phone", code: grandmaCode)
+        let (grandma, stolen) = try await grandparentWithAPhone(fixture)
         let alice = try await parent.addMember(name: "Alice")
         let bob = try await parent.addMember(name: "Bob")
         _ = await verifyContacts(parent, grandma)
