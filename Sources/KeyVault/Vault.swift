@@ -88,8 +88,19 @@ public actor Vault {
 
     /// Runs `body` with `home` locked; when it fails, the lock is released (the vault
     /// it returns holds the lock until it is freed).
+    ///
+    /// A lock held only for a moment is waited for (up to a second): a process another
+    /// thread starts while a vault is open keeps a copy of the lock file's descriptor,
+    /// and so the lock, until it execs, after the vault has closed its own copy.
     static func locked(_ home: DeviceHome, _ body: () async throws -> Vault) async throws -> Vault {
-        try home.lock()
+        for attempt in 1... {
+            do {
+                try home.lock()
+                break
+            } catch let error as KeyVaultError where error.code == .deviceBusy && attempt < 20 {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
         do {
             return try await body()
         } catch {

@@ -111,6 +111,24 @@ extension LibraryAPITests {
             #expect(first.account == laptop.account)
         }
     }
+
+    /// A lock released a moment later is waited for, not refused. Another thread that
+    /// starts a process while a Vault is open hands the child a copy of the lock file's
+    /// descriptor until the child execs: closing the Vault's own copy then leaves the
+    /// lock held for that moment (the CI flake of stop 23: "another process is using the
+    /// device" right after the device was closed).
+    @Test func aLockReleasedAMomentLaterIsWaitedFor() async throws {
+        try await Fixture.run { fixture, laptop in
+            laptop.home.unlock()
+            let directory = fixture.root.appendingPathComponent("laptop").path
+            let holder = FileDeviceStorage(directory: directory)
+            try holder.lock()
+            let release = Task { try await Task.sleep(for: .milliseconds(150)); holder.unlock() }
+            let vault = try await Vault.open(storage: FileDeviceStorage(directory: directory), transport: fixture.transport)
+            #expect(vault.account == laptop.account)
+            try await release.value
+        }
+    }
 }
 
 extension LibraryAPITests {
