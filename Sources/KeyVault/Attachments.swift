@@ -52,6 +52,11 @@ extension Vault {
     /// under its content address (the same bytes for the same member are stored once).
     /// A rotation an earlier revocation left undone is finished first, so nothing new
     /// is sealed under a key a revoked device knows.
+    ///
+    /// Appends, before it uploads: any work a revocation or recovery rotation left undone
+    /// (``finishPendingRotations()``); for each grant of the member whose grantee's
+    /// identity changed, `share.revoke` and then `member.rotate`. An upload itself writes
+    /// no link.
     public func put(_ plaintext: [UInt8], member given: Member) async throws -> PutResult {
         try await exclusively {
             // A shared member as its sharer's chain has it now: checked again, its newest generation.
@@ -143,6 +148,8 @@ extension Vault {
     /// Re-wraps every attachment key of a member under the member's newest key
     /// generation. Each attachment is one small request; running it again after an
     /// interruption picks up where it stopped.
+    ///
+    /// Appends nothing: it replaces attachment key wraps only.
     public func rewrap(member: Member) async throws -> RewrapResult {
         try await exclusively {
             if let sharer = member.sharer {

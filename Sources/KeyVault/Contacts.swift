@@ -38,6 +38,10 @@ extension Vault {
 
     /// Verifies another account's sharing identity with its person and pins it.
     ///
+    /// Appends `contact.pin` once the codes match; before the exchange, `identity.set` when
+    /// the account has no sharing identity yet (with any work a revocation left undone
+    /// before it).
+    ///
     /// Both people run this, each naming the other's account. If the other side has
     /// asked already, this side answers; otherwise it asks and waits. Each side
     /// computes six digits over both identities and both random values (the one who

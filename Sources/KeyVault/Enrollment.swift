@@ -347,6 +347,9 @@ extension Vault {
     /// keys in the request and seals the current master key to its box key. A mismatch
     /// refuses the request and adds nothing.
     ///
+    /// Appends `device.add` (with the new device's master-key box) when the codes match;
+    /// nothing on a mismatch.
+    ///
     /// - Throws: `sas_mismatch` (kind `.rejected`) on a mismatch; `invalid_input` before `exchange`.
     public func approve(_ candidate: LinkCandidate, typedSAS: String) async throws {
         try await exclusively {

@@ -46,6 +46,8 @@ extension Vault {
     /// Creates an account whose first device is this one, sets `recoveryCode` as the
     /// account's recovery code, and keeps the device in `storage`.
     ///
+    /// Appends the genesis link (the new account's chain), then `recovery.set`.
+    ///
     /// - Parameters:
     ///   - server: the KeyVault service (`https://…`; plain `http://` only to this machine).
     ///   - deviceName: how the other devices see this one (1 to 100 characters).
@@ -70,6 +72,8 @@ extension Vault {
     /// account's anchor, which names the chain's first link; the chain is replayed
     /// from there.
     ///
+    /// Appends `device.add` for this device, signed with the recovery key.
+    ///
     /// - Throws: ``KeyVaultError`` `wrong_recovery_code` when the code does not open
     ///   the account's anchor; a `verification` kind error when the server's data
     ///   does not match what the code names.
@@ -85,6 +89,9 @@ extension Vault {
     /// returns once it has. `events` reports the code to show (``LinkEvent/requested(code:expires:)``)
     /// and then the six digits the person types on the approving device
     /// (``LinkEvent/sas(_:)``).
+    ///
+    /// Appends nothing itself: the approving device appends `device.add`
+    /// (``approve(_:typedSAS:)``).
     ///
     /// - Throws: ``KeyVaultError`` `link_request_closed` when the request is refused
     ///   or expires.

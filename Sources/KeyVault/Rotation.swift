@@ -14,6 +14,8 @@ extension Vault {
 
     /// A new master key generation, sealed to every active device and the recovery
     /// key; every generation of every member key is wrapped under it.
+    ///
+    /// Appends `master.rotate`.
     @discardableResult
     public func rotateMaster() async throws -> UInt32 {
         try await exclusively {
@@ -108,6 +110,10 @@ extension Vault {
     }
 
     /// Finishes pending rotations, with progress.
+    ///
+    /// Appends what ``pendingRotation()`` lists, in this order: `share.revoke` and
+    /// `contact.unpin` for what revoked devices signed, `master.rotate`, `identity.set`,
+    /// and `member.rotate` for each member.
     public func finishPendingRotations() async throws {
         try await exclusively {
             // First what revoked devices granted: nothing made below is sealed to it.
@@ -212,8 +218,11 @@ extension Vault {
 
     /// Revokes a device, the devices it added, and the pins and grants they signed
     /// (``revocationPlan(for:keeping:)``).
+    ///
+    /// Appends what ``revoke(_:newRecoveryCode:parameters:)`` does for the plan
+    /// ``revocationPlan(for:keeping:keepingContacts:)`` makes.
     public func revoke(_ target: Device) async throws {
-        try await exclusively {
+        _ = try await exclusively {
             try await revoke(try revocationPlan(for: target))
         }
     }
@@ -229,8 +238,10 @@ extension Vault {
     /// identity and rotates every member key, so that no revoked device ever receives
     /// a generation made after it. Resumable: running it again (with the same plan) finishes.
     ///
-    /// Appends `device.revoke`, `contact.pin`, `share.grant`, `share.revoke`,
-    /// `contact.unpin`, `recovery.set`, `master.rotate`, `identity.set` and `member.rotate` links.
+    /// Appends, in this order: `contact.pin` and `share.grant` again for each kept contact
+    /// (signed by this device), `device.revoke`, `share.revoke` and `contact.unpin` for
+    /// what the revoked devices signed, `recovery.set` (when a new code is given),
+    /// `master.rotate`, `identity.set`, and `member.rotate` for each member.
     ///
     /// - Returns: the plan as carried out: every device revoked, and those kept.
     @discardableResult
@@ -307,6 +318,10 @@ extension Vault {
 
     /// Sets a new recovery code (the old one stops working), and rotates the master
     /// key so that nothing the old code could open is current.
+    ///
+    /// Appends `recovery.set`; when it replaces a code, then what
+    /// ``finishPendingRotations()`` appends (`master.rotate`, `identity.set` when the
+    /// account has a sharing identity, `member.rotate` for each member).
     public func setRecoveryCode(_ code: RecoveryCode, parameters: KDFParameters = .recovery) async throws {
         try await exclusively {
             // DESIGN: a recovery code is 24 words (256 bits); shorter BIP39 codes are not enough for a key that opens everything.

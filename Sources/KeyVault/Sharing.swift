@@ -289,6 +289,9 @@ extension Vault {
     /// generation of the member key sealed to the identity this account pinned for it
     /// (never to one the server names), signed by this account's identity.
     ///
+    /// Appends `share.grant`; before it, `identity.set` when the account has no sharing
+    /// identity yet, and any work a revocation or recovery rotation left undone.
+    ///
     /// - Throws: `unknown_contact` when `grantee` was not verified (`addContact`),
     ///   `grant_exists` when it is shared with it already.
     @discardableResult
@@ -339,6 +342,9 @@ extension Vault {
     /// Takes a share back: a `share.revoke` link, then a member key rotation sealed
     /// to this account's devices and the remaining grants only, so the former grantee
     /// never receives the next generation (and the server refuses its devices).
+    ///
+    /// Appends `share.revoke`, then `member.rotate` of the member (before it, the master
+    /// rotation a revocation left undone).
     ///
     /// - Returns: the member key's new generation.
     @discardableResult

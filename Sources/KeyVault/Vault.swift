@@ -418,6 +418,8 @@ public actor Vault {
 
     // MARK: Members
 
+    /// Appends `member.add`; before it, any work a revocation or recovery rotation left
+    /// undone (``finishPendingRotations()``).
     public func addMember(name: String) async throws -> Member {
         try await exclusively {
             try Self.checkName(name, of: "a member")
@@ -440,6 +442,10 @@ public actor Vault {
     }
 
     /// A new generation of a member key, wrapped under the current master key.
+    ///
+    /// Appends `member.rotate`; before it, `share.revoke` and `contact.unpin` for what
+    /// revoked devices signed, `share.revoke` for each grant of the member whose grantee's
+    /// identity changed, and `master.rotate` when a revocation left it undone.
     @discardableResult
     public func rotateMember(_ id: MemberID) async throws -> UInt32 {
         try await exclusively {
