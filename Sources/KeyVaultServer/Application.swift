@@ -104,14 +104,14 @@ func buildApplication(
 ) throws -> some ApplicationProtocol {
     let state = try ServiceState(configuration: configuration, database: database, secret: try secret ?? configuration.secret())
     let router = buildRouter(state, metrics: metrics)
-    return Application(
+    return ServedApplication(base: Application(
         router: router,
         server: server,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "KeyVault"),
         services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         eventLoopGroupProvider: .shared(eventLoops),
-        logger: logger)
+        logger: logger))
 }
 
 /// Why the service could not start.

@@ -78,3 +78,10 @@ import Testing
         }
     }
 }
+
+/// The `Date` header's form (RFC 9110's own example), and the second it names.
+@Test func theDateHeaderIsAnIMFFixdate() {
+    #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+    #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+    #expect(HTTPDate.format(1_709_164_799) == "Wed, 28 Feb 2024 23:59:59 GMT")
+}
