@@ -82,7 +82,7 @@ let package = Package(
         ]),
         // Where client and server meet: the root command, with `serve`.
         .executableTarget(name: "keyctl", dependencies: [
-            "KeyVaultCommands", "KeyVaultServer",
+            "KeyVaultCommands", "KeyVaultServer", "KeyVaultStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -24,7 +24,7 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// advisory lock, so replicas that start together migrate once), then makes the pool.
     ///
     /// - Parameter schema: the schema to use instead of the user's default (tests each take their own).
-    /// - Throws: ``PostgresStartError`` saying why the database cannot be used (never
+    /// - Throws: ``ConfigurationError`` (kind `database`) saying why the database cannot be used (never
     ///   quoting the password).
     public static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20,
                                schema: String? = nil) async throws -> PostgresKeyVaultDatabase {
@@ -37,7 +37,7 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
 
     /// Connects, applies the migrations not applied yet, and disconnects.
     ///
-    /// - Throws: ``PostgresStartError``.
+    /// - Throws: ``ConfigurationError`` (kind `database`).
     package static func migrate(_ url: PostgresURL, logger: Logger = quietLogger, schema: String? = nil) async throws {
         var configuration = url.connectionConfiguration
         configuration.options.additionalStartupParameters = startupParameters(schema)
@@ -45,14 +45,14 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
         do {
             connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
         } catch {
-            throw PostgresStartError(url: url, reason: Self.describe(error))
+            throw ConfigurationError.postgres(url, Self.describe(error))
         }
         do {
             try await migrate(connection, logger: logger)
             try? await connection.close()
         } catch {
             try? await connection.close()
-            throw PostgresStartError(url: url, reason: "migrating it failed: " + Self.describe(error))
+            throw ConfigurationError.postgres(url, "migrating it failed: " + Self.describe(error))
         }
     }
 
@@ -330,16 +330,11 @@ private let quietLogger: Logger = {
     return logger
 }()
 
-/// Why the PostgreSQL database cannot be used at start.
-public struct PostgresStartError: Error, Sendable, CustomStringConvertible {
-    /// The database, without its password.
-    public let database: String
-    public let reason: String
-    init(url: PostgresURL, reason: String) {
-        database = url.description
-        self.reason = reason
+extension ConfigurationError {
+    /// Why the PostgreSQL database at `url` cannot be used at start.
+    static func postgres(_ url: PostgresURL, _ reason: String) -> ConfigurationError {
+        ConfigurationError(reason, kind: .database, database: url.description)
     }
-    public var description: String { "cannot use the PostgreSQL database \(database): \(reason)" }
 }
 
 extension PostgresURL {

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultStore
 
 /// Where a PostgreSQL database is: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, or on a
 /// unix socket `postgres://USER[:PASSWORD]@/DB?host=/socket/dir` (port 5432 unless given).
@@ -22,19 +23,19 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 
     /// - Throws: ``PostgresURLError`` saying which part is wrong (never quoting the password).
     public init(_ text: String) throws {
-        guard Self.isURL(text) else { throw PostgresURLError("it does not start with postgres:// or postgresql://") }
+        guard Self.isURL(text) else { throw ConfigurationError("it does not start with postgres:// or postgresql://") }
         guard let components = URLComponents(string: text) else {
-            throw PostgresURLError("it is not a URL of the form postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
+            throw ConfigurationError("it is not a URL of the form postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
         }
-        guard let user = components.user, !user.isEmpty else { throw PostgresURLError("it names no user (postgres://USER@…)") }
+        guard let user = components.user, !user.isEmpty else { throw ConfigurationError("it names no user (postgres://USER@…)") }
         let database = String(components.path.drop { $0 == "/" })
-        guard !database.isEmpty, !database.contains("/") else { throw PostgresURLError("it names no database (…/DB at the end of the path)") }
-        if let port = components.port, !(1...65535).contains(port) { throw PostgresURLError("port \(port) is not between 1 and 65535") }
+        guard !database.isEmpty, !database.contains("/") else { throw ConfigurationError("it names no database (…/DB at the end of the path)") }
+        if let port = components.port, !(1...65535).contains(port) { throw ConfigurationError("port \(port) is not between 1 and 65535") }
         let port = components.port ?? 5432
         var socketDirectory: String?
         for item in components.queryItems ?? [] {
             guard item.name == "host", let value = item.value, value.hasPrefix("/") else {
-                throw PostgresURLError("the only query parameter accepted is host=/socket/directory (an absolute path)")
+                throw ConfigurationError("the only query parameter accepted is host=/socket/directory (an absolute path)")
             }
             socketDirectory = value
         }
@@ -42,8 +43,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         switch (host.isEmpty, socketDirectory) {
         case (true, let directory?): endpoint = .socket(directory: directory, port: port)
         case (false, nil): endpoint = .tcp(host: host, port: port)
-        case (true, nil): throw PostgresURLError("it names no host (postgres://USER@HOST/DB, or postgres://USER@/DB?host=/socket/dir)")
-        case (false, _?): throw PostgresURLError("it names both a host and a socket directory")
+        case (true, nil): throw ConfigurationError("it names no host (postgres://USER@HOST/DB, or postgres://USER@/DB?host=/socket/dir)")
+        case (false, _?): throw ConfigurationError("it names both a host and a socket directory")
         }
         self.user = user
         self.password = components.password
@@ -60,8 +61,4 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-public struct PostgresURLError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
+

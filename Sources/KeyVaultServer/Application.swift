@@ -114,34 +114,24 @@ func buildApplication(
         logger: logger))
 }
 
-/// Why the service could not start.
-public enum StartError: Error, Sendable {
-    case configuration(String)
-    /// `database` names it without a password.
-    case database(path: String, reason: String)
-}
-
 /// Builds and runs the service until SIGINT or SIGTERM, then shuts down gracefully.
 /// A PostgreSQL database is connected to and migrated before the server listens.
 ///
-/// - Throws: `StartError` before listening; afterwards, what the server throws.
+/// - Throws: ``ConfigurationError`` before listening (a setting, or the database);
+///   afterwards, what the server throws.
 public func runServer(_ configuration: ServerConfiguration, logger: Logger,
                       onServerRunning: @escaping @Sendable (Int) async -> Void) async throws {
     let location: DatabaseLocation
     let secret: ServerSecret
     let server: HTTPServerBuilder
+    try configuration.validate()
+    location = try configuration.databaseLocation()
+    secret = try configuration.secret()
+    let tls = try configuration.tlsConfiguration()
     do {
-        try configuration.validate()
-        location = try configuration.databaseLocation()
-        secret = try configuration.secret()
-        let tls = try configuration.tlsConfiguration()
-        do {
-            server = try httpServer(tls: tls)
-        } catch {
-            throw ConfigurationError("\(ServerConfiguration.tlsCertificateSetting): TLS cannot be set up with these files")
-        }
-    } catch let error as ConfigurationError {
-        throw StartError.configuration(error.message)
+        server = try httpServer(tls: tls)
+    } catch {
+        throw ConfigurationError("\(ServerConfiguration.tlsCertificateSetting): TLS cannot be set up with these files")
     }
     let metrics = ServiceMetrics()
     let database: any KeyVaultRepository
@@ -151,17 +141,13 @@ public func runServer(_ configuration: ServerConfiguration, logger: Logger,
         do {
             database = try KeyVaultDatabase.open(path: path)
         } catch {
-            throw StartError.database(path: path, reason: String(describing: error))
+            throw ConfigurationError(String(describing: error), kind: .database, database: path)
         }
     case .postgres(let url):
-        do {
-            let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger, maximumConnections: postgresPoolSize)
-            database = postgres
-            services.append(postgres.client)
-            metrics.databasePool(maximumConnections: postgresPoolSize)
-        } catch let error as PostgresStartError {
-            throw StartError.database(path: error.database, reason: error.reason)
-        }
+        let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger, maximumConnections: postgresPoolSize)
+        database = postgres
+        services.append(postgres.client)
+        metrics.databasePool(maximumConnections: postgresPoolSize)
     }
     let app = try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
                                    server: server, metrics: metrics, onServerRunning: onServerRunning)

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultStore
 import KeyVaultPostgres
 
 /// How `keyctl serve` runs. Built from options and `KEYVAULT_*` environment
@@ -141,7 +142,7 @@ public struct ServerConfiguration: Sendable {
         var url: PostgresURL
         do {
             url = try PostgresURL(databasePath)
-        } catch let error as PostgresURLError {
+        } catch let error as ConfigurationError {
             throw ConfigurationError("the database URL (--database or KEYVAULT_DATABASE) is not usable: \(error.message)")
         }
         if let databasePasswordFile {
@@ -164,12 +165,6 @@ public struct ServerConfiguration: Sendable {
         }
         return value
     }
-}
-
-public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
 }
 
 /// Where the service keeps its data.

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultStore
 import NIOSSL
 
 /// HTTPS for `keyctl serve`: the certificate and key files are checked and loaded

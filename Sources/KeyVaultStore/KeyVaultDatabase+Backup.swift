@@ -1,10 +1,9 @@
 import Foundation
 import GRDB
 
-/// Why a backup could not be made.
-public struct BackupError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    public var description: String { message }
+extension ConfigurationError {
+    /// Why a backup could not be made.
+    static func backup(_ message: String) -> ConfigurationError { ConfigurationError(message, kind: .backup) }
 }
 
 extension KeyVaultDatabase {
@@ -15,18 +14,18 @@ extension KeyVaultDatabase {
     /// and only then renamed to `destination`, which is never overwritten; `keyctl serve
     /// --database` starts from it as it is.
     ///
-    /// - Throws: ``BackupError`` for a missing source, an existing destination, or the
+    /// - Throws: ``ConfigurationError`` (kind `backup`) for a missing source, an existing destination, or the
     ///   database's error.
     public static func backup(from source: String, to destination: String) throws {
         guard FileManager.default.fileExists(atPath: source) else {
-            throw BackupError(message: "there is no database at \(source)")
+            throw ConfigurationError.backup("there is no database at \(source)")
         }
         guard !FileManager.default.fileExists(atPath: destination) else {
-            throw BackupError(message: "\(destination) already exists; a backup never overwrites a file")
+            throw ConfigurationError.backup("\(destination) already exists; a backup never overwrites a file")
         }
         let partial = destination + ".partial-\(UUID().uuidString.prefix(8))"
         guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw BackupError(message: "cannot create \(partial): is the directory there and writable?")
+            throw ConfigurationError.backup("cannot create \(partial): is the directory there and writable?")
         }
         var keep = false
         defer { if !keep { for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: partial + suffix) } } }
@@ -36,27 +35,27 @@ extension KeyVaultDatabase {
             let from = try DatabaseQueue(path: source, configuration: configuration)
             try from.read { db in
                 guard try db.tableExists("grdb_migrations") else {
-                    throw BackupError(message: "\(source) is not a KeyVault database (it has no migrations table)")
+                    throw ConfigurationError.backup("\(source) is not a KeyVault database (it has no migrations table)")
                 }
             }
             let copy = try DatabaseQueue(path: partial)
             try from.backup(to: copy)
             let check = try copy.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
             guard check == ["ok"] else {
-                throw BackupError(message: "the copy failed SQLite's quick_check: \(check.prefix(3).joined(separator: "; "))")
+                throw ConfigurationError.backup("the copy failed SQLite's quick_check: \(check.prefix(3).joined(separator: "; "))")
             }
             try copy.close()
             try from.close()
-        } catch let error as BackupError {
+        } catch let error as ConfigurationError {
             throw error
         } catch {
-            throw BackupError(message: "\(error)")
+            throw ConfigurationError.backup("\(error)")
         }
         do {
             try FileManager.default.moveItem(atPath: partial, toPath: destination)
             keep = true
         } catch {
-            throw BackupError(message: "cannot rename the copy to \(destination): \(error.localizedDescription)")
+            throw ConfigurationError.backup("cannot rename the copy to \(destination): \(error.localizedDescription)")
         }
     }
 }

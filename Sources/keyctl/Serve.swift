@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeyVaultStore
 import KeyVaultServer
 import KeyVaultCommands
 import Logging
@@ -97,14 +98,14 @@ struct Serve: AsyncParsableCommand {
             try await runServer(configuration, logger: logger) { port in
                 console.write("keyctl: serving on \(scheme)://\(host):\(port) (database \(path))\n")
             }
-        } catch StartError.configuration(let message) {
-            throw KeyctlError(.invalidInput, "bad configuration: \(message)",
-                              hint: "see `keyctl serve --help` for the settings and their ranges", exitCode: .usage)
-        } catch StartError.database(let path, let reason) {
+        } catch let error as ConfigurationError where error.kind == .database {
             let postgres = (try? configuration.databaseLocation())?.isPostgres == true
-            throw KeyctlError(.io, "cannot open the database \(path) (--database or KEYVAULT_DATABASE): \(reason)",
+            throw KeyctlError(.io, "cannot open the database \(error.database ?? path) (--database or KEYVAULT_DATABASE): \(error.message)",
                               hint: postgres ? "check that PostgreSQL runs there and that the user, its password and the database are right"
                                              : "check that the directory exists and is writable")
+        } catch let error as ConfigurationError {
+            throw KeyctlError(.invalidInput, "bad configuration: \(error.message)",
+                              hint: "see `keyctl serve --help` for the settings and their ranges", exitCode: .usage)
         }
     }
 }
@@ -138,11 +139,11 @@ extension Serve {
             if let database = serve.database { configuration.databasePath = database }
             do {
                 try backupDatabase(configuration, to: destination)
-            } catch BackupRefusal.configuration(let message) {
-                throw KeyctlError(.invalidInput, "cannot back up: \(message)", hint: "see `keyctl serve backup --help`", exitCode: .usage)
-            } catch BackupRefusal.failed(let message) {
-                throw KeyctlError(.io, "the backup failed: \(message)",
+            } catch let error as ConfigurationError where error.kind == .backup {
+                throw KeyctlError(.io, "the backup failed: \(error.message)",
                                   hint: "nothing was written at \(destination); check the paths and free space, then run it again")
+            } catch let error as ConfigurationError {
+                throw KeyctlError(.invalidInput, "cannot back up: \(error.message)", hint: "see `keyctl serve backup --help`", exitCode: .usage)
             }
             KeyctlMain.console.write("keyctl: copied \(configuration.databasePath) to \(destination)\n")
         }

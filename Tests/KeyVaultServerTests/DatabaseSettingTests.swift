@@ -1,6 +1,7 @@
 import Foundation
 import KeyVaultTestSupport
 import Logging
+import KeyVaultStore
 import Testing
 @testable import KeyVaultServer
 
@@ -24,9 +25,10 @@ import Testing
     do {
         try await runServer(configuration, logger: Logger(label: "test")) { _ in Issue.record("it listened") }
         Issue.record("it started")
-    } catch StartError.configuration(let message) {
-        #expect(message.contains("KEYVAULT_DATABASE") && message.contains("--database") && message.contains("no database"))
-        #expect(!message.contains("secretpw"))
+    } catch let error as ConfigurationError {
+        #expect(error.kind == .setting)
+        #expect(error.message.contains("KEYVAULT_DATABASE") && error.message.contains("--database") && error.message.contains("no database"))
+        #expect(!error.message.contains("secretpw"))
     }
 }
 
@@ -39,10 +41,12 @@ func anUnreachablePostgresStopsTheServerBeforeItListens(_ url: String) async thr
     do {
         try await runServer(configuration, logger: Logger(label: "test")) { _ in Issue.record("it listened") }
         Issue.record("it started")
-    } catch StartError.database(let database, let reason) {
+    } catch let error as ConfigurationError {
+        #expect(error.kind == .database)
+        let database = try #require(error.database)
         #expect(database.hasPrefix("postgres://kv:…@"))
-        #expect(!database.contains("secretpw") && !reason.contains("secretpw"))
-        #expect(!reason.isEmpty)
+        #expect(!database.contains("secretpw") && !error.message.contains("secretpw"))
+        #expect(!error.message.isEmpty)
     }
 }
 
@@ -84,7 +88,25 @@ func anUnreachablePostgresStopsTheServerBeforeItListens(_ url: String) async thr
     do {
         try await runServer(configuration, logger: Logger(label: "test")) { _ in Issue.record("it listened") }
         Issue.record("it started")
-    } catch StartError.configuration(let message) {
-        #expect(message.contains("--secret-file") && message.contains("KEYVAULT_SECRET_FILE"))
+    } catch let error as ConfigurationError {
+        #expect(error.kind == .setting)
+        #expect(error.message.contains("--secret-file") && error.message.contains("KEYVAULT_SECRET_FILE"))
     }
+}
+
+/// A backup's refusals are the same one error: a setting it cannot use (PostgreSQL is
+/// pg_dump's), and a copy that could not be made (kind `backup`, nothing left behind).
+@Test func aBackupRefusesWithTheOneConfigurationError() throws {
+    let directory = try TemporaryDirectory("kv-backup")
+    var configuration = ServerConfiguration()
+    configuration.databasePath = "postgres://kv:secretpw@/keyvault?host=/run/postgresql"
+    #expect { try backupDatabase(configuration, to: directory.path("copy")) } throws: { error in
+        guard let error = error as? ConfigurationError else { return false }
+        return error.kind == .setting && error.message.contains("pg_dump") && !error.message.contains("secretpw")
+    }
+    configuration.databasePath = directory.path("missing.sqlite")
+    #expect { try backupDatabase(configuration, to: directory.path("copy")) } throws: { error in
+        (error as? ConfigurationError).map { $0.kind == .backup && $0.message.contains("no database") } == true
+    }
+    #expect(!FileManager.default.fileExists(atPath: directory.path("copy")))
 }

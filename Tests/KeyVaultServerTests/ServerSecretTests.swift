@@ -2,6 +2,7 @@ import Foundation
 import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultTestSupport
+import KeyVaultStore
 import Testing
 @testable import KeyVaultServer
 

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultStore
 import Testing
 @testable import KeyVaultServer
 

@@ -1,4 +1,5 @@
 import KeyVaultPostgres
+import KeyVaultStore
 import Testing
 
 @Test func aPostgresURLNamesHostPortUserPasswordAndDatabase() throws {
@@ -30,7 +31,7 @@ func aBadPostgresURLSaysWhichPartIsWrong(_ text: String, _ says: String) {
     #expect {
         try PostgresURL(text)
     } throws: { error in
-        (error as? PostgresURLError)?.message.contains(says) == true
+        (error as? ConfigurationError).map { $0.kind == .setting && $0.message.contains(says) } == true
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultStore
 import HTTPTypes
 import Hummingbird
 #if canImport(Glibc)

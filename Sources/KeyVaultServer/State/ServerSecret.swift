@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultStore
 import KeyVaultCrypto
 import KeyVaultProtocol
 
