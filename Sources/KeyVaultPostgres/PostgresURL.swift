@@ -21,7 +21,7 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
     }
 
-    /// - Throws: ``PostgresURLError`` saying which part is wrong (never quoting the password).
+    /// - Throws: ``ConfigurationError`` (kind `setting`) saying which part is wrong (never quoting the password).
     public init(_ text: String) throws {
         guard Self.isURL(text) else { throw ConfigurationError("it does not start with postgres:// or postgresql://") }
         guard let components = URLComponents(string: text) else {
