@@ -118,7 +118,7 @@ extension Vault {
             report.refusals = entries.filter { $0.event.hasPrefix("refused.") }.count
             var logged = [UInt64: String]()
             for entry in entries where entry.event.hasPrefix("link.") {
-                guard let detail = entry.detail, detail.hasPrefix("sequence "), let sequence = UInt64(detail.dropFirst(9)) else { continue }
+                guard let sequence = entry.sequence else { continue }
                 logged[sequence] = String(entry.event.dropFirst(5))
             }
             for link in links.dropFirst() {

@@ -190,13 +190,17 @@ public struct AuditEntry: Sendable, Codable, Equatable {
     /// `link.<type>`, `refused.<code>`, `attachment.put`, `account.delete`, …
     public var event: String
     public var device: String?
+    /// The link's sequence number, for `link.*` events.
+    public var sequence: UInt64?
+    /// What else the event concerns (an attachment's member and address), in words.
     public var detail: String?
 
-    public init(id: Int64, time: Int64, event: String, device: String?, detail: String?) {
+    public init(id: Int64, time: Int64, event: String, device: String?, sequence: UInt64? = nil, detail: String?) {
         self.id = id
         self.time = time
         self.event = event
         self.device = device
+        self.sequence = sequence
         self.detail = detail
     }
 }

@@ -23,7 +23,7 @@ extension PostgresKeyVaultDatabase {
             try await insert(genesis, account: account, db)
             for box in boxes { try await insert(box, account: account, db) }
             if let recovery { try await upsert(recovery, account: account, db) }
-            try await insertAudit(db, account: account, event: .link(.genesis), device: device.id.rawValue, detail: nil)
+            try await insertAudit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
         }
     }
 
@@ -69,7 +69,8 @@ extension PostgresKeyVaultDatabase {
             }
             try await insertSharing(write, account: account, db)
             if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
-            try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, detail: write.audit.detail)
+            try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.audit.sequence,
+                                  detail: nil)
         }
     }
 
@@ -370,12 +371,12 @@ extension PostgresKeyVaultDatabase {
 
     public func audit(_ account: AccountID, after: Int64, limit: Int) async throws -> [AuditEntry] {
         let rows = try await client.query("""
-            SELECT id, time, event, device, detail FROM audit WHERE account = \(account.rawValue) AND id > \(after)
+            SELECT id, time, event, device, sequence, detail FROM audit WHERE account = \(account.rawValue) AND id > \(after)
             ORDER BY id LIMIT \(Int64(limit))
             """, logger: logger)
         var entries: [AuditEntry] = []
-        for try await (id, time, event, device, detail) in rows.decode((Int64, Int64, String, String?, String?).self) {
-            entries.append(AuditEntry(id: id, time: time, event: event, device: device, detail: detail))
+        for try await (id, time, event, device, sequence, detail) in rows.decode((Int64, Int64, String, String?, Int64?, String?).self) {
+            entries.append(AuditEntry(id: id, time: time, event: event, device: device, sequence: sequence.map(UInt64.init), detail: detail))
         }
         return entries
     }
@@ -395,11 +396,12 @@ extension PostgresKeyVaultDatabase {
     /// An audit row, inside the caller's transaction. The per-account lock, held to commit,
     /// makes ids within an account commit in order: a reader that saw id n has seen every
     /// smaller id of that account, so paging with `after` never skips an entry.
-    private func insertAudit(_ db: PostgresConnection, account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws {
+    private func insertAudit(_ db: PostgresConnection, account: AccountID, event: AuditEvent, device: String?, sequence: UInt64? = nil,
+                             detail: String?) async throws {
         _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\("audit " + account.rawValue), 0))", logger: logger).collect()
         try await db.query("""
-            INSERT INTO audit (account, time, event, device, detail)
-            VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(event.rawValue), \(device), \(detail))
+            INSERT INTO audit (account, time, event, device, sequence, detail)
+            VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(event.rawValue), \(device), \(sequence.map(Int64.init)), \(detail))
             """, logger: logger)
     }
 

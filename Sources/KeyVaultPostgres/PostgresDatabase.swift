@@ -240,6 +240,15 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
                 PRIMARY KEY (account, device))
             """,
         ]),
+        // As SQLite's v9: a link's sequence as a number (it was the detail "sequence N").
+        ("v5 audit sequence", [
+            "ALTER TABLE audit ADD COLUMN sequence BIGINT",
+            """
+            UPDATE audit SET sequence = substr(detail, 10)::bigint, detail = NULL
+                WHERE event LIKE 'link.%' AND detail ~ '^sequence [0-9]+$'
+            """,
+            "UPDATE audit SET sequence = 0 WHERE event = 'link.genesis'",
+        ]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

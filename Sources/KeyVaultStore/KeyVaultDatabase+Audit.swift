@@ -33,13 +33,15 @@ extension KeyVaultDatabase {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE account = ? AND id > ? ORDER BY id LIMIT ?",
                              arguments: [account.rawValue, after, limit]).map {
-                AuditEntry(id: $0["id"], time: $0["time"], event: $0["event"], device: $0["device"], detail: $0["detail"])
+                AuditEntry(id: $0["id"], time: $0["time"], event: $0["event"], device: $0["device"],
+                           sequence: ($0["sequence"] as Int64?).map(UInt64.init), detail: $0["detail"])
             }
         }
     }
 
-    static func audit(_ db: Database, account: AccountID, event: AuditEvent, device: String?, detail: String?) throws {
-        try db.execute(sql: "INSERT INTO audit (account, time, event, device, detail) VALUES (?, ?, ?, ?, ?)",
-                       arguments: [account.rawValue, now(), event.rawValue, device, detail])
+    static func audit(_ db: Database, account: AccountID, event: AuditEvent, device: String?, sequence: UInt64? = nil,
+                      detail: String?) throws {
+        try db.execute(sql: "INSERT INTO audit (account, time, event, device, sequence, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                       arguments: [account.rawValue, now(), event.rawValue, device, sequence.map(Int64.init), detail])
     }
 }

@@ -21,7 +21,7 @@ extension KeyVaultDatabase {
             try Self.insert(device, db)
             for box in boxes { try Self.insert(box, account: account, db) }
             if let recovery { try Self.upsert(recovery, account: account, db) }
-            try Self.audit(db, account: account, event: .link(.genesis), device: device.id.rawValue, detail: nil)
+            try Self.audit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
         }
     }
 
@@ -67,7 +67,8 @@ extension KeyVaultDatabase {
             }
             try Self.insertSharing(write, account: account, db)
             if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
-            try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, detail: write.audit.detail)
+            try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.audit.sequence,
+                           detail: nil)
         }
     }
 

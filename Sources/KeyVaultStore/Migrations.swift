@@ -181,6 +181,15 @@ extension KeyVaultDatabase {
                 ) STRICT, WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v9 audit sequence") { db in
+            // A link's sequence as a number (it was the detail "sequence N").
+            try db.execute(sql: """
+                ALTER TABLE audit ADD COLUMN sequence INTEGER;
+                UPDATE audit SET sequence = CAST(substr(detail, 10) AS INTEGER), detail = NULL
+                    WHERE event LIKE 'link.%' AND detail GLOB 'sequence [0-9]*';
+                UPDATE audit SET sequence = 0 WHERE event = 'link.genesis';
+                """)
+        }
         return migrator
     }
 }

@@ -34,7 +34,7 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
         let result = await race(8) { i in
             try await database.append(account, ChainWrite(
                 link: StoredLink(sequence: 1, hash: "fork\(i)", json: Data("{}".utf8)), expectedHead: "h0",
-                audit: (.link(.masterRotate), phone.id.rawValue, nil)))
+                audit: (.link(.masterRotate), phone.id.rawValue, 1)))
         }
         #expect(result.won == 1)
         #expect(result.errors.allSatisfy { if case StoreError.staleChain = $0 { true } else { false } }, "\(result.errors)")
@@ -163,7 +163,7 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
         #expect(try await database.boxes(account, recipient: "a-device", generation: nil).map(\.generation) == [2])
         #expect(try await database.boxes(account, recipient: nil, generation: 1).count == 2)
         var write = ChainWrite(link: StoredLink(sequence: 1, hash: "h1", json: Data("{}".utf8)), expectedHead: "h0",
-                               audit: (.link(.memberAdd), phone.id.rawValue, nil))
+                               audit: (.link(.memberAdd), phone.id.rawValue, 1))
         write.wraps = [MemberWrap(member: MemberID(unchecked: hex(6)), memberGeneration: 1, masterGeneration: 1, envelope: "e1"),
                        MemberWrap(member: MemberID(unchecked: hex(5)), memberGeneration: 1, masterGeneration: 1, envelope: "e2")]
         try await database.append(account, write)
@@ -219,5 +219,20 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
         #expect(revealed.errors.allSatisfy { ($0 as? StoreError) == .linkRequestClosed }, "\(revealed.errors)")
         let info = try #require(try await database.contactRequest(id: id))
         #expect(info.response != nil && info.reveal != nil)
+    }
+}
+
+/// A link's audit entry carries the link's sequence as a number (issue 20, item 3: it
+/// was a "sequence N" string the client parsed back): the genesis 0, the next link 1.
+@Test(arguments: Backend.all) func aLinksAuditEntryCarriesItsSequenceAsANumber(_ backend: Backend) async throws {
+    try await backend.withStore { database in
+        try await createAccount(database)
+        try await database.append(account, ChainWrite(
+            link: StoredLink(sequence: 1, hash: "h1", json: Data("{}".utf8)), expectedHead: "h0",
+            audit: (.link(.masterRotate), phone.id.rawValue, 1)))
+        let entries = try await database.audit(account)
+        #expect(entries.map(\.event) == ["link.genesis", "link.master.rotate"])
+        #expect(entries.map(\.sequence) == [0, 1])
+        #expect(entries.allSatisfy { $0.detail == nil })
     }
 }

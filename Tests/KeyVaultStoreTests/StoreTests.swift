@@ -27,7 +27,7 @@ private struct StoreFixture {
 
     func write(_ sequence: UInt64, after head: String, event: LinkType = .masterRotate, hash: String? = nil) -> ChainWrite {
         ChainWrite(link: StoredLink(sequence: sequence, hash: hash ?? "h\(sequence)", json: Data("{\"n\":\(sequence)}".utf8)),
-                   expectedHead: head, audit: (.link(event), phone.id.rawValue, nil))
+                   expectedHead: head, audit: (.link(event), phone.id.rawValue, sequence))
     }
 
     func linkRequest(_ code: String, expires: Int64, client: String = "192.0.2.1", perClient: Int = 5) async throws {
@@ -287,4 +287,23 @@ extension StoreFixture {
         #expect(try await db.contactRequests(of: store.account).isEmpty)
         #expect(try await db.contactRequest(id: request.id) == nil)
     }
+}
+
+/// A database audited before the typed sequence keeps its links' sequences: migration
+/// v9 moves "sequence N" out of the detail into the number, and leaves other details.
+@Test func theAuditSequenceMigrationKeepsEveryLoggedLink() throws {
+    let directory = try TemporaryDirectory("kv-migrate")
+    var configuration = Configuration()
+    configuration.foreignKeysEnabled = false  // audit rows of an account this test does not make
+    let queue = try DatabaseQueue(path: directory.path("old.sqlite"), configuration: configuration)
+    try KeyVaultDatabase.migrator.migrate(queue, upTo: "v8 head statements")
+    try queue.write { db in
+        for (event, detail) in [("link.genesis", nil), ("link.member.add", "sequence 1"), ("attachment.put", "m a"), ("link.master.rotate", "sequence 12")] {
+            try db.execute(sql: "INSERT INTO audit (account, time, event, device, detail) VALUES ('a', 1, ?, 'd', ?)", arguments: [event, detail])
+        }
+    }
+    try KeyVaultDatabase.migrator.migrate(queue)
+    let rows = try queue.read { db in try Row.fetchAll(db, sql: "SELECT sequence, detail FROM audit ORDER BY id") }
+    #expect(rows.map { $0["sequence"] as Int64? } == [0, 1, nil, 12])
+    #expect(rows.map { $0["detail"] as String? } == [nil, nil, "m a", nil])
 }

@@ -20,7 +20,7 @@ import Testing
             }
             // The long log: a page of older entries before the real ones.
             let older = (1...pageSize).map { AuditEntry(id: Int64($0), time: 1_700_000_000, event: "attachment.put", device: nil, detail: nil) }
-            let log = older + entries.map { AuditEntry(id: $0.id + Int64(pageSize), time: $0.time, event: $0.event, device: $0.device, detail: $0.detail) }
+            let log = older + entries.map { AuditEntry(id: $0.id + Int64(pageSize), time: $0.time, event: $0.event, device: $0.device, sequence: $0.sequence, detail: $0.detail) }
             let after = request.target.range(of: "after=").map { Int64(request.target[$0.upperBound...].prefix { $0.isNumber }) ?? 0 } ?? 0
             reply.body = Array(try JSONEncoder().encode(["entries": Array(log.filter { $0.id > after }.prefix(pageSize))]))
         }

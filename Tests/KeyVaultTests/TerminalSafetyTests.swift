@@ -25,7 +25,7 @@ private func hasControlCharacters(_ text: String) -> Bool {
                 var answer = try JSONDecoder().decode([String: [AuditEntry]].self, from: Data(reply.body))
                 let last = answer["entries"]!.last!
                 answer["entries"]!.append(AuditEntry(id: last.id + 1, time: last.time, event: "link.x" + hostile, device: nil,
-                                                     detail: "sequence 99"))
+                                                     sequence: 99, detail: nil))
                 reply.body = Array(try JSONEncoder().encode(answer))
             }
         }
