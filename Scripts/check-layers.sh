@@ -37,5 +37,12 @@ bad=$(grep -rhE "${imports}" Examples | grep -vE "${imports}(KeyVault|Foundation
 if [ -n "$bad" ]; then
   echo "check-layers: an example imports more than KeyVault and Foundation:" >&2; echo "$bad" >&2; status=1
 fi
-[ $status -eq 0 ] && echo "check-layers: ok (C only in KeyVaultCrypto/Backend; the service links nothing that unwraps keys; keyctl's client commands link no server code; examples see only KeyVault)"
+# What to run is keyctl's to say (KeyVaultCommands/Hints.swift): no string of the library
+# or the service names it (doc comments may).
+bad=$(grep -rnE '"[^"]*keyctl' Sources/KeyVault Sources/KeyVaultServer Sources/KeyVaultProtocol Sources/KeyVaultModel \
+      --include=*.swift | grep -vE '^\S+:[0-9]+:\s*///' || true)
+if [ -n "$bad" ]; then
+  echo "check-layers: a string of the library or the service names keyctl (hints are keyctl's, in Hints.swift):" >&2; echo "$bad" >&2; status=1
+fi
+[ $status -eq 0 ] && echo "check-layers: ok (C only in KeyVaultCrypto/Backend; the service links nothing that unwraps keys; keyctl's client commands link no server code; examples see only KeyVault; no library or service string names keyctl)"
 exit $status

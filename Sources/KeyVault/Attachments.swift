@@ -25,7 +25,7 @@ extension Vault {
             do {
                 return try keys.contentAddressKey.address(ofFileAt: path)
             } catch let error as CryptoError {
-                throw KeyVaultError(.io, "cannot read \(path): \(error.message)", hint: "check the path and its permissions")
+                throw KeyVaultError(.io, "cannot read \(path): \(error.message)")
             }
         }
     }
@@ -40,7 +40,7 @@ extension Vault {
     package func put(fileAt path: String, member: Member) async throws -> PutResult {
         try await exclusively {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw KeyVaultError(.io, "cannot read \(path)", hint: "check the path and its permissions")
+                throw KeyVaultError(.io, "cannot read \(path)")
             }
             var plaintext = [UInt8](data)
             defer { secureWipe(&plaintext) }
@@ -62,8 +62,8 @@ extension Vault {
             // A shared member as its sharer's chain has it now: checked again, its newest generation.
             let member = try await current(given)
             guard !member.readOnly else {
-                throw KeyVaultError(.readOnlyGrant, "\(member.name) is shared with this account read-only: nothing can be put",
-                                    hint: "ask its account (\(owner(of: member))) to share it without --read-only", kind: .input)
+                throw KeyVaultError(.readOnlyGrant, "\(member.name) is shared with this account read-only by \(owner(of: member)): nothing can be put",
+                                    kind: .input)
             }
             // The newest chain first: a revocation another device made since must be
             // followed by its rotation before anything is sealed (an upload writes no link,

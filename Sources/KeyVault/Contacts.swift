@@ -61,7 +61,7 @@ extension Vault {
                            otherCode: () async throws -> String?) async throws -> Contact {
         try await exclusively {
             guard other != account else {
-                throw KeyVaultError(.invalidInput, "an account cannot be its own contact", hint: "name the other person's account")
+                throw KeyVaultError(.invalidInput, "an account cannot be its own contact")
             }
             let mine = try await currentIdentity()
             let me = ContactIdentity(account: account, generation: mine.generation, signingKey: mine.signing.publicKey,
@@ -76,7 +76,6 @@ extension Vault {
             guard let typed = try await otherCode().flatMap(LinkSAS.digits), let expected = LinkSAS.digits(code),
                   constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
                 throw KeyVaultError(.sasMismatch, "the safety code given does not match this side's: \(other) was not added as a contact",
-                                    hint: "if the digits differ, someone may be in the middle; try again, and compare on a call or in person",
                                     kind: .rejected)
             }
             try await write("contact pin") { state in
@@ -146,8 +145,7 @@ extension Vault {
         events(.answered(id: request.id))
         let revealed = try await wait(for: request.id, every: pollInterval) { $0.reveal }
         guard let initiatorNonce = try? Hex.decode(revealed), ContactCommitment.opens(commitment, identity: theirs, nonce: initiatorNonce) else {
-            throw KeyVaultError(.badReveal, "the other side's revealed value does not open the commitment it made first: someone changed the exchange; nothing was pinned",
-                                hint: "do not trust this server's answers", kind: .verification)
+            throw KeyVaultError(.badReveal, "the other side's revealed value does not open the commitment it made first: someone changed the exchange; nothing was pinned", kind: .verification)
         }
         guard let code = ContactSafetyCode.compute(initiator: theirs, commitment: commitment, initiatorNonce: initiatorNonce,
                                                    responder: me, responderNonce: nonce) else {
@@ -170,8 +168,7 @@ extension Vault {
             if let value = field(info) { return value }
             if let value = try await meanwhile() { return value }
             guard info.expires > Int64(Date().timeIntervalSince1970), ContinuousClock.now < deadline else {
-                throw KeyVaultError(.contactRequestClosed, "the contact request expired before the other side answered",
-                                    hint: "run it again on both sides, the second within 10 minutes of the first")
+                throw KeyVaultError(.contactRequestClosed, "the contact request expired before the other side answered")
             }
             try await Task.sleep(for: interval)
         }

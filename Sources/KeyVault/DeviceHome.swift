@@ -255,7 +255,7 @@ struct SealedSecrets: Codable {
         }
         let key = try SymmetricKey(Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters, outputByteCount: 32))
         guard let plain = try? envelope.open(using: key, context: Self.context) else {
-            throw KeyVaultError(.wrongPassphrase, "that passphrase does not open this device's keys", hint: "type it again; it is case-sensitive",
+            throw KeyVaultError(.wrongPassphrase, "that passphrase does not open this device's keys",
                               kind: .rejected)
         }
         return plain.unprotectedCopy()

@@ -64,11 +64,9 @@ extension Vault {
             do {
                 parameters = try Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB)
             } catch let error as CryptoError where error.code == .parametersAboveCeiling {
-                throw KeyVaultError(.kdfAboveCeiling, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
-                                  hint: "a server may not make this device spend unbounded time and memory; do not use this server", kind: .verification)
+                throw KeyVaultError(.kdfAboveCeiling, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it", kind: .verification)
             } catch let error as CryptoError {
-                throw KeyVaultError(.weakKDF, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it",
-                                  hint: "a server may not lower the cost of guessing your code; do not use this server", kind: .verification)
+                throw KeyVaultError(.weakKDF, "the server's recovery slot asks for Argon2id t=\(slot.iterations), m=\(slot.memoryKiB) KiB: \(error.message); refusing to use it", kind: .verification)
             }
             guard let salt = try? Hex.decode(slot.salt), salt.count == Argon2id.saltByteCount, let anchorEnvelope = try? Envelope(base64: slot.anchor) else {
                 throw KeyVaultError(.badResponse, "the server's recovery slot does not parse")
@@ -87,8 +85,7 @@ extension Vault {
             let session = try await api.recoveryProof(keys.proof(for: challenge.challenge, account: account))
             let state = try verify(session.chain.links, account: account, seenHead: "", seenSequence: 0)
             guard session.chain.links.first?.hash == anchor.genesis else {
-                throw KeyVaultError(.wrongAccount, "the chain the server sent does not start at the genesis link your recovery code names",
-                                  hint: "the server is not trustworthy; nothing was changed", kind: .verification)
+                throw KeyVaultError(.wrongAccount, "the chain the server sent does not start at the genesis link your recovery code names", kind: .verification)
             }
             guard let recovery = state.recovery, recovery.authKey == keys.authKey.publicKey, recovery.boxKey == keys.boxKey.publicKey else {
                 throw KeyVaultError(.chainInvalid, "the account chain names another recovery code than this one", kind: .verification)
@@ -292,8 +289,7 @@ extension Vault {
             do {
                 info = try await api.linkRequest(code)
             } catch let error as KeyVaultError where error.status == 404 {
-                throw KeyVaultError(.linkRequestClosed, "there is no link request \(code)",
-                                  hint: "check the code the new device shows; requests expire after 10 minutes", kind: .input)
+                throw KeyVaultError(.linkRequestClosed, "there is no link request \(code)", kind: .input)
             }
             guard info.code == code, info.request.isWellFormed else {
                 throw KeyVaultError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)

@@ -4,8 +4,9 @@ import KeyVaultProtocol
 import KeyVaultVault
 
 /// Why a KeyVault operation stopped: a stable ``code`` to match on, a plain
-/// ``message`` (never a secret), what ``kind`` of failure it is and, where it
-/// helps, a ``hint`` of what to do next.
+/// ``message`` (never a secret) and what ``kind`` of failure it is. What to do next
+/// is the app's to say, in its own words, from the code (keyctl's are in its
+/// `Hints.swift`).
 ///
 /// Errors of kind ``Kind/verification`` mean the server's answer failed a check:
 /// nothing was changed, and the server is not to be trusted with that answer.
@@ -33,14 +34,12 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
     public let kind: Kind
     public let code: Code
     public let message: String
-    public let hint: String?
     /// The HTTP status, when the server refused.
     public let status: Int?
 
-    package init(_ code: Code, _ message: String, hint: String? = nil, kind: Kind? = nil, status: Int? = nil) {
+    package init(_ code: Code, _ message: String, kind: Kind? = nil, status: Int? = nil) {
         self.code = code
         self.message = message
-        self.hint = hint
         self.status = status
         self.kind = kind ?? Self.defaultKind(code)
     }
@@ -64,11 +63,9 @@ public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
     static func verification(_ error: any Error, _ what: String) -> KeyVaultError {
         switch error {
         case let error as ProtocolError:
-            KeyVaultError(.chainInvalid, "\(what): \(error.message) (\(error.code))",
-                        hint: "the server's data does not verify; do not trust it. Nothing was changed here", kind: .verification)
+            KeyVaultError(.chainInvalid, "\(what): \(error.message) (\(error.code))", kind: .verification)
         case let error as VaultError:
-            KeyVaultError(error.code, "\(what): \(error.message)",
-                        hint: "the server's data does not verify; do not trust it. Nothing was changed here", kind: .verification)
+            KeyVaultError(error.code, "\(what): \(error.message)", kind: .verification)
         case let error as KeyVaultError:
             error
         default:

@@ -203,7 +203,7 @@ extension Vault {
                                keepingContacts keepContacts: Set<AccountID> = []) throws -> RevocationPlan {
         let state = try chain
         guard target.id != device else {
-            throw KeyVaultError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
+            throw KeyVaultError(.invalidInput, "this device cannot revoke itself: revoke it from another device of the account")
         }
         let revocation = state.revocation(of: [target], keeping: keep, keepingContacts: keepContacts, by: device)
         for id in keep where !revocation.keptDevices.contains(where: { $0.id == id }) {
@@ -250,7 +250,7 @@ extension Vault {
         try await exclusively {
             // The plan is the caller's value: whatever it says, this device is never among the revoked.
             guard !plan.targets.contains(where: { $0.id == device }) else {
-                throw KeyVaultError(.invalidInput, "this device cannot revoke itself", hint: "revoke it from another device of the account")
+                throw KeyVaultError(.invalidInput, "this device cannot revoke itself: revoke it from another device of the account")
             }
             let keep = Set(plan.kept.map(\.id))
             var done = plan

@@ -78,8 +78,7 @@ package struct ServerAPI: Sendable {
             return KeyVaultError(.deviceRevoked, "this device was revoked from the account; the server refuses it",
                                  status: reply.status)
         case .staleTimestamp:
-            return KeyVaultError(code, "the server refused the request time: \(message)",
-                                 hint: "check this computer's clock", status: reply.status)
+            return KeyVaultError(code, "the server refused the request time: \(message)", status: reply.status)
         case .unknownDevice:
             return KeyVaultError(code, "the server does not know this device: \(message)", status: reply.status)
         case .rateLimited, .tooManyLinkRequests, .tooManyContactRequests:

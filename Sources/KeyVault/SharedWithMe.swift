@@ -54,8 +54,7 @@ extension Vault {
         let sharer = entry.sharer
         guard sharer != account else { throw KeyVaultError(.badResponse, "the server lists this account as sharing with itself", kind: .verification) }
         guard me.contacts[sharer] != nil else {
-            throw KeyVaultError(.unknownContact, "\(sharer) is not a contact this account verified; nothing it shares is opened",
-                                hint: "if you know this person, both run `keyctl contact add` naming the other's account", kind: .verification)
+            throw KeyVaultError(.unknownContact, "\(sharer) is not a contact this account verified; nothing it shares is opened", kind: .verification)
         }
         let state = try await contactChain(sharer)
         var keys = [MemberID: [UInt32: SymmetricKey]]()
@@ -92,8 +91,7 @@ extension Vault {
         guard let sharer = member.sharer else { throw KeyVaultError(.noSuchMember, "\(member.name) is not a shared member") }
         if sharedKeys[sharer]?[member.id]?[generation] == nil { _ = try await sharedMembers() }
         guard let key = sharedKeys[sharer]?[member.id]?[generation] else {
-            throw KeyVaultError(.missingKey, "\(sharer) has sent this account no key of generation \(generation) of \(member.name)",
-                                hint: "`keyctl shared list` shows what is shared with this account now, and what was refused", kind: .verification)
+            throw KeyVaultError(.missingKey, "\(sharer) has sent this account no key of generation \(generation) of \(member.name)", kind: .verification)
         }
         return key
     }
@@ -106,7 +104,6 @@ extension Vault {
         if let now = view.members.first(where: { $0.id == member.id && $0.sharer == sharer }) { return now }
         let refusal = view.refused.first { $0.sharer == sharer }
         throw KeyVaultError(refusal == nil ? .noSuchMember : .contactChanged,
-                            "\(member.name) is no longer shared with this account" + (refusal.map { ": \($0.reason)" } ?? ""),
-                            hint: "`keyctl shared list` shows what is shared with this account now", kind: refusal == nil ? .input : .verification)
+                            "\(member.name) is no longer shared with this account" + (refusal.map { ": \($0.reason)" } ?? ""), kind: refusal == nil ? .input : .verification)
     }
 }

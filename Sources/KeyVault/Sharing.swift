@@ -134,8 +134,7 @@ extension Vault {
                     "\(item.device.name.debugDescription) (" + (item.daysSilent(at: now).map { "last seen \($0) days ago" } ?? "never seen") + ")"
                 }
                 throw KeyVaultError(.contactStale,
-                                    "\(other) has not been seen lately: \(stale.count == 1 ? "its device" : "its devices") \(devices.joined(separator: ", ")) said nothing of its chain in the last \(ChainFreshness.window / 86400) days, so a server could be hiding a change there (a revoked device) from this account",
-                                    hint: "when that person has used the app on that device (or revoked it), try again", kind: .verification)
+                                    "\(other) has not been seen lately: \(stale.count == 1 ? "its device" : "its devices") \(devices.joined(separator: ", ")) said nothing of its chain in the last \(ChainFreshness.window / 86400) days, so a server could be hiding a change there (a revoked device) from this account", kind: .verification)
             }
             return state
         }
@@ -302,16 +301,14 @@ extension Vault {
             }
             try await sync()
             guard let pin = try chain.contacts[grantee] else {
-                throw KeyVaultError(.unknownContact, "\(grantee) is not a verified contact of this account",
-                                    hint: "first compare safety codes: both people run `keyctl contact add` naming the other's account", kind: .input)
+                throw KeyVaultError(.unknownContact, "\(grantee) is not a verified contact of this account", kind: .input)
             }
             let key = ChainState.GrantKey(member: member.id, grantee: grantee)
             guard try chain.grants[key] == nil else {
                 throw KeyVaultError(.grantExists, "\(member.name) is already shared with \(grantee)", kind: .input)
             }
             guard try await contactIsCurrent(grantee, generation: pin.generation, in: try chain) else {
-                throw KeyVaultError(.contactChanged, "the sharing identity of \(grantee) is no longer the one this account verified, or that account has not verified this one: nothing was shared",
-                                    hint: "verify it again: both people run `keyctl contact add` naming the other's account", kind: .verification)
+                throw KeyVaultError(.contactChanged, "the sharing identity of \(grantee) is no longer the one this account verified, or that account has not verified this one: nothing was shared", kind: .verification)
             }
             try await grant(key, readOnly: readOnly, signer: try await currentIdentity(), afterRotations: true)
             let grant = try chain.grants[key]

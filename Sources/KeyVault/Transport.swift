@@ -103,7 +103,6 @@ public struct URLSessionTransport: HTTPTransport {
     package static func checkCleartext(_ url: URL, allowInsecureHTTP: Bool) throws {
         guard url.scheme?.lowercased() == "http", !allowInsecureHTTP, !isLoopback(url) else { return }
         throw KeyVaultError(.insecureHTTP, "refusing plain http:// to \(url.host ?? url.absoluteString): only loopback (127.0.0.0/8, ::1, localhost) is reached without TLS",
-                          hint: "anyone on the network path, and the server's host, would see every request's metadata, and a device-link exchange must not cross a network in the clear; use https://, or allow plain HTTP explicitly if you accept that",
                           kind: .input)
     }
 

@@ -144,8 +144,7 @@ public actor Vault {
             let response = try await api.chain()
             let verified = try Self.verify(response.links, account: record.account, seenHead: record.head, seenSequence: record.sequence)
             guard let me = verified.devices[record.device] else {
-                throw KeyVaultError(.chainInvalid, "the account chain does not contain this device",
-                                  hint: "the server's chain is not this device's account; do not trust it", kind: .verification)
+                throw KeyVaultError(.chainInvalid, "the account chain does not contain this device", kind: .verification)
             }
             guard me.isActive else {
                 throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")
@@ -195,17 +194,14 @@ public actor Vault {
             throw KeyVaultError.verification(error, "the account chain from the server does not verify")
         }
         guard state.account == account else {
-            throw KeyVaultError(.wrongAccount, "the server sent the chain of account \(state.account), not \(account)",
-                              hint: "the server is not trustworthy; nothing was changed", kind: .verification)
+            throw KeyVaultError(.wrongAccount, "the server sent the chain of account \(state.account), not \(account)", kind: .verification)
         }
         guard !seenHead.isEmpty else { return state }
         guard state.sequence >= seenSequence else {
-            throw KeyVaultError(.chainRollback, "the server's chain ends at link \(state.sequence), but this device has already seen link \(seenSequence): the server rolled the account back",
-                              hint: "do not trust this server's answers; nothing was changed", kind: .verification)
+            throw KeyVaultError(.chainRollback, "the server's chain ends at link \(state.sequence), but this device has already seen link \(seenSequence): the server rolled the account back", kind: .verification)
         }
         guard links[Int(seenSequence)].hash == seenHead else {
-            throw KeyVaultError(.chainFork, "the server's chain differs from the one this device saw at link \(seenSequence): the chain forked",
-                              hint: "do not trust this server's answers; nothing was changed", kind: .verification)
+            throw KeyVaultError(.chainFork, "the server's chain differs from the one this device saw at link \(seenSequence): the chain forked", kind: .verification)
         }
         return state
     }
@@ -252,8 +248,7 @@ public actor Vault {
             }
         }
         guard try MasterKeyCheck.matches(key, generation: box.generation, in: state) else {
-            throw KeyVaultError(.badBox, "the master key in the box for generation \(box.generation) is not the one the chain's link for that generation names (signed by \(box.signer.prefix(8))…)",
-                              hint: "a device, perhaps since revoked, sealed a key of its own; do not trust this server's boxes", kind: .verification)
+            throw KeyVaultError(.badBox, "the master key in the box for generation \(box.generation) is not the one the chain's link for that generation names (signed by \(box.signer.prefix(8))…)", kind: .verification)
         }
         return key
     }
@@ -325,8 +320,7 @@ public actor Vault {
             let matches = shared.filter { $0.name == name || $0.id.rawValue == name }
             if matches.count == 1 { return matches[0] }
             if matches.count > 1 {
-                throw KeyVaultError(.invalidInput, "\(matches.count) shared members are called \(name.debugDescription) (from \(Set(matches.compactMap(\.sharer)).count) accounts)",
-                                    hint: "name it by its id: \(matches.map(\.id.rawValue).joined(separator: ", "))")
+                throw KeyVaultError(.invalidInput, "\(matches.count) shared members are called \(name.debugDescription) (from \(Set(matches.compactMap(\.sharer)).count) accounts): name it by its id, one of \(matches.map(\.id.rawValue).joined(separator: ", "))")
             }
             let names = (all + shared).map(\.name)
             throw KeyVaultError(.noSuchMember, "there is no member called \(name.debugDescription)"
@@ -413,7 +407,7 @@ public actor Vault {
             try home.save(record)
             return
         }
-        throw KeyVaultError(.tooManyConflicts, "other devices kept changing the account during \(what)", hint: "try again in a moment")
+        throw KeyVaultError(.tooManyConflicts, "other devices kept changing the account during \(what)")
     }
 
     // MARK: Members
@@ -425,8 +419,7 @@ public actor Vault {
             try Self.checkName(name, of: "a member")
             try await finishRevocationFirst()
             if try await members().contains(where: { $0.name == name }) {
-                throw KeyVaultError(.memberExists, "there is already a member called \(name.debugDescription)",
-                                  hint: "choose another name", kind: .input)
+                throw KeyVaultError(.memberExists, "there is already a member called \(name.debugDescription)", kind: .input)
             }
             let id = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
             let key = SymmetricKey()

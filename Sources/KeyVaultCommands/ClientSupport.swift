@@ -49,9 +49,7 @@ struct HomeOptions: ParsableArguments {
             do {
                 try URLSessionTransport.checkCleartext(url, allowInsecureHTTP: insecureHTTP)
             } catch let error as KeyVaultError {
-                throw KeyctlError(error.code, error.message,
-                                  hint: "over plain HTTP the server's host and anyone on the network path see every request's metadata (account, device, times, sizes) and can rewrite answers, and a device-link exchange must not cross a network in the clear; use https://, or add --insecure-http if you accept that",
-                                  exitCode: .usage)
+                throw KeyctlError(error.code, error.message, hint: Hints.hint(for: error), exitCode: .usage)
             }
         }
         return try KeyctlMain.$insecureHTTP.withValue(insecureHTTP) {
@@ -132,8 +130,9 @@ extension KeyctlMain {
 }
 
 extension KeyctlError {
-    /// The exit code and advice for a client failure.
-    init(_ error: KeyVaultError) {
+    /// The exit code and advice for a client failure of `command` (``Hints``), unless
+    /// the command gives its own `hint`.
+    init(_ error: KeyVaultError, in command: (any ParsableCommand.Type)? = nil, hint: String? = nil) {
         let exit: ExitCode = switch error.kind {
         case .rejected: .rejected
         case .network, .home, .input: .failure
@@ -141,7 +140,7 @@ extension KeyctlError {
         case .revoked: .revoked
         case .verification: .untrusted
         }
-        self.init(error.code, error.message, hint: Hints.hint(for: error) ?? error.hint, exitCode: exit)
+        self.init(error.code, error.message, hint: hint ?? Hints.hint(for: error, in: command), exitCode: exit)
     }
 }
 

@@ -277,7 +277,7 @@ extension Device {
             do {
                 plan = try await vault.revocationPlan(for: target, keeping: keeping, keepingContacts: keepingContacts)
             } catch let error as KeyVaultError where error.code == .invalidInput {
-                throw KeyctlError(.invalidInput, error.message, hint: error.hint, exitCode: .usage)
+                throw KeyctlError(.invalidInput, error.message, hint: Hints.hint(for: error), exitCode: .usage)
             }
             let listed = Array(plan.targets.dropFirst())
             // Member names for the pins and shares listed (ids where a key does not open).

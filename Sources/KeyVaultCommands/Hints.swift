@@ -1,59 +1,89 @@
+import ArgumentParser
 import KeyVault
 import KeyVaultModel
 import KeyVaultVault
 
-/// What to do next, in `keyctl`'s words, for a library error: the library says
-/// what happened in terms any app can show; the commands that fix it are keyctl's.
+/// What to do next, in `keyctl`'s words, for a library error. The library says what
+/// happened in terms any app can show, and never what to run: that is keyctl's, here
+/// alone. `command` is the command that failed, where the advice depends on it.
 enum Hints {
-    static func hint(for error: KeyVaultError) -> String? {
+    static func hint(for error: KeyVaultError, in command: (any ParsableCommand.Type)? = nil) -> String? {
+        let contact = command == Contact.Add.self
         switch error.code {
         case .notInitialized:
-            "run `keyctl init --server URL --name NAME` for a new account, or `keyctl device enroll` / `keyctl device link` to join one; --home picks another directory"
+            return "run `keyctl init --server URL --name NAME` for a new account, or `keyctl device enroll` / `keyctl device link` to join one; --home picks another directory"
         case .alreadyInitialized:
-            "use it as it is (`keyctl status`), or pick another directory with --home"
+            return "use it as it is (`keyctl status`), or pick another directory with --home"
         case .passphraseRequired:
-            "run keyctl on a terminal to be asked for it, or set KEYCTL_PASSPHRASE_FILE to a file holding it"
+            return "run keyctl on a terminal to be asked for it, or set KEYCTL_PASSPHRASE_FILE to a file holding it"
+        case .wrongPassphrase:
+            return "type it again; it is case-sensitive"
         case .deviceBusy:
-            "another keyctl command is using this device home: wait for it to finish, then try again"
+            return "another keyctl command is using this device home: wait for it to finish, then try again"
         case .homeDamaged:
-            "restore it from a backup, or move it away and enroll this computer again (`keyctl device enroll` with the recovery code)"
+            return "restore it from a backup, or move it away and enroll this computer again (`keyctl device enroll` with the recovery code)"
         case .home:
-            "choose another directory with --home or KEYCTL_HOME"
+            return "choose another directory with --home or KEYCTL_HOME"
+        case .io:
+            return "check the path and its permissions"
         case .enrollmentIncomplete:
-            "run `keyctl device enroll` or `keyctl device link` again with the same --home: a link request approved meanwhile is picked up"
+            return "run `keyctl device enroll` or `keyctl device link` again with the same --home: a link request approved meanwhile is picked up"
         case .deviceRevoked:
-            "to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home"
-        // Where the library says what to do (a shared member's key, the contact exchange), that stands.
-        case .missingKey, .badBox:
-            error.hint ?? "another device must rotate the master key (`keyctl master rotate`) to include this one"
+            return "to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home"
+        case .missingKey:
+            return "another device must rotate the master key (`keyctl master rotate`) to include this one; for a member shared with this account, `keyctl shared list` shows what its account sent"
+        case .badBox:
+            return "a device, perhaps since revoked, sealed a key of its own: do not trust this server's boxes; another device can rotate the master key (`keyctl master rotate`)"
         case .linkRequestClosed:
-            error.hint ?? "start again with `keyctl device link` on the new device, and approve it within 10 minutes"
+            return "check the code the new device shows, or start again with `keyctl device link` on the new device; approve it within 10 minutes"
         case .contactRequestClosed, .contactRequestOutOfTurn:
-            error.hint ?? "both people run `keyctl contact add` again, naming each other's account, the second within 10 minutes"
+            return "both people run `keyctl contact add` again, naming each other's account, the second within 10 minutes"
+        case .sasMismatch where contact:
+            return "if the digits differ, someone may be in the middle: run `keyctl contact add` again on both sides, and compare the codes on a call or in person"
+        case .badReveal where contact:
+            return "someone changed the exchange: do not trust this server's answers"
         case .badReveal, .sasMismatch:
-            error.hint ?? "someone may have swapped the keys; start again with `keyctl device link` on the new device; if this repeats, do not trust this server"
+            return "someone may have swapped the keys; start again with `keyctl device link` on the new device; if this repeats, do not trust this server"
+        case .unknownContact:
+            return "first compare safety codes: both people run `keyctl contact add` naming the other's account"
+        case .contactChanged:
+            return "verify it again: both people run `keyctl contact add` naming the other's account; `keyctl shared list` shows what is shared with this account now"
+        case .contactStale:
+            return "when that person has used the app on that device (or revoked it), try again"
+        case .readOnlyGrant:
+            return "ask the account that shares it to share it without --read-only"
         case .noSuchDevice:
-            "see the ids and names with `keyctl device list`"
+            return "see the ids and names with `keyctl device list`"
         case .noSuchMember:
-            "see the members with `keyctl member list`; add one with `keyctl member add NAME`"
+            return "see the members with `keyctl member list` (and those shared with this account with `keyctl shared list`); add one with `keyctl member add NAME`"
+        case .memberExists:
+            return "choose another name"
         case .network where error.message.localizedCaseInsensitiveContains("certificate"):
-            "this computer does not trust the server's certificate; if a private CA issued it, give that CA's certificate with --ca-cert FILE (or KEYCTL_CA_CERT)"
+            return "this computer does not trust the server's certificate; if a private CA issued it, give that CA's certificate with --ca-cert FILE (or KEYCTL_CA_CERT)"
         case .network:
-            "check that `keyctl serve` is running there and the URL (--server) is right"
+            return "check that `keyctl serve` is running there and the URL (--server) is right"
+        case .insecureHTTP:
+            return "anyone on the network path, and the server's host, would see every request's metadata, and a device-link exchange must not cross a network in the clear; use https://, or add --insecure-http if you accept that"
+        case .staleTimestamp:
+            return "check this computer's clock"
         case .badResponse where error.status != nil:
-            "is --server a KeyVault server (`keyctl serve`)?"
+            return "is --server a KeyVault server (`keyctl serve`)?"
         case .tooManyConflicts:
-            "run the command again in a moment; if this repeats, do not trust this server"
+            return "run the command again in a moment; if this repeats, do not trust this server"
         case .responseTooLarge:
-            "a KeyVault server never sends that much here; check --server, or report it if the server is yours"
+            return "a KeyVault server never sends that much here; check --server, or report it if the server is yours"
         case .unknownDevice:
-            "was the account deleted? check `keyctl status` and --server"
+            return "was the account deleted? check `keyctl status` and --server"
         case .wrongRecoveryCode, .malformedAnchor:
-            "check the words (`keyctl recovery verify`) and the account id; a code replaced by `keyctl recovery rotate` no longer works"
+            return "check the words (`keyctl recovery verify`) and the account id; a code replaced by `keyctl recovery rotate` no longer works"
         case .recoveryCompromised:
-            "set a new recovery code from a device you trust: `keyctl recovery rotate`"
+            return "set a new recovery code from a device you trust: `keyctl recovery rotate`"
+        case .kdfAboveCeiling:
+            return "a server may not make this device spend unbounded time and memory; do not use this server"
+        case .weakKDF:
+            return "a server may not lower the cost of guessing your code; do not use this server"
         default:
-            nil
+            return error.kind == .verification ? "the server's data does not verify; do not trust it. Nothing was changed here" : nil
         }
     }
 }

@@ -130,10 +130,10 @@ extension Recovery {
                 try await vault.setRecoveryCode(code, parameters: recovery.kdf)
             } catch let error as KeyVaultError {
                 let set = (try? await vault.chain.recovery?.generation ?? 0) ?? 0 > before
-                throw KeyVaultError(error.code, set ? "the new recovery code is set, but rotating the master key after it failed: \(error.message)"
-                                                  : "the new recovery code was not set (the old one still works): \(error.message)",
-                                  hint: set ? "run `keyctl master rotate` to finish" : "run `keyctl recovery rotate` again\(recovery.recoveryFile.map { " after deleting \($0)" } ?? "")",
-                                  kind: error.kind, status: error.status)
+                throw KeyctlError(KeyVaultError(error.code, set ? "the new recovery code is set, but rotating the master key after it failed: \(error.message)"
+                                                                : "the new recovery code was not set (the old one still works): \(error.message)",
+                                                kind: error.kind, status: error.status),
+                                  hint: set ? "run `keyctl master rotate` to finish" : "run `keyctl recovery rotate` again\(recovery.recoveryFile.map { " after deleting \($0)" } ?? "")")
             }
             let state = try await vault.chain
             options.result(["recoveryGeneration": state.recovery?.generation ?? 0, "masterGeneration": state.masterGeneration],

@@ -78,8 +78,10 @@ public enum KeyctlMain {
                            console: any Console = StandardConsole()) async -> Int32 {
         await $console.withValue(console) {
             await $root.withValue(root) {
+                var parsed: (any ParsableCommand.Type)?
                 do {
                     var command = try root.parseAsRoot(arguments)
+                    parsed = type(of: command)
                     if var asyncCommand = command as? AsyncParsableCommand {
                         try await asyncCommand.run()
                     } else {
@@ -90,7 +92,7 @@ public enum KeyctlMain {
                     report(error, to: console, json: arguments.contains("--json"))
                     return error.exitCode.rawValue
                 } catch let error as KeyVaultError {
-                    let error = KeyctlError(error)
+                    let error = KeyctlError(error, in: parsed)
                     report(error, to: console, json: arguments.contains("--json"))
                     return error.exitCode.rawValue
                 } catch {

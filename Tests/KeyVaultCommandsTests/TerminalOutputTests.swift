@@ -11,8 +11,7 @@ import Testing
 /// A server whose refusal carries terminal escape sequences, as far as the client's own checks let it through.
 private struct HostileStub: HTTPTransport {
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
-        throw KeyVaultError(KeyVaultError.Code(rawValue: "evil\u{1B}[31m"), "refused: \u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}1A gone",
-                          hint: "run \u{1B}[8mhidden\u{1B}[0m")
+        throw KeyVaultError(KeyVaultError.Code(rawValue: "evil\u{1B}[31m"), "refused: \u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}1A gone, run \u{1B}[8mhidden\u{1B}[0m")
     }
 }
 

@@ -88,6 +88,6 @@ struct RecoveryController: Sendable {
     static func refuseIfCompromised(_ recovery: ChainState.Recovery) throws {
         guard let link = recovery.compromised else { return }
         throw APIError(.recoveryCompromised,
-                       "this account's recovery code was compromised at link \(link) (the device that set it was revoked); a device of the account must set a new one (`keyctl recovery rotate`)")
+                       "this account's recovery code was compromised at link \(link) (the device that set it was revoked); a device of the account must set a new one")
     }
 }
