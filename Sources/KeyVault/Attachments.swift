@@ -95,7 +95,7 @@ extension Vault {
                     matches = false  // another party's object (a network failure is no reason to replace anything)
                 }
                 if !matches {
-                    progress("what the server held at \(address) does not open to this content: replacing it")
+                    progress(.replacingUnopenableAttachment(address))
                     info = try await api.putAttachment(member: member.id, address: address, object: object, replace: true)
                 }
             }
@@ -159,7 +159,7 @@ extension Vault {
             let newest = try await memberKeys(member.id, generation: member.generation)
             var result = RewrapResult()
             for (index, info) in list.enumerated() {
-                progress("re-wrapping attachment keys: \(index + 1)/\(list.count)")
+                progress(.rewrappingAttachments(done: index + 1, of: list.count))
                 guard let address = ContentAddress(info.address) else {
                     throw KeyVaultError(.badResponse, "the server listed a malformed address \(info.address.prefix(80))")
                 }

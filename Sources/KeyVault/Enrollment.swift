@@ -29,7 +29,7 @@ extension Vault {
                              signer: keys.id.rawValue, signature: "")
             box.sign(with: keys.signing, account: state.account)
             let api = ServerAPI(transport: transport)
-            progress("creating the account on \(server)")
+            progress(.creatingAccount(server: server))
             let created = try await api.createAccount(CreateAccountRequest(genesis: genesis, boxes: [box], recovery: nil))
             guard created.account == state.account, created.head == state.head else {
                 throw KeyVaultError(.wrongAccount, "the server answered with another account than the one this device made",
@@ -71,7 +71,7 @@ extension Vault {
             guard let salt = try? Hex.decode(slot.salt), salt.count == Argon2id.saltByteCount, let anchorEnvelope = try? Envelope(base64: slot.anchor) else {
                 throw KeyVaultError(.badResponse, "the server's recovery slot does not parse")
             }
-            progress("deriving keys from the recovery code (Argon2id \(parameters))")
+            progress(.derivingRecoveryKeys)
             let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
             let anchor: RecoveryAnchor
             do {
@@ -80,7 +80,7 @@ extension Vault {
                 throw KeyVaultError(error.code, error.message,
                                   kind: .rejected)
             }
-            progress("proving the recovery code to the server")
+            progress(.provingRecoveryCode)
             let challenge = try await api.recoveryChallenge()
             let session = try await api.recoveryProof(keys.proof(for: challenge.challenge, account: account))
             let state = try verify(session.chain.links, account: account, seenHead: "", seenSequence: 0)
@@ -118,7 +118,7 @@ extension Vault {
             // Keep the keys before the server knows the device: a crash after enrollment must not lose them.
             var record = DeviceRecord(server: server, account: account, name: name, head: "", sequence: 0, enrolled: false, keys: device)
             try home.save(record)
-            progress("adding this device to the account")
+            progress(.addingDevice)
             try await api.recoveryEnroll(RecoveryEnrollRequest(token: session.token, link: link, boxes: [box]))
             return try await finish(&record, at: after)
 
@@ -231,8 +231,7 @@ extension Vault {
                         events(.sas(sas))
                     }
                     let left = max(0, status.expires - Int64(Date().timeIntervalSince1970))
-                    progress(revealed ? "waiting for the code to be typed on the other device (\(left / 60):\(String(format: "%02d", left % 60)) left)"
-                                      : "waiting for a device of the account to answer (\(left / 60):\(String(format: "%02d", left % 60)) left)")
+                    progress(.waitingForApproval(codeShown: revealed, secondsLeft: left))
                 case .refused:
                     throw KeyVaultError(.linkRequestClosed, "the request was refused on the other device",
                                       kind: .rejected)
@@ -319,7 +318,7 @@ extension Vault {
                 }
                 guard let reveal = info.deviceNonce else {
                     guard Int64(Date().timeIntervalSince1970) <= deadline else { throw Self.linkExpired }
-                    progress("waiting for the new device to show its code")
+                    progress(.waitingForNewDevice)
                     continue
                 }
                 guard let deviceNonce = try? Hex.decode(reveal),

@@ -103,7 +103,7 @@ extension Vault {
         // Until none is left: another device's revocation may land while this one's rotation runs.
         for _ in 0..<Self.maxAttempts {
             guard !(try pendingRotation().isEmpty) else { return }
-            progress("finishing the key rotation an earlier revocation or recovery rotation left undone")
+            progress(.finishingPendingWork)
             try await finishPendingRotations()
         }
         throw KeyVaultError(.tooManyConflicts, "revocations kept coming while their key rotations were being finished")
@@ -122,19 +122,19 @@ extension Vault {
             let total = (pending.master ? 1 : 0) + pending.members.count + (pending.identity ? 1 : 0)
             var done = 0
             if pending.master {
-                progress("rotating the master key (\(done + 1)/\(total))")
+                progress(.rotatingMasterKey(step: done + 1, of: total))
                 try await rotateMaster()
                 done += 1
             }
             // Right after the master key (its private halves go under the new one), and
             // before the member keys, whose new generations it then signs.
             if try pendingRotation().identity {
-                progress("renewing the sharing identity (\(done + 1)/\(total))")
+                progress(.renewingSharingIdentity(step: done + 1, of: total))
                 try await renewIdentity()
                 done += 1
             }
             for member in pending.members where try pendingRotation().members.contains(member) {
-                progress("rotating member key \(member.rawValue.prefix(8))… (\(done + 1)/\(total))")
+                progress(.rotatingMemberKey(member, step: done + 1, of: total))
                 try await rotateMember(member)
                 done += 1
             }
@@ -149,12 +149,12 @@ extension Vault {
         let ends = try chain.revocation(of: [], by: device).ended
         for item in ends {
             guard case .shareGrant(let key) = item.subject else { continue }
-            progress("ending the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee), made by a revoked device")
+            progress(.endingShare(member: key.member, grantee: key.grantee, because: .madeByRevokedDevice))
             try await endGrant(key.member, key.grantee)
         }
         for item in ends {
             guard case .contactPin(let contact) = item.subject else { continue }
-            progress("ending the pin of contact \(contact), made by a revoked device")
+            progress(.endingPin(contact: contact))
             try await unpin(contact)
         }
     }
@@ -269,7 +269,7 @@ extension Vault {
                     throw KeyVaultError(.tooManyConflicts, "the devices to revoke kept coming back active", kind: .verification)
                 }
                 for target in next where try chain.devices[target.id]?.isActive == true {
-                    progress("revoking \(target.name) (\(target.id.rawValue.prefix(8))…)")
+                    progress(.revokingDevice(name: target.name, id: target.id))
                     do {
                         try await write("device revoke") { state in
                             (AppendRequest(link: makeLink(.deviceRevoke, ["device": target.id.rawValue], after: state)), {})
@@ -336,7 +336,7 @@ extension Vault {
             }
             for i in 1..<((state.identity?.generation ?? 0) + 1) { _ = try await identityKeys(generation: i) }
             let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
-            progress("deriving the recovery keys (Argon2id \(parameters))")
+            progress(.derivingRecoveryKeys)
             let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
             guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
             var generation: UInt32 = 0
@@ -352,7 +352,7 @@ extension Vault {
                 return (AppendRequest(link: link, boxes: [recoveryBox], recovery: keys.slot(salt: salt, parameters: parameters, anchor: anchor)), {})
             }
             if generation > 1 {
-                progress("rotating the master key away from the old recovery code")
+                progress(.rotatingMasterKeyAwayFromOldRecoveryCode)
                 try await finishPendingRotations()
             }
         }

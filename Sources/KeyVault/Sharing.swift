@@ -70,7 +70,7 @@ extension Vault {
     func currentIdentity() async throws -> SharingIdentityKeys {
         try await exclusively {
             if let identity = try chain.identity { return try await identityKeys(generation: identity.generation) }
-            progress("making this account's sharing identity")
+            progress(.makingSharingIdentity)
             var made: SharingIdentityKeys?
             try await write("identity set", afterRotations: true) { state in
                 let (keys, link, wrap) = try await newIdentity(after: state)
@@ -168,11 +168,11 @@ extension Vault {
         for grant in try chain.grants.values where grant.member == member {
             do {
                 guard try await !contactIsCurrent(grant.grantee, generation: grant.granteeIdentityGeneration, in: try chain) else { continue }
-                progress("\(grant.grantee)'s sharing identity changed since it was verified: ending its share of \(member.rawValue.prefix(8))… (verify it again, then share again)")
+                progress(.endingShare(member: member, grantee: grant.grantee, because: .granteeIdentityChanged))
             } catch let error as KeyVaultError where error.kind == .verification {
                 // Its view is stale (perhaps frozen by the server) or refused: the next generation
                 // must not go to an identity a revoked device may hold.
-                progress("\(error.message): ending its share of \(member.rawValue.prefix(8))… (share again once it checks)")
+                progress(.endingShare(member: member, grantee: grant.grantee, because: .granteeNotVerifiable(error.code)))
             }
             try await endGrant(member, grant.grantee)
             ended = true
@@ -232,14 +232,14 @@ extension Vault {
             guard case .shareGrant(let key) = item.subject, let existing = try chain.grants[key], existing.granted == item.link,
                   let pin = try chain.contacts[key.grantee], !targets.contains(pin.signer),
                   try await keepable(key.grantee, pin, checked: &current) else { continue }
-            progress("keeping the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee): signing it again")
+            progress(.keepingShare(member: key.member, grantee: key.grantee))
             try await endGrant(key.member, key.grantee)
             do {
                 try await grant(key, readOnly: existing.readOnly, signer: try await currentIdentity())
                 signed.append(item)
             } catch let error as KeyVaultError where error.kind != .network {
                 // Ended and not made again: the safe side. The revocation goes on; the person shares it again.
-                progress("the share of member \(key.member.rawValue.prefix(8))… with \(key.grantee) could not be made again (\(error.message)): share it again after the revocation")
+                progress(.shareNotKept(member: key.member, grantee: key.grantee, reason: error.code))
             }
         }
         return signed
@@ -252,9 +252,9 @@ extension Vault {
         let answer: Bool
         do {
             answer = try await contactIsCurrent(contact, generation: pin.generation, in: try chain)
-            if !answer { progress("\(contact)'s identity is no longer the one pinned: it is not kept (verify it again)") }
+            if !answer { progress(.contactNotKept(contact, reason: nil)) }
         } catch let error as KeyVaultError where error.kind == .verification {
-            progress("\(error.message): it is not kept (verify it again, or share again once it checks)")
+            progress(.contactNotKept(contact, reason: error.code))
             answer = false
         }
         checked[contact] = answer
@@ -353,7 +353,7 @@ extension Vault {
                 throw KeyVaultError(.unknownGrant, "\(member.name) is not shared with \(grantee)", kind: .input)
             }
             try await endGrant(member.id, grantee)
-            progress("rotating the key of \(member.name) so that \(grantee) cannot open what comes next")
+            progress(.rotatingMemberKeyAfterUnshare(member: member.id, grantee: grantee))
             return try await rotateMember(member.id)
         }
     }

@@ -5,9 +5,6 @@ import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultVault
 
-/// Reports progress of long work: a line of what is happening now.
-public typealias ProgressReporter = @Sendable (String) -> Void
-
 /// One enrolled device at work on its account: it verifies everything the server
 /// sends before using it, keeps the newest chain head it has seen, and writes links
 /// the rest of the account can verify.
@@ -177,7 +174,7 @@ public actor Vault {
             try await api.putHeadStatement(.signed(for: state, by: record.keys.signing, time: now))
             stated = (now, state.sequence)
         } catch {
-            progress("the server did not take this device's statement of the account's head (\((error as? KeyVaultError)?.code.rawValue ?? "\(error)")): contacts may soon see this account as not recently seen")
+            progress(.headStatementNotTaken((error as? KeyVaultError)?.code ?? .network))
         }
     }
 
@@ -389,7 +386,7 @@ public actor Vault {
                 if let send { try await send(request) } else { try await api.append(request) }
             } catch let error as KeyVaultError where error.code == .staleChain {
                 guard attempt < Self.maxAttempts else { break }
-                progress("another device changed the account first; fetching the chain and trying again (\(what))")
+                progress(.retryingAfterAnotherDevice)
                 try await sync()
                 continue
             }

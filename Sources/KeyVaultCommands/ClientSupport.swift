@@ -82,7 +82,7 @@ struct HomeOptions: ParsableArguments {
     var progress: ProgressReporter {
         let console = KeyctlMain.console
         guard !json, console.errorIsTerminal else { return { _ in } }
-        return { console.writeError("… \($0.terminalSafe())\n") }
+        return { console.writeError("… \($0.text.terminalSafe())\n") }
     }
 
     func openVault() async throws -> Vault {

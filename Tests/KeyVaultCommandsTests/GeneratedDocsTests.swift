@@ -32,3 +32,19 @@ func committedCompletionsAndManualAreUpToDate(_ command: [String], _ file: Strin
         #expect(await runKeyctl(bad).0 == 64, "\(bad)")
     }
 }
+
+/// The DocC landing page lists the library's whole top-level public surface: every
+/// public type, protocol, actor and typealias of the `KeyVault` module (issue 20).
+@Test func theLandingPageListsEveryPublicTypeOfTheLibrary() throws {
+    let sources = repositoryRoot.appendingPathComponent("Sources/KeyVault")
+    let page = try String(contentsOf: sources.appendingPathComponent("KeyVault.docc/KeyVault.md"), encoding: .utf8)
+    let declaration = #/^public (?:final )?(?:typealias|struct|enum|class|protocol|actor) (\w+)/#.anchorsMatchLineEndings()
+    var names = [String]()
+    for file in try FileManager.default.contentsOfDirectory(atPath: sources.path) where file.hasSuffix(".swift") {
+        let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+        names += text.matches(of: declaration).map { String($0.1) }
+    }
+    #expect(names.count > 10)
+    let missing = names.filter { !page.contains("``\($0)``") }.sorted()
+    #expect(missing.isEmpty, "public in KeyVault but not on its DocC landing page: \(missing)")
+}

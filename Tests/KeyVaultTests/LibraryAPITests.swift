@@ -145,3 +145,25 @@ extension LibraryAPITests {
         }
     }
 }
+
+extension LibraryAPITests {
+    /// Issue 20, item 5: progress is typed values an app puts in its own words, not
+    /// English lines. A revocation reports the device, then each rotation step of one count.
+    @Test func aRevocationReportsTypedProgress() async throws {
+        try await Fixture.run { fixture, laptop in
+            let emma = try await laptop.addMember(name: "Emma")
+            let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                               account: laptop.account, name: "phone", code: fixture.code)
+            phone.home.unlock()
+            laptop.home.unlock()
+            let seen = Locked<[Vault.Progress]>([])
+            let watched = try await Vault.open(home: fixture.home("laptop"), transport: { _ in fixture.transport },
+                                               progress: { event in seen.withLock { $0.append(event) } })
+            try await watched.revoke(try await watched.device(matching: "phone"))
+            let events = seen.withLock { $0 }
+            #expect(events.first == .revokingDevice(name: "phone", id: phone.device), "\(events)")
+            #expect(events.contains(.rotatingMasterKey(step: 1, of: 2)), "\(events)")
+            #expect(events.contains(.rotatingMemberKey(emma.id, step: 2, of: 2)), "\(events)")
+        }
+    }
+}

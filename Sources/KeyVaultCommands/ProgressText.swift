@@ -1,0 +1,46 @@
+import KeyVault
+
+/// keyctl's words for the library's progress (an app has its own, in its language).
+extension Vault.Progress {
+    var text: String {
+        func short(_ id: some RawRepresentable<String>) -> String { "\(id.rawValue.prefix(8))…" }
+        func clock(_ seconds: Int64) -> String { "\(seconds / 60):\(seconds % 60 < 10 ? "0" : "")\(seconds % 60)" }
+        switch self {
+        case .creatingAccount(let server): return "creating the account on \(server)"
+        case .derivingRecoveryKeys: return "deriving keys from the recovery code (Argon2id: this takes a few seconds)"
+        case .provingRecoveryCode: return "proving the recovery code to the server"
+        case .addingDevice: return "adding this device to the account"
+        case .waitingForApproval(let shown, let left):
+            return shown ? "waiting for the code to be typed on the other device (\(clock(left)) left)"
+                         : "waiting for a device of the account to answer (\(clock(left)) left)"
+        case .waitingForNewDevice: return "waiting for the new device to show its code"
+        case .revokingDevice(let name, let id): return "revoking \(name) (\(short(id)))"
+        case .finishingPendingWork: return "finishing the key rotation an earlier revocation or recovery rotation left undone"
+        case .rotatingMasterKey(let step, let of): return "rotating the master key (\(step)/\(of))"
+        case .renewingSharingIdentity(let step, let of): return "renewing the sharing identity (\(step)/\(of))"
+        case .rotatingMemberKey(let member, let step, let of): return "rotating member key \(short(member)) (\(step)/\(of))"
+        case .rotatingMasterKeyAwayFromOldRecoveryCode: return "rotating the master key away from the old recovery code"
+        case .makingSharingIdentity: return "making this account's sharing identity"
+        case .rewrappingAttachments(let done, let of): return "re-wrapping attachment keys: \(done)/\(of)"
+        case .endingShare(let member, let grantee, .madeByRevokedDevice):
+            return "ending the share of member \(short(member)) with \(grantee), made by a revoked device"
+        case .endingShare(let member, let grantee, .granteeIdentityChanged):
+            return "\(grantee)'s sharing identity changed since it was verified: ending its share of \(short(member)) (verify it again, then share again)"
+        case .endingShare(let member, let grantee, .granteeNotVerifiable(let code)):
+            return "\(grantee)'s chain cannot be checked now (\(code.rawValue)): ending its share of \(short(member)) (share again once it checks)"
+        case .endingPin(let contact): return "ending the pin of contact \(contact), made by a revoked device"
+        case .keepingShare(let member, let grantee): return "keeping the share of member \(short(member)) with \(grantee): signing it again"
+        case .shareNotKept(let member, let grantee, let reason):
+            return "the share of member \(short(member)) with \(grantee) could not be made again (\(reason.rawValue)): share it again after the revocation"
+        case .contactNotKept(let contact, nil): return "\(contact)'s identity is no longer the one pinned: it is not kept (verify it again)"
+        case .contactNotKept(let contact, let reason?):
+            return "\(contact)'s chain cannot be checked now (\(reason.rawValue)): it is not kept (verify it again, or share again once it checks)"
+        case .rotatingMemberKeyAfterUnshare(let member, let grantee):
+            return "rotating the key of member \(short(member)) so that \(grantee) cannot open what comes next"
+        case .replacingUnopenableAttachment(let address): return "what the server held at \(address) does not open to this content: replacing it"
+        case .retryingAfterAnotherDevice: return "another device changed the account first; fetching the chain and trying again"
+        case .headStatementNotTaken(let code):
+            return "the server did not take this device's statement of the account's head (\(code.rawValue)): contacts may soon see this account as not recently seen"
+        }
+    }
+}
