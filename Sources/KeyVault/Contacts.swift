@@ -59,25 +59,27 @@ extension Vault {
     @discardableResult
     public func addContact(_ other: AccountID, pollInterval: Duration = .seconds(1), events: (ContactEvent) -> Void = { _ in },
                            otherCode: () async throws -> String?) async throws -> Contact {
-        try await exclusively {
-            guard other != account else {
-                throw KeyVaultError(.invalidInput, "an account cannot be its own contact")
-            }
-            let mine = try await currentIdentity()
-            let me = ContactIdentity(account: account, generation: mine.generation, signingKey: mine.signing.publicKey,
-                                     boxKey: mine.boxKey.publicKey)
-            let theirs: ContactIdentity, code: String
-            if let request = try await openRequest(from: other) {
-                (theirs, code) = try await answer(request, as: me, pollInterval: pollInterval, events: events)
-            } else {
-                (theirs, code) = try await ask(other, as: me, pollInterval: pollInterval, events: events)
-            }
-            events(.safetyCode(code))
-            guard let typed = try await otherCode().flatMap(LinkSAS.digits), let expected = LinkSAS.digits(code),
-                  constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
-                throw KeyVaultError(.sasMismatch, "the safety code given does not match this side's: \(other) was not added as a contact",
-                                    kind: .rejected)
-            }
+        guard other != account else {
+            throw KeyVaultError(.invalidInput, "an account cannot be its own contact")
+        }
+        let mine = try await currentIdentity()
+        let me = ContactIdentity(account: account, generation: mine.generation, signingKey: mine.signing.publicKey,
+                                 boxKey: mine.boxKey.publicKey)
+        let theirs: ContactIdentity, code: String
+        if let request = try await openRequest(from: other) {
+            (theirs, code) = try await answer(request, as: me, pollInterval: pollInterval, events: events)
+        } else {
+            (theirs, code) = try await ask(other, as: me, pollInterval: pollInterval, events: events)
+        }
+        events(.safetyCode(code))
+        guard let typed = try await otherCode().flatMap(LinkSAS.digits), let expected = LinkSAS.digits(code),
+              constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
+            throw KeyVaultError(.sasMismatch, "the safety code given does not match this side's: \(other) was not added as a contact",
+                                kind: .rejected)
+        }
+        // Only the pin holds the vault: the waits above (for the other side, for the person
+        // to read the code out) let other calls go on.
+        return try await exclusively {
             try await write("contact pin") { state in
                 (AppendRequest(link: makeLink(.contactPin, Self.pinBody(theirs), after: state)), {})
             }

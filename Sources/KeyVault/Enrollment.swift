@@ -302,38 +302,36 @@ extension Vault {
 
     /// Posts this device's random value r_A, waits for the new device to reveal r_N,
     /// checks r_N against the commitment fetched before r_A was drawn, and computes the
-    /// SAS. A reveal that does not open the commitment refuses the request. Like every
-    /// operation it holds the vault while it runs: other calls wait until the new device
-    /// has revealed (at most the request's lifetime).
+    /// SAS. A reveal that does not open the commitment refuses the request. It touches
+    /// no state of this vault, so it does not hold it: while it waits for a person at
+    /// the new device, other calls go on.
     public func exchange(_ candidate: LinkCandidate, pollInterval: Duration = .seconds(1)) async throws -> LinkCandidate {
-        try await exclusively {
-            let approverNonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
-            try await api.respondToLinkRequest(candidate.code, nonce: approverNonce)
-            let deadline = Int64(Date().timeIntervalSince1970) + 15 * 60
-            while true {
-                try await Task.sleep(for: pollInterval)
-                let info = try await api.linkRequest(candidate.code)
-                guard info.status == .pending else {
-                    throw KeyVaultError(.linkRequestClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
-                }
-                guard let reveal = info.deviceNonce else {
-                    guard Int64(Date().timeIntervalSince1970) <= deadline else { throw Self.linkExpired }
-                    progress(.waitingForNewDevice)
-                    continue
-                }
-                guard let deviceNonce = try? Hex.decode(reveal),
-                      LinkCommitment.opens(account: account, request: candidate.request, nonce: deviceNonce),
-                      let sas = LinkSAS.compute(account: account, code: candidate.code, request: candidate.request,
-                                                deviceNonce: deviceNonce, approverNonce: approverNonce)
-                else {
-                    try? await api.refuseLinkRequest(candidate.code)
-                    throw KeyVaultError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
-                                      kind: .verification)
-                }
-                var done = candidate
-                done.sas = sas
-                return done
+        let approverNonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
+        try await api.respondToLinkRequest(candidate.code, nonce: approverNonce)
+        let deadline = Int64(Date().timeIntervalSince1970) + 15 * 60
+        while true {
+            try await Task.sleep(for: pollInterval)
+            let info = try await api.linkRequest(candidate.code)
+            guard info.status == .pending else {
+                throw KeyVaultError(.linkRequestClosed, "link request \(candidate.code) is \(info.status.rawValue)", kind: .rejected)
             }
+            guard let reveal = info.deviceNonce else {
+                guard Int64(Date().timeIntervalSince1970) <= deadline else { throw Self.linkExpired }
+                progress(.waitingForNewDevice)
+                continue
+            }
+            guard let deviceNonce = try? Hex.decode(reveal),
+                  LinkCommitment.opens(account: account, request: candidate.request, nonce: deviceNonce),
+                  let sas = LinkSAS.compute(account: account, code: candidate.code, request: candidate.request,
+                                            deviceNonce: deviceNonce, approverNonce: approverNonce)
+            else {
+                try? await api.refuseLinkRequest(candidate.code)
+                throw KeyVaultError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
+                                  kind: .verification)
+            }
+            var done = candidate
+            done.sas = sas
+            return done
         }
     }
 

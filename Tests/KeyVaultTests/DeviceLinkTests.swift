@@ -205,3 +205,28 @@ func grindReveal(account: AccountID, code: String, request: LinkRequestCreate, a
         #expect(try await phone.value.device == candidate.request.device)
     }
 }
+
+/// Issue 20, item 5: while an approving device waits for the new device to show its
+/// code (a person walking over to it), the vault serves other calls: waiting for a
+/// person holds no lock. The server withholds the reveal, so the exchange waits on.
+@Test func otherCallsGoOnWhileAnApprovalWaitsForTheNewDevice() async throws {
+    try await Fixture.run { fixture, laptop in
+        let screen = LinkScreen()
+        let tablet = startLink(fixture, laptop, screen: screen)
+        let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
+        fixture.transport.tamper { request, reply in
+            guard request.method == "GET", request.target.contains("/link-requests/"), reply.status == 200 else { return }
+            var info = try JSONDecoder().decode(LinkRequestInfo.self, from: Data(reply.body))
+            info.deviceNonce = nil
+            reply.body = Array(try JSONEncoder().encode(info))
+        }
+        let waiting = Task { try await laptop.exchange(candidate, pollInterval: .milliseconds(10)) }
+        defer { waiting.cancel(); tablet.cancel() }
+        try await Task.sleep(for: .milliseconds(100))
+        let added = Task { try await laptop.addMember(name: "Emma") }
+        // Bounded: before, the call waited for the exchange (up to its 15 minutes).
+        for _ in 0..<500 where try await laptop.chain.members.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await laptop.chain.members.count == 1, "addMember waited for the exchange")
+        added.cancel()
+    }
+}

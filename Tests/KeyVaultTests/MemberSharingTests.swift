@@ -493,3 +493,33 @@ func withholdingIdentityRenewals(of account: AccountID) -> @Sendable (HTTPExchan
         #expect(try await parent.get(predicted, member: alice).withUnsafeBytes { Array($0) } == scan)
     }
 }
+
+/// Issue 20, item 5: while `addContact` waits for the person to read out the other
+/// side's code, the vault serves other calls (here another task adds a member); before,
+/// that call waited for the whole exchange, and the person's answer waited for it.
+@Test(.timeLimit(.minutes(5))) func otherCallsGoOnWhileAContactExchangeWaitsForThePerson() async throws {
+    try await Fixture.run { fixture, parent in
+        let grandma = try await grandparent(fixture)
+        let board = CodeBoard()
+        let (p, g) = (parent.account, grandma.account)
+        let added = Locked(false)
+        async let first = Result(catching: {
+            try await parent.addContact(g, pollInterval: .milliseconds(10), events: { board.show($0, on: p) }, otherCode: {
+                let code = try await board.code(of: g)
+                let other = Task { _ = try await parent.addMember(name: "Emma"); added.withLock { $0 = true } }
+                for _ in 0..<500 where !added.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+                other.cancel()
+                return code
+            })
+        })
+        try await board.waitUntilAsked()
+        async let second = Result(catching: {
+            try await grandma.addContact(p, pollInterval: .milliseconds(10), events: { board.show($0, on: g) }, otherCode: { try await board.code(of: p) })
+        })
+        let (a, b) = await (first, second)
+        #expect(added.withLock { $0 }, "the member was added while the person was reading the code")
+        #expect(try a.get().account == g && b.get().account == p, "\(a) \(b)")
+        #expect(try await parent.chain.members.count == 1)
+        #expect(try await parent.contacts().count == 1)
+    }
+}
