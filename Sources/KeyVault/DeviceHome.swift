@@ -26,6 +26,9 @@ package struct DeviceRecord: Sendable {
     /// The newest head this device verified of each contact's chain (a sharer's, a
     /// grantee's), so that a server cannot show it an older one unseen.
     package var seenChains: [AccountID: SeenHead] = [:]
+    /// The account's chain as this device last verified it (public: the server holds
+    /// it too), so that the device opens offline (``Vault/open(storage:transport:offline:progress:)``).
+    package var chain: [ChainLink] = []
 
     package struct SeenHead: Sendable, Codable, Equatable {
         package var head: String
@@ -151,6 +154,7 @@ package final class DeviceHome: Sendable {
                                     }
                                 })
             record.seenChains = seen
+            record.chain = stored.chain ?? []
             return record
         } catch {
             throw corrupt("its keys are damaged (\(error))")
@@ -180,7 +184,8 @@ package final class DeviceHome: Sendable {
                                 name: record.name, head: record.head, sequence: record.sequence, enrolled: record.enrolled,
                                 linkCode: record.linkCode,
                                 seenChains: record.seenChains.isEmpty ? nil
-                                    : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }))
+                                    : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }),
+                                chain: record.chain.isEmpty ? nil : record.chain)
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
@@ -273,6 +278,7 @@ struct StoredHome: Codable {
     var enrolled: Bool
     var linkCode: String?
     var seenChains: [String: DeviceRecord.SeenHead]?
+    var chain: [ChainLink]?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
 }

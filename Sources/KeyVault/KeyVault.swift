@@ -107,15 +107,21 @@ extension Vault {
     /// newest head this device has seen (a server that rolls back or forks the chain
     /// is refused).
     ///
+    /// `offline` opens it without the server, from the copy of the chain this device
+    /// kept when it last verified one: what it has cached (members and their names,
+    /// devices, contacts, grants, status, content addresses) reads as it was then.
+    /// Calls that need the server still try it; call ``sync()`` when it is reachable.
+    ///
     /// - Throws: ``KeyVaultError`` `not_initialized` when `storage` holds no device;
-    ///   `device_revoked` when this device was revoked.
-    public static func open(storage: any DeviceStorage, transport: (any HTTPTransport)? = nil,
+    ///   `device_revoked` when this device was revoked; offline, `network` when the
+    ///   device keeps no copy of the chain yet.
+    public static func open(storage: any DeviceStorage, transport: (any HTTPTransport)? = nil, offline: Bool = false,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await open(home: DeviceHome(storage: storage), transport: { server in
             if let transport { return transport }
             guard let url = URL(string: server) else { throw KeyVaultError(.homeDamaged, "the stored server \(server.printable) is not a URL") }
             return defaultTransport(url)
-        }, progress: progress)
+        }, offline: offline, progress: progress)
     }
 
     // MARK: The account at a glance

@@ -17,7 +17,11 @@ public actor Vault {
     package nonisolated let home: DeviceHome
     package internal(set) var record: DeviceRecord
     package nonisolated let api: ServerAPI
-    package internal(set) var links: [ChainLink] = []
+    /// The verified chain's links, kept in the device record (for opening offline).
+    package internal(set) var links: [ChainLink] {
+        get { record.chain }
+        set { record.chain = newValue }
+    }
     package internal(set) var state: ChainState?
     /// Sharing identity generations opened this session (never stored on disk).
     var identityCache: [UInt32: SharingIdentityKeys] = [:]
@@ -108,8 +112,9 @@ public actor Vault {
 
     deinit { home.unlock() }
 
-    /// Opens the device in `home` and verifies the account chain.
-    package static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport,
+    /// Opens the device in `home` and verifies the account chain: the server's, or
+    /// `offline`, the copy this device kept when it last verified one.
+    package static func open(home: DeviceHome, transport: (String) throws -> any HTTPTransport, offline: Bool = false,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         // Before the lock, which would create the directory.
         guard try home.exists else { throw home.notFound }
@@ -119,7 +124,14 @@ public actor Vault {
                 throw KeyVaultError(.enrollmentIncomplete, "this device's enrollment in account \(record.account) did not finish")
             }
             let vault = Vault(home: home, record: record, transport: try transport(record.server), progress: progress)
-            try await vault.sync()
+            if offline {
+                guard !record.chain.isEmpty else {
+                    throw KeyVaultError(.network, "this device keeps no copy of the account's chain yet: open it online once")
+                }
+                try await vault.adopt(record.chain)
+            } else {
+                try await vault.sync()
+            }
             return vault
         }
     }
@@ -138,26 +150,34 @@ public actor Vault {
     /// head this device has seen: a chain that forks or goes back is refused.
     public func sync() async throws {
         try await exclusively {
-            let response = try await api.chain()
-            let verified = try Self.verify(response.links, account: record.account, seenHead: record.head, seenSequence: record.sequence)
-            guard let me = verified.devices[record.device] else {
-                throw KeyVaultError(.chainInvalid, "the account chain does not contain this device", kind: .verification)
-            }
-            guard me.isActive else {
-                throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")
-            }
-            guard me.boxKey == record.keys.boxKey.publicKey else {
-                throw KeyVaultError(.chainInvalid, "the chain names other keys for this device", kind: .verification)
-            }
-            links = response.links
-            state = verified
-            if verified.head != record.head {
+            let kept = links.count
+            let verified = try adopt(try await api.chain().links)
+            if verified.head != record.head || kept != links.count {
                 record.head = verified.head
                 record.sequence = verified.sequence
                 try home.save(record)
             }
             await stateHead(verified)
         }
+    }
+
+    /// Replays `chain` from genesis, checks it against the newest head this device has
+    /// seen and that it holds this device, active and with its keys; then uses it.
+    @discardableResult
+    func adopt(_ chain: [ChainLink]) throws -> ChainState {
+        let verified = try Self.verify(chain, account: record.account, seenHead: record.head, seenSequence: record.sequence)
+        guard let me = verified.devices[record.device] else {
+            throw KeyVaultError(.chainInvalid, "the account chain does not contain this device", kind: .verification)
+        }
+        guard me.isActive else {
+            throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")
+        }
+        guard me.boxKey == record.keys.boxKey.publicKey else {
+            throw KeyVaultError(.chainInvalid, "the chain names other keys for this device", kind: .verification)
+        }
+        links = chain
+        state = verified
+        return verified
     }
 
     /// Sets the clock head statements are dated and judged by (tests).

@@ -167,3 +167,36 @@ extension LibraryAPITests {
         }
     }
 }
+
+extension LibraryAPITests {
+    /// Issue 20, item 5: a vault opens offline from the chain this device kept, and
+    /// reads what it has cached (members and their names, devices, status); what needs
+    /// the server still fails as a network error. A device that never verified a chain
+    /// has nothing to open offline.
+    @Test func aVaultOpensOfflineAndReadsWhatItCached() async throws {
+        try await Fixture.run { fixture, laptop in
+            let emma = try await laptop.addMember(name: "Emma")
+            laptop.home.unlock()
+            struct Unreachable: HTTPTransport {
+                func send(_ exchange: HTTPExchange) async throws -> HTTPReply { throw KeyVaultError(.network, "no network here") }
+            }
+            let offline = try await Vault.open(home: fixture.home("laptop"), transport: { _ in Unreachable() }, offline: true)
+            #expect(try await offline.members().map(\.name) == ["Emma"])
+            #expect(try await offline.member(named: "Emma").id == emma.id)
+            #expect(try await offline.devices().map(\.name) == ["laptop"])
+            #expect(try await offline.status() == laptop.status())
+            await expectRefusal("network", kind: .network) { _ = try await offline.addMember(name: "Liam") }
+            await expectRefusal("network", kind: .network) { try await offline.sync() }
+            #expect(try await offline.members().count == 1, "a failed write changes nothing")
+            offline.home.unlock()
+
+            let fresh = fixture.home("fresh")
+            var record = try fixture.home("laptop").load()
+            record.chain = []
+            try fresh.save(record)
+            await expectRefusal("network", kind: .network) {
+                _ = try await Vault.open(home: fresh, transport: { _ in Unreachable() }, offline: true)
+            }
+        }
+    }
+}
