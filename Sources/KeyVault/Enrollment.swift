@@ -41,7 +41,7 @@ extension Vault {
             let vault = Vault(home: home, record: record, transport: transport, progress: progress)
             await vault.start(links: [genesis], state: state)
             do {
-                try await vault.setRecoveryCode(code, parameters: parameters)
+                try await vault.setRecoveryCode(RecoveryCode(code), parameters: parameters)
             } catch let error as KeyVaultError {
                 throw KeyVaultError(error.code, "account \(state.account) was created and this device is in it, but setting the recovery code failed: \(error.message)", kind: error.kind, status: error.status)
             }

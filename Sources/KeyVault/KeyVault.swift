@@ -13,12 +13,6 @@ public typealias AccountID = KeyVaultModel.AccountID
 public typealias DeviceID = KeyVaultModel.DeviceID
 /// A family member (a person whose records are kept apart from the others').
 public typealias MemberID = KeyVaultModel.MemberID
-/// A BIP39 recovery code (24 words by default) in one of the 10 official wordlists.
-/// `RecoveryCode.generate()` makes one; `init(phrase:)` reads
-/// one back (NFKD, any whitespace, checksum checked).
-public typealias RecoveryCode = KeyVaultMnemonic.Mnemonic
-/// The wordlist of a recovery code.
-public typealias RecoveryCodeLanguage = KeyVaultMnemonic.MnemonicLanguage
 /// What it costs to guess a recovery code (Argon2id iterations and memory).
 /// `.recovery` is the default; a server's parameters outside `.floor`…`.ceiling`
 /// are refused.
@@ -64,7 +58,7 @@ extension Vault {
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await createAccount(home: DeviceHome(storage: storage), server: server.absoluteString,
                                 transport: transport ?? defaultTransport(server), name: deviceName,
-                                code: recoveryCode, parameters: parameters, progress: progress)
+                                code: recoveryCode.mnemonic, parameters: parameters, progress: progress)
     }
 
     /// Adds this device to `account` with the account's recovery code, and keeps it
@@ -82,7 +76,7 @@ extension Vault {
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await enrollWithRecoveryCode(home: DeviceHome(storage: storage), server: server.absoluteString,
                                          transport: transport ?? defaultTransport(server), account: account,
-                                         name: deviceName, code: recoveryCode, progress: progress)
+                                         name: deviceName, code: recoveryCode.mnemonic, progress: progress)
     }
 
     /// Asks a device of `account` to add this one (docs/formats/device-link.md), and

@@ -295,7 +295,7 @@ extension Vault {
             // The new code first, so that the master key made next is sealed to it.
             if try chain.recovery?.isCompromised == true {
                 done.compromisesRecovery = true
-                let code: Mnemonic?
+                let code: RecoveryCode?
                 do {
                     code = try newRecoveryCode()
                 } catch {
@@ -325,8 +325,8 @@ extension Vault {
     public func setRecoveryCode(_ code: RecoveryCode, parameters: KDFParameters = .recovery) async throws {
         try await exclusively {
             // DESIGN: a recovery code is 24 words (256 bits); shorter BIP39 codes are not enough for a key that opens everything.
-            guard code.wordCount == 24 else {
-                throw KeyVaultError(.invalidInput, "a recovery code has 24 words; this one has \(code.wordCount)")
+            guard code.mnemonic.wordCount == RecoveryCode.wordCount else {
+                throw KeyVaultError(.invalidInput, "a recovery code has 24 words; this one has \(code.mnemonic.wordCount)")
             }
             // Open every key first, so that the rotation after the new code needs nothing more from the server.
             let state = try chain
@@ -337,7 +337,7 @@ extension Vault {
             for i in 1..<((state.identity?.generation ?? 0) + 1) { _ = try await identityKeys(generation: i) }
             let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
             progress(.derivingRecoveryKeys)
-            let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
+            let keys = try RecoveryKeys(code: code.mnemonic, salt: salt, parameters: parameters)
             guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
             var generation: UInt32 = 0
             try await write("recovery rotate") { state in

@@ -48,7 +48,7 @@ struct Init: AsyncParsableCommand {
         try seal.apply(to: home)
         try await ServerAPI(transport: transport).health()
         let code = try recovery.newCode(json: options.json)
-        let vault = try await Vault.createAccount(home: home, server: server.server, transport: transport, name: name, code: code,
+        let vault = try await Vault.createAccount(home: home, server: server.server, transport: transport, name: name, code: code.mnemonic,
                                                   parameters: recovery.kdf, progress: options.progress)
         options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "server": server.server], """
             Account \(vault.account) created; this device is \(vault.device) (\(name)).

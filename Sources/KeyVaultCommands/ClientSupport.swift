@@ -247,9 +247,9 @@ struct NewCodeOptions: ParsableArguments {
     var kdf: Argon2id.Parameters = .recovery
 
     /// Generates a code, then shows it or writes it, and quizzes unless --yes.
-    func newCode(json: Bool) throws -> Mnemonic {
-        let code = try Mnemonic.generate(wordCount: 24, language: .english)
-        try deliverRecoveryCode(code, file: recoveryFile, json: json, skipQuiz: yes)
+    func newCode(json: Bool) throws -> RecoveryCode {
+        let code = try RecoveryCode.generate()
+        try deliverRecoveryCode(code.mnemonic, file: recoveryFile, json: json, skipQuiz: yes)
         return code
     }
 }

@@ -90,7 +90,7 @@ import Testing
             (try await laptop.api.boxes(all: true), try await laptop.api.wraps(member: emma.id), try await laptop.api.identityWraps())
         }
         let before = try await rows()
-        try await laptop.setRecoveryCode(try Mnemonic.generate(wordCount: 24, language: .english), parameters: .interactive)
+        try await laptop.setRecoveryCode(try RecoveryCode.generate(), parameters: .interactive)
         let after = try await rows()  // the database as a copy taken after the rotation would hold it
 
         // Everything the old code reaches through those rows.

@@ -27,7 +27,7 @@ final class UnreadableStorage: DeviceStorage {
             }
             await expectRefusal("home", kind: .home) {
                 _ = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
-                                           recoveryCode: fixture.code, storage: storage, transport: fixture.transport)
+                                           recoveryCode: RecoveryCode(fixture.code), storage: storage, transport: fixture.transport)
             }
             #expect(storage.writes.withLock { $0 } == 0, "nothing was written over the device that is there")
         }
@@ -51,8 +51,11 @@ final class UnreadableStorage: DeviceStorage {
     @Test func aRecoveryCodeHasTwentyFourWords() async throws {
         try await Fixture.run { _, laptop in
             await expectRefusal("invalid_input", kind: .input) {
-                try await laptop.setRecoveryCode(try RecoveryCode.generate(wordCount: 12), parameters: .interactive)
+                try await laptop.setRecoveryCode(RecoveryCode(try Mnemonic.generate(wordCount: 12)), parameters: .interactive)
             }
+            // An app cannot even make one: reading a 12-word code back is refused by position-free kind.
+            let twelve = try Mnemonic.generate(wordCount: 12).phrase
+            #expect(throws: RecoveryCode.Problem(.wordCount, position: nil)) { try RecoveryCode(phrase: twelve) }
         }
     }
 
@@ -60,7 +63,7 @@ final class UnreadableStorage: DeviceStorage {
         try await Fixture.run { fixture, laptop in
             let storage = MemoryDeviceStorage()
             let tablet = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
-                                                recoveryCode: fixture.code, storage: storage, transport: fixture.transport)
+                                                recoveryCode: RecoveryCode(fixture.code), storage: storage, transport: fixture.transport)
             let emma = try await tablet.addMember(name: "Emma")
             let upload = try await tablet.put(Array("card".utf8), member: emma)
             try await laptop.sync()
@@ -81,7 +84,7 @@ extension LibraryAPITests {
             let base = MemoryDeviceStorage()
             let key = SystemRandom.bytes(count: 32)
             let tablet = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
-                                                recoveryCode: fixture.code, storage: try SealedDeviceStorage(base, key: key),
+                                                recoveryCode: RecoveryCode(fixture.code), storage: try SealedDeviceStorage(base, key: key),
                                                 transport: fixture.transport)
             let device = tablet.device
             tablet.home.unlock()
@@ -198,5 +201,27 @@ extension LibraryAPITests {
                 _ = try await Vault.open(home: fresh, transport: { _ in Unreachable() }, offline: true)
             }
         }
+    }
+}
+
+extension LibraryAPITests {
+    /// Issue 20, item 2: the recovery code is the library's own type. A typed code's
+    /// problem names a position and never a candidate word; printing a code shows no word.
+    @Test func aRecoveryCodeReportsProblemsByPositionOnlyAndPrintsNoWord() throws {
+        let code = try RecoveryCode.generate()
+        #expect(code.words.count == 24 && code.language == .english)
+        #expect(try RecoveryCode(phrase: code.phrase.uppercased()).words == code.words)
+        for text in [String(describing: code), String(reflecting: code), "\(Mirror(reflecting: code).children.count)"] {
+            #expect(!code.words.contains { text.contains($0) }, "\(text)")
+        }
+        var words = code.words
+        words[4] = "qqqq"
+        #expect(throws: RecoveryCode.Problem(.unknownWord, position: 5)) { try RecoveryCode(phrase: words.joined(separator: " ")) }
+        words = code.words
+        words.swapAt(0, 23)
+        if words != code.words, (try? RecoveryCode(phrase: words.joined(separator: " "))) == nil {
+            #expect(throws: RecoveryCode.Problem(.checksum, position: nil)) { try RecoveryCode(phrase: words.joined(separator: " ")) }
+        }
+        #expect(code.isWord(code.words[6], at: 7) && !code.isWord(code.words[6], at: 8) || code.words[6] == code.words[7])
     }
 }

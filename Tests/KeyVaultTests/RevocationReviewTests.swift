@@ -76,7 +76,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         // Y sets a recovery code only the thief knows.
         try await y.sync()
         let thiefCode = try Mnemonic.generate(wordCount: 24, language: .english)
-        try await y.setRecoveryCode(thiefCode, parameters: .interactive)
+        try await y.setRecoveryCode(RecoveryCode(thiefCode), parameters: .interactive)
         y.home.unlock()
         phone.home.unlock()
 
@@ -86,7 +86,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         #expect(plan.targets.contains { $0.id == yID }, "the plan does not list Y, which the phone's device X added")
         #expect(plan.compromisesRecovery, "the plan does not treat the code set by Y as compromised")
         let newCode = try Mnemonic.generate(wordCount: 24, language: .english)
-        try await laptop.revoke(plan, newRecoveryCode: { newCode }, parameters: .interactive)
+        try await laptop.revoke(plan, newRecoveryCode: { RecoveryCode(newCode) }, parameters: .interactive)
         let state = try await laptop.chain
         #expect(state.devices[yID]?.isActive == false, "Y is still active after `device revoke phone`")
         let leaked = try? await fixture.open("laptop (work)", forgetKeys: true).masterKey()
@@ -171,7 +171,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
         _ = try await laptop.addMember(name: "Alice")
         let phone = try await fixture.enroll("phone", in: laptop.account)
         let thiefCode = try Mnemonic.generate(wordCount: 24, language: .english)
-        try await phone.setRecoveryCode(thiefCode, parameters: .interactive)  // the thief's code
+        try await phone.setRecoveryCode(RecoveryCode(thiefCode), parameters: .interactive)  // the thief's code
         phone.home.unlock()
         try await laptop.sync()
         let before = try await laptop.chain.masterGeneration

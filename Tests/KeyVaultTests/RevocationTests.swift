@@ -76,7 +76,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         let racer = try await fixture.open("laptop")
         #expect(try await fixture.open("phone").rotateMaster() == 2)
         let code = try Mnemonic.generate(wordCount: 24, language: .english)
-        try await racer.setRecoveryCode(code, parameters: .interactive)
+        try await racer.setRecoveryCode(RecoveryCode(code), parameters: .interactive)
 
         // The recovery.set landed while generation 2 was current: the new code must open generation 2.
         let slot = try await racer.api.recoverySlot()
@@ -161,7 +161,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
         let phone = try await fixture.enroll("phone", in: laptop.account)
         // The thief, on the phone: a code of its own, and two devices enrolled with it.
         let thiefCode = try Mnemonic.generate(wordCount: 24, language: .english)
-        try await phone.setRecoveryCode(thiefCode, parameters: .interactive)
+        try await phone.setRecoveryCode(RecoveryCode(thiefCode), parameters: .interactive)
         phone.home.unlock()
         var added = [KeyVaultModel.DeviceID]()
         for name in ["extra", "spare"] {
@@ -203,7 +203,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
 
         // A new code from the laptop ends it: it enrolls, and opens everything.
         let fresh = try Mnemonic.generate(wordCount: 24, language: .english)
-        try await laptop.setRecoveryCode(fresh, parameters: .interactive)
+        try await laptop.setRecoveryCode(RecoveryCode(fresh), parameters: .interactive)
         #expect(try await laptop.chain.recovery?.isCompromised == false)
         #expect(try await laptop.audit().findings.isEmpty)
         let desktop = try await fixture.enroll("desktop", in: laptop.account, code: fresh)
