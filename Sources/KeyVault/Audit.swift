@@ -118,10 +118,16 @@ extension Vault {
             report.refusals = entries.filter { $0.event.hasPrefix("refused.") }.count
             var logged = [UInt64: String]()
             for entry in entries where entry.event.hasPrefix("link.") {
-                guard let sequence = entry.sequence else { continue }
-                logged[sequence] = String(entry.event.dropFirst(5))
+                // A server (or replica) from before the typed sequence wrote it as the detail "sequence N".
+                let older = entry.detail.flatMap { $0.hasPrefix("sequence ") ? UInt64($0.dropFirst(9)) : nil }
+                guard let sequence = entry.sequence ?? older ?? (entry.event == "link.genesis" ? 0 : nil) else { continue }
+                let type = String(entry.event.dropFirst(5))
+                if let first = logged[sequence] {
+                    finding("audit log", "the audit log records link \(sequence) twice (\(first), then \(type))")
+                }
+                logged[sequence] = type
             }
-            for link in links.dropFirst() {
+            for link in links {
                 if let type = logged[link.sequence] {
                     if type != link.type.rawValue {
                         finding("audit log", "link \(link.sequence) is \(link.type.rawValue) in the chain but \(type) in the audit log")

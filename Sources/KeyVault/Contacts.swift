@@ -81,7 +81,13 @@ extension Vault {
         // to read the code out) let other calls go on.
         return try await exclusively {
             try await write("contact pin") { state in
-                (AppendRequest(link: makeLink(.contactPin, Self.pinBody(theirs), after: state)), {})
+                // This account's identity was renewed meanwhile (a revocation, here or on another
+                // device): the other side verified one a revoked device may hold. Both run it again.
+                guard state.identity?.generation == mine.generation else {
+                    throw KeyVaultError(.contactChanged, "this account's sharing identity changed during the exchange (a revocation renewed it): \(other) was not added; both sides run it again",
+                                        kind: .rejected)
+                }
+                return (AppendRequest(link: makeLink(.contactPin, Self.pinBody(theirs), after: state)), {})
             }
             let pinned = try chain.contacts[other]
             return Contact(account: other, identityGeneration: theirs.generation, pinned: pinned?.link ?? 0)

@@ -69,7 +69,7 @@ extension PostgresKeyVaultDatabase {
             }
             try await insertSharing(write, account: account, db)
             if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
-            try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.audit.sequence,
+            try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
                                   detail: nil)
         }
     }

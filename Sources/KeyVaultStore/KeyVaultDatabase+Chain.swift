@@ -67,7 +67,7 @@ extension KeyVaultDatabase {
             }
             try Self.insertSharing(write, account: account, db)
             if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
-            try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.audit.sequence,
+            try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
                            detail: nil)
         }
     }

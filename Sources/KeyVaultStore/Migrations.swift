@@ -186,7 +186,7 @@ extension KeyVaultDatabase {
             try db.execute(sql: """
                 ALTER TABLE audit ADD COLUMN sequence INTEGER;
                 UPDATE audit SET sequence = CAST(substr(detail, 10) AS INTEGER), detail = NULL
-                    WHERE event LIKE 'link.%' AND detail GLOB 'sequence [0-9]*';
+                    WHERE event LIKE 'link.%' AND detail GLOB 'sequence [0-9]*' AND substr(detail, 10) NOT GLOB '*[^0-9]*';
                 UPDATE audit SET sequence = 0 WHERE event = 'link.genesis';
                 """)
         }

@@ -59,10 +59,11 @@ public struct ChainWrite: Sendable {
     public var recovery: RecoverySlot?
     /// A pending link request this write approves (single use: it must still be pending).
     public var approvesLinkRequest: (code: String, approver: DeviceID)?
-    /// The audit row: its event, the device that signed (or `recovery`), the link's sequence.
-    public var audit: (event: AuditEvent, device: String?, sequence: UInt64)
+    /// The audit row: its event and the device that signed (or `recovery`); the row
+    /// carries the link's sequence.
+    public var audit: (event: AuditEvent, device: String?)
 
-    public init(link: StoredLink, expectedHead: String, audit: (event: AuditEvent, device: String?, sequence: UInt64)) {
+    public init(link: StoredLink, expectedHead: String, audit: (event: AuditEvent, device: String?)) {
         self.link = link
         self.expectedHead = expectedHead
         self.audit = audit

@@ -34,7 +34,7 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
         let result = await race(8) { i in
             try await database.append(account, ChainWrite(
                 link: StoredLink(sequence: 1, hash: "fork\(i)", json: Data("{}".utf8)), expectedHead: "h0",
-                audit: (.link(.masterRotate), phone.id.rawValue, 1)))
+                audit: (.link(.masterRotate), phone.id.rawValue)))
         }
         #expect(result.won == 1)
         #expect(result.errors.allSatisfy { if case StoreError.staleChain = $0 { true } else { false } }, "\(result.errors)")
@@ -163,7 +163,7 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
         #expect(try await database.boxes(account, recipient: "a-device", generation: nil).map(\.generation) == [2])
         #expect(try await database.boxes(account, recipient: nil, generation: 1).count == 2)
         var write = ChainWrite(link: StoredLink(sequence: 1, hash: "h1", json: Data("{}".utf8)), expectedHead: "h0",
-                               audit: (.link(.memberAdd), phone.id.rawValue, 1))
+                               audit: (.link(.memberAdd), phone.id.rawValue))
         write.wraps = [MemberWrap(member: MemberID(unchecked: hex(6)), memberGeneration: 1, masterGeneration: 1, envelope: "e1"),
                        MemberWrap(member: MemberID(unchecked: hex(5)), memberGeneration: 1, masterGeneration: 1, envelope: "e2")]
         try await database.append(account, write)
@@ -229,7 +229,7 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) async throws -
         try await createAccount(database)
         try await database.append(account, ChainWrite(
             link: StoredLink(sequence: 1, hash: "h1", json: Data("{}".utf8)), expectedHead: "h0",
-            audit: (.link(.masterRotate), phone.id.rawValue, 1)))
+            audit: (.link(.masterRotate), phone.id.rawValue)))
         let entries = try await database.audit(account)
         #expect(entries.map(\.event) == ["link.genesis", "link.master.rotate"])
         #expect(entries.map(\.sequence) == [0, 1])

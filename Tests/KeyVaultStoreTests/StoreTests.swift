@@ -27,7 +27,7 @@ private struct StoreFixture {
 
     func write(_ sequence: UInt64, after head: String, event: LinkType = .masterRotate, hash: String? = nil) -> ChainWrite {
         ChainWrite(link: StoredLink(sequence: sequence, hash: hash ?? "h\(sequence)", json: Data("{\"n\":\(sequence)}".utf8)),
-                   expectedHead: head, audit: (.link(event), phone.id.rawValue, sequence))
+                   expectedHead: head, audit: (.link(event), phone.id.rawValue))
     }
 
     func linkRequest(_ code: String, expires: Int64, client: String = "192.0.2.1", perClient: Int = 5) async throws {

@@ -29,3 +29,34 @@ import Testing
         #expect(report.auditEntries > pageSize)
     }
 }
+
+/// A server from before the typed sequence (its rows say "sequence N" in `detail`)
+/// audits clean; a log that records one link twice is a finding, as is a missing
+/// genesis entry.
+@Test func auditReadsOlderServersAndFlagsALinkLoggedTwiceOrAMissingGenesis() async throws {
+    try await Fixture.run { fixture, laptop in
+        _ = try await laptop.addMember(name: "Emma")
+        let mode = Locked(0)
+        fixture.transport.tamper { request, reply in
+            guard request.method == "GET", request.target.contains("/audit"), !request.target.contains("after="), reply.status == 200 else { return }
+            var entries = try JSONDecoder().decode([String: [AuditEntry]].self, from: Data(reply.body))["entries"] ?? []
+            switch mode.withLock({ $0 }) {
+            case 0:  // as an older server wrote them
+                entries = entries.map { var e = $0; e.detail = e.sequence.map { "sequence \($0)" }; e.sequence = nil; return e }
+            case 1:
+                var again = entries.last!
+                again.id += 1
+                again.event = "link.master.rotate"
+                entries.append(again)
+            default:
+                entries.removeAll { $0.event == "link.genesis" }
+            }
+            reply.body = Array(try JSONEncoder().encode(["entries": entries]))
+        }
+        #expect(try await laptop.audit().findings.isEmpty)
+        mode.withLock { $0 = 1 }
+        #expect(try await laptop.audit().findings.contains { $0.message.contains("twice") })
+        mode.withLock { $0 = 2 }
+        #expect(try await laptop.audit().findings.contains { $0.message.contains("link 0 (genesis) is missing") })
+    }
+}

@@ -523,3 +523,34 @@ func withholdingIdentityRenewals(of account: AccountID) -> @Sendable (HTTPExchan
         #expect(try await parent.contacts().count == 1)
     }
 }
+
+/// Now that the exchange does not hold the vault, a revocation can land while the
+/// person reads out the code: it renews this account's identity, which the other side
+/// verified in its old generation (a revoked device may hold it). The pin is refused
+/// (`contact_changed`): both sides run it again.
+@Test(.timeLimit(.minutes(5))) func aRevocationDuringAContactExchangeStopsThePin() async throws {
+    try await Fixture.run { fixture, parent in
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                           account: parent.account, name: "phone", code: fixture.code)
+        phone.home.unlock()
+        try await parent.sync()
+        let grandma = try await grandparent(fixture)
+        let board = CodeBoard()
+        let (p, g) = (parent.account, grandma.account)
+        async let first = Result(catching: {
+            try await parent.addContact(g, pollInterval: .milliseconds(10), events: { board.show($0, on: p) }, otherCode: {
+                let code = try await board.code(of: g)
+                try await Task { try await parent.revoke(try await parent.device(matching: "phone")) }.value
+                return code
+            })
+        })
+        try await board.waitUntilAsked()
+        async let second = Result(catching: {
+            try await grandma.addContact(p, pollInterval: .milliseconds(10), events: { board.show($0, on: g) }, otherCode: { try await board.code(of: p) })
+        })
+        let (a, _) = await (first, second)
+        #expect((a.failure as? KeyVaultError)?.code == .contactChanged, "\(a)")
+        #expect(try await parent.contacts().isEmpty)
+        #expect(try await parent.chain.identity?.generation == 2)
+    }
+}

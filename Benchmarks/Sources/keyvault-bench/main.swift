@@ -169,7 +169,7 @@ case "server-setup":  // server-setup DATABASE ACCOUNTS DEVICES-FILE [all]: acco
                                  body: ["member": member, "memberGeneration": "1"])
             link.sign(with: signing)
             let write = ChainWrite(link: StoredLink(sequence: 1, hash: link.hash, json: try! JSONEncoder().encode(link)),
-                                   expectedHead: genesis.hash, audit: (.link(.memberAdd), id.rawValue, 1))
+                                   expectedHead: genesis.hash, audit: (.link(.memberAdd), id.rawValue))
             Task.detached { try! await database.append(account, write); semaphore.signal() }
             semaphore.wait()
             entry["member"] = member
@@ -200,7 +200,7 @@ case "chain-appends":  // chain-appends DIRECTORY COUNT: appends/s with chain wr
                              body: ["masterGeneration": String(sequence + 1)])
         link.sign(with: signing)
         writes.append(ChainWrite(link: StoredLink(sequence: sequence, hash: link.hash, json: try! JSONEncoder().encode(link)),
-                                 expectedHead: previous, audit: (.link(.masterRotate), id.rawValue, sequence)))
+                                 expectedHead: previous, audit: (.link(.masterRotate), id.rawValue)))
         previous = link.hash
     }
     let genesisJSON = try! JSONEncoder().encode(genesis)

@@ -103,7 +103,7 @@ struct ServiceState: Sendable {
         try checkSharing(append, after: after)
         let actor = device?.id.rawValue ?? ChainLink.recoverySigner
         var write = ChainWrite(link: try stored(append.link), expectedHead: before.head,
-                               audit: (.link(append.link.type), actor, append.link.sequence))
+                               audit: (.link(append.link.type), actor))
         write.boxes = append.boxes
         write.wraps = append.wraps
         write.identityWraps = append.identityWraps
