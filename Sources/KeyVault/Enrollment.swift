@@ -71,7 +71,7 @@ extension Vault {
             guard let salt = try? Hex.decode(slot.salt), salt.count == Argon2id.saltByteCount, let anchorEnvelope = try? Envelope(base64: slot.anchor) else {
                 throw KeyVaultError(.badResponse, "the server's recovery slot does not parse")
             }
-            progress(.derivingRecoveryKeys)
+            progress(.derivingRecoveryKeys(parameters))
             let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
             let anchor: RecoveryAnchor
             do {
@@ -277,27 +277,26 @@ extension Vault {
         public var device: DeviceID { request.device }
     }
 
-    /// Fetches the pending link request the new device shows `code` for.
+    /// Fetches the pending link request the new device shows `code` for (it touches no
+    /// state of this vault, so it does not hold it).
     public func linkCandidate(code raw: String) async throws -> LinkCandidate {
-        try await exclusively {
-            let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
-            guard LinkCode.isValid(code) else {
-                throw KeyVaultError(.invalidInput, "\(code.printable.debugDescription) is not a link code")
-            }
-            let info: LinkRequestInfo
-            do {
-                info = try await api.linkRequest(code)
-            } catch let error as KeyVaultError where error.status == 404 {
-                throw KeyVaultError(.linkRequestClosed, "there is no link request \(code)", kind: .input)
-            }
-            guard info.code == code, info.request.isWellFormed else {
-                throw KeyVaultError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)
-            }
-            guard info.status == .pending, info.approverNonce == nil else {
-                throw KeyVaultError(.linkRequestClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)", kind: .rejected)
-            }
-            return LinkCandidate(code: code, request: info.request, sas: nil)
+        let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
+        guard LinkCode.isValid(code) else {
+            throw KeyVaultError(.invalidInput, "\(code.printable.debugDescription) is not a link code")
         }
+        let info: LinkRequestInfo
+        do {
+            info = try await api.linkRequest(code)
+        } catch let error as KeyVaultError where error.status == 404 {
+            throw KeyVaultError(.linkRequestClosed, "there is no link request \(code)", kind: .input)
+        }
+        guard info.code == code, info.request.isWellFormed else {
+            throw KeyVaultError(.badResponse, "the server's link request \(code) is malformed; refusing it", kind: .verification)
+        }
+        guard info.status == .pending, info.approverNonce == nil else {
+            throw KeyVaultError(.linkRequestClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)", kind: .rejected)
+        }
+        return LinkCandidate(code: code, request: info.request, sas: nil)
     }
 
     /// Posts this device's random value r_A, waits for the new device to reveal r_N,

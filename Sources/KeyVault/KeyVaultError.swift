@@ -10,7 +10,7 @@ import KeyVaultVault
 ///
 /// Errors of kind ``Kind/verification`` mean the server's answer failed a check:
 /// nothing was changed, and the server is not to be trusted with that answer.
-public struct KeyVaultError: Error, Sendable, CustomStringConvertible {
+public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// The server could not be reached or did not speak the protocol.
         case network

@@ -11,8 +11,8 @@ extension Vault {
         // MARK: Accounts and devices
         /// Sending the new account's first link to `server`.
         case creatingAccount(server: String)
-        /// Deriving keys from a recovery code (Argon2id: seconds, and memory).
-        case derivingRecoveryKeys
+        /// Deriving keys from a recovery code (Argon2id at these parameters: seconds, and memory).
+        case derivingRecoveryKeys(KDFParameters)
         /// Proving to the server that this device holds the recovery code.
         case provingRecoveryCode
         /// Appending the link that adds this device.
@@ -47,12 +47,12 @@ extension Vault {
         /// A revocation keeps this share: it is signed again by this device.
         case keepingShare(member: MemberID, grantee: AccountID)
         /// A share the revocation was to keep could not be made again (share it again later).
-        case shareNotKept(member: MemberID, grantee: AccountID, reason: KeyVaultError.Code)
+        case shareNotKept(member: MemberID, grantee: AccountID, reason: KeyVaultError)
         /// A contact the revocation was to keep is not kept: its identity is no longer
         /// the pinned one (`nil`), or it could not be checked (`reason`).
-        case contactNotKept(AccountID, reason: KeyVaultError.Code?)
+        case contactNotKept(AccountID, reason: KeyVaultError?)
         /// After an unshare: the member's key moves on so the grantee cannot open what comes next.
-        case rotatingMemberKeyAfterUnshare(member: MemberID, grantee: AccountID)
+        case rotatingMemberKeyAfterUnshare(member: MemberID, name: String, grantee: AccountID)
 
         // MARK: The server
         /// What the server held at this address does not open to the uploaded content
@@ -62,7 +62,7 @@ extension Vault {
         case retryingAfterAnotherDevice
         /// The server did not take this device's statement of the chain's head: contacts
         /// may soon see this account as not recently seen.
-        case headStatementNotTaken(KeyVaultError.Code)
+        case headStatementNotTaken(KeyVaultError)
     }
 
     /// Why a share ends.
@@ -72,6 +72,6 @@ extension Vault {
         /// The grantee's sharing identity changed since it was verified.
         case granteeIdentityChanged
         /// The grantee's chain could not be checked now (stale, or refused).
-        case granteeNotVerifiable(KeyVaultError.Code)
+        case granteeNotVerifiable(KeyVaultError)
     }
 }

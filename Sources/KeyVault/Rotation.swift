@@ -217,7 +217,7 @@ extension Vault {
     }
 
     /// Revokes a device, the devices it added, and the pins and grants they signed
-    /// (``revocationPlan(for:keeping:)``).
+    /// (``revocationPlan(for:keeping:keepingContacts:)``).
     ///
     /// Appends what ``revoke(_:newRecoveryCode:parameters:)`` does for the plan
     /// ``revocationPlan(for:keeping:keepingContacts:)`` makes.
@@ -336,7 +336,7 @@ extension Vault {
             }
             for i in 1..<((state.identity?.generation ?? 0) + 1) { _ = try await identityKeys(generation: i) }
             let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
-            progress(.derivingRecoveryKeys)
+            progress(.derivingRecoveryKeys(parameters))
             let keys = try RecoveryKeys(code: code.mnemonic, salt: salt, parameters: parameters)
             guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
             var generation: UInt32 = 0

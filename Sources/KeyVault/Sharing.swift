@@ -172,7 +172,7 @@ extension Vault {
             } catch let error as KeyVaultError where error.kind == .verification {
                 // Its view is stale (perhaps frozen by the server) or refused: the next generation
                 // must not go to an identity a revoked device may hold.
-                progress(.endingShare(member: member, grantee: grant.grantee, because: .granteeNotVerifiable(error.code)))
+                progress(.endingShare(member: member, grantee: grant.grantee, because: .granteeNotVerifiable(error)))
             }
             try await endGrant(member, grant.grantee)
             ended = true
@@ -239,7 +239,7 @@ extension Vault {
                 signed.append(item)
             } catch let error as KeyVaultError where error.kind != .network {
                 // Ended and not made again: the safe side. The revocation goes on; the person shares it again.
-                progress(.shareNotKept(member: key.member, grantee: key.grantee, reason: error.code))
+                progress(.shareNotKept(member: key.member, grantee: key.grantee, reason: error))
             }
         }
         return signed
@@ -254,7 +254,7 @@ extension Vault {
             answer = try await contactIsCurrent(contact, generation: pin.generation, in: try chain)
             if !answer { progress(.contactNotKept(contact, reason: nil)) }
         } catch let error as KeyVaultError where error.kind == .verification {
-            progress(.contactNotKept(contact, reason: error.code))
+            progress(.contactNotKept(contact, reason: error))
             answer = false
         }
         checked[contact] = answer
@@ -353,7 +353,7 @@ extension Vault {
                 throw KeyVaultError(.unknownGrant, "\(member.name) is not shared with \(grantee)", kind: .input)
             }
             try await endGrant(member.id, grantee)
-            progress(.rotatingMemberKeyAfterUnshare(member: member.id, grantee: grantee))
+            progress(.rotatingMemberKeyAfterUnshare(member: member.id, name: member.name, grantee: grantee))
             return try await rotateMember(member.id)
         }
     }

@@ -193,8 +193,9 @@ public actor Vault {
         do {
             try await api.putHeadStatement(.signed(for: state, by: record.keys.signing, time: now))
             stated = (now, state.sequence)
+        } catch is CancellationError {
         } catch {
-            progress(.headStatementNotTaken((error as? KeyVaultError)?.code ?? .network))
+            progress(.headStatementNotTaken(error as? KeyVaultError ?? KeyVaultError(.network, String(describing: error))))
         }
     }
 

@@ -7,7 +7,7 @@ extension Vault.Progress {
         func clock(_ seconds: Int64) -> String { "\(seconds / 60):\(seconds % 60 < 10 ? "0" : "")\(seconds % 60)" }
         switch self {
         case .creatingAccount(let server): return "creating the account on \(server)"
-        case .derivingRecoveryKeys: return "deriving keys from the recovery code (Argon2id: this takes a few seconds)"
+        case .derivingRecoveryKeys(let parameters): return "deriving keys from the recovery code (Argon2id \(parameters))"
         case .provingRecoveryCode: return "proving the recovery code to the server"
         case .addingDevice: return "adding this device to the account"
         case .waitingForApproval(let shown, let left):
@@ -26,21 +26,21 @@ extension Vault.Progress {
             return "ending the share of member \(short(member)) with \(grantee), made by a revoked device"
         case .endingShare(let member, let grantee, .granteeIdentityChanged):
             return "\(grantee)'s sharing identity changed since it was verified: ending its share of \(short(member)) (verify it again, then share again)"
-        case .endingShare(let member, let grantee, .granteeNotVerifiable(let code)):
-            return "\(grantee)'s chain cannot be checked now (\(code.rawValue)): ending its share of \(short(member)) (share again once it checks)"
+        case .endingShare(let member, _, .granteeNotVerifiable(let error)):
+            return "\(error.message): ending its share of \(short(member)) (share again once it checks)"
         case .endingPin(let contact): return "ending the pin of contact \(contact), made by a revoked device"
         case .keepingShare(let member, let grantee): return "keeping the share of member \(short(member)) with \(grantee): signing it again"
         case .shareNotKept(let member, let grantee, let reason):
-            return "the share of member \(short(member)) with \(grantee) could not be made again (\(reason.rawValue)): share it again after the revocation"
+            return "the share of member \(short(member)) with \(grantee) could not be made again (\(reason.message)): share it again after the revocation"
         case .contactNotKept(let contact, nil): return "\(contact)'s identity is no longer the one pinned: it is not kept (verify it again)"
         case .contactNotKept(let contact, let reason?):
-            return "\(contact)'s chain cannot be checked now (\(reason.rawValue)): it is not kept (verify it again, or share again once it checks)"
-        case .rotatingMemberKeyAfterUnshare(let member, let grantee):
-            return "rotating the key of member \(short(member)) so that \(grantee) cannot open what comes next"
+            return "\(contact): \(reason.message): it is not kept (verify it again, or share again once it checks)"
+        case .rotatingMemberKeyAfterUnshare(_, let name, let grantee):
+            return "rotating the key of \(name) so that \(grantee) cannot open what comes next"
         case .replacingUnopenableAttachment(let address): return "what the server held at \(address) does not open to this content: replacing it"
         case .retryingAfterAnotherDevice: return "another device changed the account first; fetching the chain and trying again"
-        case .headStatementNotTaken(let code):
-            return "the server did not take this device's statement of the account's head (\(code.rawValue)): contacts may soon see this account as not recently seen"
+        case .headStatementNotTaken(let error):
+            return "the server did not take this device's statement of the account's head (\(error.message)): contacts may soon see this account as not recently seen"
         }
     }
 }

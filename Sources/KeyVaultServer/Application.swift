@@ -121,13 +121,11 @@ func buildApplication(
 ///   afterwards, what the server throws.
 public func runServer(_ configuration: ServerConfiguration, logger: Logger,
                       onServerRunning: @escaping @Sendable (Int) async -> Void) async throws {
-    let location: DatabaseLocation
-    let secret: ServerSecret
-    let server: HTTPServerBuilder
     try configuration.validate()
-    location = try configuration.databaseLocation()
-    secret = try configuration.secret()
+    let location = try configuration.databaseLocation()
+    let secret = try configuration.secret()
     let tls = try configuration.tlsConfiguration()
+    let server: HTTPServerBuilder
     do {
         server = try httpServer(tls: tls)
     } catch {

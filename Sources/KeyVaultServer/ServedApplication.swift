@@ -34,6 +34,7 @@ struct ServedApplication<Base: ApplicationProtocol>: ApplicationProtocol {
     /// What Hummingbird's `run()` does (HummingbirdCore's server, each request under its
     /// own request id, a 500 for an error nothing else answered), with ``HTTPDate``.
     func run() async throws {
+        precondition(base.processesRunBeforeServerStart.isEmpty, "ServedApplication runs no processes before the server starts")
         let responder = try await self.responder
         let logger = self.logger, serverName = self.configuration.serverName
         let c = configuration

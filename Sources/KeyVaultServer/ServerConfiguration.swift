@@ -134,6 +134,10 @@ public struct ServerConfiguration: Sendable {
     /// - Throws: `ConfigurationError` naming the setting for a PostgreSQL URL that does not parse.
     public func databaseLocation() throws -> DatabaseLocation {
         guard PostgresURL.isURL(databasePath) else {
+            // A mistyped URL is not a file name to quote back: it may hold a password.
+            if databasePath.lowercased().hasPrefix("postgres") || databasePath.contains("://") {
+                throw ConfigurationError("the database setting (--database or KEYVAULT_DATABASE) looks like a URL but does not start with postgres:// or postgresql://; it is not quoted here, since it may hold a password")
+            }
             guard databasePasswordFile == nil else {
                 throw ConfigurationError("KEYVAULT_DATABASE_PASSWORD_FILE is set, but the database is a SQLite file, which has no password")
             }

@@ -86,8 +86,7 @@ struct Serve: AsyncParsableCommand {
             if let tlsKey { configuration.tlsKeyPath = tlsKey }
             try configuration.validate()
         } catch let error as ConfigurationError {
-            throw KeyctlError(.invalidInput, "bad configuration: \(error.message)",
-                              hint: "see `keyctl serve --help` for the settings and their ranges", exitCode: .usage)
+            throw KeyctlError(error, configuration)
         }
         var logger = Logger(label: "keyvault") { JSONLogHandler(label: $0) }
         logger.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
@@ -98,14 +97,8 @@ struct Serve: AsyncParsableCommand {
             try await runServer(configuration, logger: logger) { port in
                 console.write("keyctl: serving on \(scheme)://\(host):\(port) (database \(path))\n")
             }
-        } catch let error as ConfigurationError where error.kind == .database {
-            let postgres = (try? configuration.databaseLocation())?.isPostgres == true
-            throw KeyctlError(.io, "cannot open the database \(error.database ?? path) (--database or KEYVAULT_DATABASE): \(error.message)",
-                              hint: postgres ? "check that PostgreSQL runs there and that the user, its password and the database are right"
-                                             : "check that the directory exists and is writable")
         } catch let error as ConfigurationError {
-            throw KeyctlError(.invalidInput, "bad configuration: \(error.message)",
-                              hint: "see `keyctl serve --help` for the settings and their ranges", exitCode: .usage)
+            throw KeyctlError(error, configuration)
         }
     }
 }
@@ -139,13 +132,31 @@ extension Serve {
             if let database = serve.database { configuration.databasePath = database }
             do {
                 try backupDatabase(configuration, to: destination)
-            } catch let error as ConfigurationError where error.kind == .backup {
-                throw KeyctlError(.io, "the backup failed: \(error.message)",
-                                  hint: "nothing was written at \(destination); check the paths and free space, then run it again")
             } catch let error as ConfigurationError {
-                throw KeyctlError(.invalidInput, "cannot back up: \(error.message)", hint: "see `keyctl serve backup --help`", exitCode: .usage)
+                throw KeyctlError(error, configuration, backingUpTo: destination)
             }
             KeyctlMain.console.write("keyctl: copied \(configuration.databasePath) to \(destination)\n")
+        }
+    }
+}
+
+extension KeyctlError {
+    /// The one place a service-side configuration error becomes keyctl's: its message,
+    /// hint and exit code by kind (a setting: usage; the database or a backup: I/O).
+    init(_ error: ConfigurationError, _ configuration: ServerConfiguration, backingUpTo destination: String? = nil) {
+        switch error.kind {
+        case .setting:
+            self.init(.invalidInput, "\(destination == nil ? "bad configuration" : "cannot back up"): \(error.message)",
+                      hint: destination == nil ? "see `keyctl serve --help` for the settings and their ranges" : "see `keyctl serve backup --help`",
+                      exitCode: .usage)
+        case .database:
+            let postgres = (try? configuration.databaseLocation())?.isPostgres == true
+            self.init(.io, "cannot open the database \(error.database ?? "") (--database or KEYVAULT_DATABASE): \(error.message)",
+                      hint: postgres ? "check that PostgreSQL runs there and that the user, its password and the database are right"
+                                     : "check that the directory exists and is writable")
+        case .backup:
+            self.init(.io, "the backup failed: \(error.message)",
+                      hint: "nothing was written at \(destination ?? "the destination"); check the paths and free space, then run it again")
         }
     }
 }

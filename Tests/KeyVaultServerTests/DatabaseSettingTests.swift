@@ -110,3 +110,15 @@ func anUnreachablePostgresStopsTheServerBeforeItListens(_ url: String) async thr
     }
     #expect(!FileManager.default.fileExists(atPath: directory.path("copy")))
 }
+
+/// A mistyped PostgreSQL URL is not taken for a SQLite file name, and no message
+/// quotes it (it may hold a password).
+@Test(arguments: ["postgres:/kv:secretpw@db/keyvault", "postgresql:kv:secretpw@db/keyvault", "mysql://kv:secretpw@db/keyvault"])
+func aMistypedDatabaseURLIsRefusedWithoutQuotingIt(_ text: String) throws {
+    var configuration = ServerConfiguration()
+    configuration.databasePath = text
+    #expect { try configuration.validate() } throws: { error in
+        guard let error = error as? ConfigurationError else { return false }
+        return error.kind == .setting && error.message.contains("postgres://") && !error.message.contains("secretpw")
+    }
+}
