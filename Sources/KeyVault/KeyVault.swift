@@ -27,9 +27,28 @@ public typealias SecureBytes = KeyVaultCrypto.SecureBytes
 public typealias AttachmentInfo = KeyVaultModel.AttachmentInfo
 
 extension Vault {
-    /// A device as the account chain records it: name, keys (public), when it was
-    /// added and by whom, and whether (and when) it was revoked.
-    public typealias Device = ChainState.Device
+    /// A device as the verified account chain records it: its name, the links that
+    /// added it (and by whom) and revoked it. Its keys stay inside the library.
+    public struct Device: Sendable, Equatable, Identifiable {
+        public let id: DeviceID
+        public let name: String
+        /// The chain link that added it.
+        public let added: UInt64
+        /// The chain link that revoked it; nil while it is active.
+        public let revoked: UInt64?
+        /// The device that added it; nil for the account's first device and for one
+        /// the recovery code added.
+        public let addedBy: DeviceID?
+        public var isActive: Bool { revoked == nil }
+
+        package init(_ device: ChainState.Device) {
+            id = device.id
+            name = device.name
+            added = device.added
+            revoked = device.revoked
+            addedBy = device.addedBy
+        }
+    }
 
     // MARK: Starting
 
@@ -161,7 +180,7 @@ extension Vault {
 
     /// Every device the chain knows, the active ones first.
     public func devices() throws -> [Device] {
-        try chain.devices.values.sorted { ($0.isActive ? 0 : 1, $0.added) < ($1.isActive ? 0 : 1, $1.added) }
+        try chain.devices.values.map(Device.init).sorted { ($0.isActive ? 0 : 1, $0.added) < ($1.isActive ? 0 : 1, $1.added) }
     }
 
     // MARK: Attachments from memory

@@ -163,7 +163,7 @@ extension Vault {
 
     /// The device `text` names: a whole id, a unique prefix of one, or a unique name.
     public func device(matching text: String) throws -> Device {
-        let devices = try chain.devices.values
+        let devices = try chain.devices.values.map(Device.init)
         if let id = DeviceID(rawValue: text), let device = devices.first(where: { $0.id == id }) { return device }
         let matches = devices.filter { (text.count >= 4 && $0.id.rawValue.hasPrefix(text)) || $0.name == text }
         guard matches.count == 1 else {
@@ -205,14 +205,17 @@ extension Vault {
         guard target.id != device else {
             throw KeyVaultError(.invalidInput, "this device cannot revoke itself: revoke it from another device of the account")
         }
-        let revocation = state.revocation(of: [target], keeping: keep, keepingContacts: keepContacts, by: device)
+        guard let chained = state.devices[target.id] else {
+            throw KeyVaultError(.noSuchDevice, "\(target.id) is not a device of this account")
+        }
+        let revocation = state.revocation(of: [chained], keeping: keep, keepingContacts: keepContacts, by: device)
         for id in keep where !revocation.keptDevices.contains(where: { $0.id == id }) {
             throw KeyVaultError(.invalidInput, "\(id) is to be kept, but \(target.name.debugDescription) did not add it, so revoking it does not revoke that device; nothing was changed")
         }
         for id in keepContacts where !revocation.kept.contains(where: { $0.account == id }) {
             throw KeyVaultError(.invalidInput, "\(id) is to be kept, but \(target.name.debugDescription) neither pinned nor shared with that account, so revoking it ends nothing of it; nothing was changed")
         }
-        return RevocationPlan(targets: revocation.devices, kept: revocation.keptDevices, ended: revocation.ended,
+        return RevocationPlan(targets: revocation.devices.map(Device.init), kept: revocation.keptDevices.map(Device.init), ended: revocation.ended,
                               keptStanding: revocation.kept, compromisesRecovery: revocation.compromisesRecovery)
     }
 
@@ -282,9 +285,8 @@ extension Vault {
                 // The same rule as the plan's, on the chain as it is now; and any target a
                 // server claimed was revoked already but is not.
                 let state = try chain
-                let added = state.revocation(of: done.targets, keeping: keep, by: device).devices.filter { added in
-                    !done.targets.contains { $0.id == added.id }
-                }
+                let added = state.revocation(of: done.targets.compactMap { state.devices[$0.id] }, keeping: keep, by: device).devices
+                    .filter { added in !done.targets.contains { $0.id == added.id } }.map(Device.init)
                 next = done.targets.filter { state.devices[$0.id]?.isActive == true } + added
                 done.targets += added
             }

@@ -282,7 +282,7 @@ extension Device {
             let listed = Array(plan.targets.dropFirst())
             // Member names for the pins and shares listed (ids where a key does not open).
             let names = Dictionary(((try? await vault.members()) ?? []).map { ($0.id, $0.name) }) { first, _ in first }
-            func describe(_ device: ChainState.Device) -> String { "\(device.name.printable) (\(device.id))" }
+            func describe(_ device: Vault.Device) -> String { "\(device.name.printable) (\(device.id))" }
             if plan.targets.contains(where: \.isActive) {
                 var question = "Revoke \(describe(target))? It loses access to everything from now on."
                 if !listed.isEmpty {
