@@ -134,7 +134,17 @@ extension Vault {
         }
     }
 
-    public func attachments(member: Member) async throws -> [AttachmentInfo] {
+    /// An attachment the server lists: where it is, how large its sealed object is, and
+    /// when it was stored (the server's word: it opens only with ``get(_:member:)``).
+    public struct Attachment: Sendable, Equatable {
+        public let address: ContentAddress
+        /// The sealed object's size in bytes.
+        public let size: Int
+        public let stored: Date
+    }
+
+    /// The attachments the server lists for `member`, oldest first.
+    public func attachments(member: Member) async throws -> [Attachment] {
         try await exclusively {
             try await api.attachments(member: member.id, sharer: member.sharer)
         }
@@ -158,11 +168,9 @@ extension Vault {
             let list = try await api.attachments(member: member.id)
             let newest = try await memberKeys(member.id, generation: member.generation)
             var result = RewrapResult()
-            for (index, info) in list.enumerated() {
+            for (index, listed) in list.enumerated() {
                 progress(.rewrappingAttachments(done: index + 1, of: list.count))
-                guard let address = ContentAddress(info.address) else {
-                    throw KeyVaultError(.badResponse, "the server listed a malformed address \(info.address.prefix(80))")
-                }
+                let address = listed.address
                 let key = try await api.attachmentKey(member: member.id, address: address)
                 let generation: UInt32
                 do {

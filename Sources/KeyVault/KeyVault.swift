@@ -23,8 +23,6 @@ public typealias KDFParameters = KeyVaultCrypto.Argon2id.Parameters
 public typealias ContentAddress = KeyVaultCrypto.ContentAddress
 /// Bytes wiped from memory when freed (an opened attachment).
 public typealias SecureBytes = KeyVaultCrypto.SecureBytes
-/// An attachment as the server lists it: address, size and time (no content, no name).
-public typealias AttachmentInfo = KeyVaultModel.AttachmentInfo
 
 extension Vault {
     /// A device as the verified account chain records it: its name, the links that

@@ -299,14 +299,16 @@ package struct ServerAPI: Sendable {
         try await call("GET", attachmentPath(member, address, sharer: sharer), maxReply: Self.maxAttachmentReplyBytes).body
     }
 
-    package func attachments(member: MemberID, sharer: AccountID? = nil) async throws -> [AttachmentInfo] {
+    package func attachments(member: MemberID, sharer: AccountID? = nil) async throws -> [Vault.Attachment] {
         let list = try json([String: [AttachmentInfo]].self, try await call("GET", attachmentPath(member, sharer: sharer)).body,
                             "attachment list")["attachments"] ?? []
         // Addresses are printed as they are: anything but an address is not taken.
-        guard list.allSatisfy({ ContentAddress($0.address) != nil }) else {
-            throw KeyVaultError(.badResponse, "the server's attachment list holds a malformed address")
+        return try list.map { info in
+            guard let address = ContentAddress(info.address) else {
+                throw KeyVaultError(.badResponse, "the server's attachment list holds a malformed address")
+            }
+            return Vault.Attachment(address: address, size: info.size, stored: Date(timeIntervalSince1970: TimeInterval(info.created)))
         }
-        return list
     }
 
     package func attachmentKey(member: MemberID, address: ContentAddress) async throws -> [UInt8] {

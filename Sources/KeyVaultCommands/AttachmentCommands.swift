@@ -109,7 +109,8 @@ struct Attachment: AsyncParsableCommand {
         func run() async throws {
             let vault = try await options.openVault()
             let list = try await vault.attachments(member: try await vault.member(named: member.member))
-            options.result(["attachments": list.map { ["address": $0.address, "size": $0.size, "created": $0.created] }],
+            options.result(["attachments": list.map { ["address": $0.address.description, "size": $0.size,
+                                                        "created": Int64($0.stored.timeIntervalSince1970)] }],
                            list.isEmpty ? "No attachments.\n" : list.map { "\($0.address)  \($0.size) bytes\n" }.joined())
         }
     }

@@ -225,3 +225,22 @@ extension LibraryAPITests {
         #expect(code.isWord(code.words[6], at: 7) && !code.isWord(code.words[6], at: 8) || code.words[6] == code.words[7])
     }
 }
+
+extension LibraryAPITests {
+    /// Issue 20, item 2: an attachment is the library's own value (a content address and
+    /// a date); a listed address that does not parse is the server's fault, refused.
+    @Test func attachmentsAreListedAsAddressesAndDatesAndAMalformedOneIsRefused() async throws {
+        try await Fixture.run { fixture, laptop in
+            let emma = try await laptop.addMember(name: "Emma")
+            let put = try await laptop.put(Array("x-ray".utf8), member: emma)
+            let listed = try await laptop.attachments(member: emma)
+            #expect(listed.map(\.address) == [put.address])
+            #expect(abs(listed[0].stored.timeIntervalSinceNow) < 3600)
+            fixture.transport.tamper { request, reply in
+                guard request.method == "GET", request.target.contains("/attachments"), reply.status == 200 else { return }
+                reply.body = Array(#"{"attachments":[{"address":"not an address","size":1,"created":1}]}"#.utf8)
+            }
+            await expectRefusal("bad_response", kind: .network) { _ = try await laptop.attachments(member: emma) }
+        }
+    }
+}
