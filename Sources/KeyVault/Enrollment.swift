@@ -41,7 +41,7 @@ extension Vault {
             let vault = Vault(home: home, record: record, transport: transport, progress: progress)
             await vault.start(links: [genesis], state: state)
             do {
-                try await vault.setRecoveryCode(RecoveryCode(code), parameters: parameters)
+                try await vault.setRecoveryCode(RecoveryCode(code), argon2: parameters)
             } catch let error as KeyVaultError {
                 throw KeyVaultError(error.code, "account \(state.account) was created and this device is in it, but setting the recovery code failed: \(error.message)", kind: error.kind, status: error.status)
             }
@@ -71,7 +71,7 @@ extension Vault {
             guard let salt = try? Hex.decode(slot.salt), salt.count == Argon2id.saltByteCount, let anchorEnvelope = try? Envelope(base64: slot.anchor) else {
                 throw KeyVaultError(.badResponse, "the server's recovery slot does not parse")
             }
-            progress(.derivingRecoveryKeys(parameters))
+            progress(.derivingRecoveryKeys(iterations: parameters.iterations, memoryKiB: parameters.memoryKiB))
             let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
             let anchor: RecoveryAnchor
             do {

@@ -13,10 +13,6 @@ public typealias AccountID = KeyVaultModel.AccountID
 public typealias DeviceID = KeyVaultModel.DeviceID
 /// A family member (a person whose records are kept apart from the others').
 public typealias MemberID = KeyVaultModel.MemberID
-/// What it costs to guess a recovery code (Argon2id iterations and memory).
-/// `.recovery` is the default; a server's parameters outside `.floor`…`.ceiling`
-/// are refused.
-public typealias KDFParameters = KeyVaultCrypto.Argon2id.Parameters
 /// Where an attachment lives: a keyed hash of its plaintext under the member's key,
 /// so the same file for the same member is stored once and the server learns nothing
 /// from the address.
@@ -71,11 +67,11 @@ extension Vault {
     /// - Throws: ``KeyVaultError`` `already_initialized` when `storage` holds a
     ///   device; `wrong_account` when the server answers for another account.
     public static func create(server: URL, deviceName: String, recoveryCode: RecoveryCode, storage: any DeviceStorage,
-                              transport: (any HTTPTransport)? = nil, parameters: KDFParameters = .recovery,
+                              transport: (any HTTPTransport)? = nil, parameters: RecoveryCost = .recovery,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await createAccount(home: DeviceHome(storage: storage), server: server.absoluteString,
                                 transport: transport ?? defaultTransport(server), name: deviceName,
-                                code: recoveryCode.mnemonic, parameters: parameters, progress: progress)
+                                code: recoveryCode.mnemonic, parameters: parameters.parameters, progress: progress)
     }
 
     /// Adds this device to `account` with the account's recovery code, and keeps it

@@ -11,8 +11,9 @@ extension Vault {
         // MARK: Accounts and devices
         /// Sending the new account's first link to `server`.
         case creatingAccount(server: String)
-        /// Deriving keys from a recovery code (Argon2id at these parameters: seconds, and memory).
-        case derivingRecoveryKeys(KDFParameters)
+        /// Deriving keys from a recovery code (Argon2id with these passes and KiB of
+        /// memory: seconds).
+        case derivingRecoveryKeys(iterations: UInt32, memoryKiB: UInt32)
         /// Proving to the server that this device holds the recovery code.
         case provingRecoveryCode
         /// Appending the link that adds this device.

@@ -249,7 +249,14 @@ extension Vault {
     /// - Returns: the plan as carried out: every device revoked, and those kept.
     @discardableResult
     public func revoke(_ plan: RevocationPlan, newRecoveryCode: () throws -> RecoveryCode? = { nil },
-                       parameters: Argon2id.Parameters = .recovery) async throws -> RevocationPlan {
+                       parameters cost: RecoveryCost = .recovery) async throws -> RevocationPlan {
+        try await revoke(plan, newRecoveryCode: newRecoveryCode, argon2: cost.parameters)
+    }
+
+    /// The same at any Argon2id parameters for the new code.
+    @discardableResult
+    package func revoke(_ plan: RevocationPlan, newRecoveryCode: () throws -> RecoveryCode?,
+                        argon2 parameters: Argon2id.Parameters) async throws -> RevocationPlan {
         try await exclusively {
             // The plan is the caller's value: whatever it says, this device is never among the revoked.
             guard !plan.targets.contains(where: { $0.id == device }) else {
@@ -307,7 +314,7 @@ extension Vault {
                     throw error
                 }
                 if let code {
-                    try await setRecoveryCode(code, parameters: parameters)
+                    try await setRecoveryCode(code, argon2: parameters)
                     done.replacedRecoveryCode = true
                 }
             }
@@ -324,7 +331,12 @@ extension Vault {
     /// Appends `recovery.set`; when it replaces a code, then what
     /// ``finishPendingRotations()`` appends (`master.rotate`, `identity.set` when the
     /// account has a sharing identity, `member.rotate` for each member).
-    public func setRecoveryCode(_ code: RecoveryCode, parameters: KDFParameters = .recovery) async throws {
+    public func setRecoveryCode(_ code: RecoveryCode, parameters cost: RecoveryCost = .recovery) async throws {
+        try await setRecoveryCode(code, argon2: cost.parameters)
+    }
+
+    /// The same at any Argon2id parameters (keyctl's `--kdf`, the tests).
+    package func setRecoveryCode(_ code: RecoveryCode, argon2 parameters: Argon2id.Parameters) async throws {
         try await exclusively {
             // DESIGN: a recovery code is 24 words (256 bits); shorter BIP39 codes are not enough for a key that opens everything.
             guard code.mnemonic.wordCount == RecoveryCode.wordCount else {
@@ -338,7 +350,7 @@ extension Vault {
             }
             for i in 1..<((state.identity?.generation ?? 0) + 1) { _ = try await identityKeys(generation: i) }
             let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
-            progress(.derivingRecoveryKeys(parameters))
+            progress(.derivingRecoveryKeys(iterations: parameters.iterations, memoryKiB: parameters.memoryKiB))
             let keys = try RecoveryKeys(code: code.mnemonic, salt: salt, parameters: parameters)
             guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
             var generation: UInt32 = 0

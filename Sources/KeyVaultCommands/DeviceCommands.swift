@@ -309,7 +309,7 @@ extension Device {
             let done = try await vault.revoke(plan, newRecoveryCode: {
                 if code == nil { code = try recovery.newCode(json: json) }
                 return code
-            }, parameters: recovery.kdf)
+            }, argon2: recovery.kdf)
             let also = Array(done.targets.dropFirst())
             let after = try await vault.chain
             var text = "Revoked \(target.name.debugDescription)"

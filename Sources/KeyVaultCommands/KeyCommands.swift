@@ -127,7 +127,7 @@ extension Recovery {
             let before = try await vault.chain.recovery?.generation ?? 0
             let code = try recovery.newCode(json: options.json)
             do {
-                try await vault.setRecoveryCode(code, parameters: recovery.kdf)
+                try await vault.setRecoveryCode(code, argon2: recovery.kdf)
             } catch let error as KeyVaultError {
                 let set = (try? await vault.chain.recovery?.generation ?? 0) ?? 0 > before
                 throw KeyctlError(KeyVaultError(error.code, set ? "the new recovery code is set, but rotating the master key after it failed: \(error.message)"

@@ -7,7 +7,8 @@ extension Vault.Progress {
         func clock(_ seconds: Int64) -> String { "\(seconds / 60):\(seconds % 60 < 10 ? "0" : "")\(seconds % 60)" }
         switch self {
         case .creatingAccount(let server): return "creating the account on \(server)"
-        case .derivingRecoveryKeys(let parameters): return "deriving keys from the recovery code (Argon2id \(parameters))"
+        case .derivingRecoveryKeys(let iterations, let memoryKiB):
+            return "deriving keys from the recovery code (Argon2id t=\(iterations), m=\(memoryKiB / 1024) MiB)"
         case .provingRecoveryCode: return "proving the recovery code to the server"
         case .addingDevice: return "adding this device to the account"
         case .waitingForApproval(let shown, let left):
