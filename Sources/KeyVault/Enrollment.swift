@@ -77,7 +77,7 @@ extension Vault {
             do {
                 anchor = try RecoveryAnchor.open(anchorEnvelope, with: keys, account: account)
             } catch let error as VaultError {
-                throw KeyVaultError(error.code, error.message,
+                throw KeyVaultError(KeyVaultError.Code(error.code), error.message,
                                   kind: .rejected)
             }
             progress(.provingRecoveryCode)

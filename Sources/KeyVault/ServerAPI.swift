@@ -72,7 +72,7 @@ package struct ServerAPI: Sendable {
             return KeyVaultError(.badResponse, "the server answered HTTP \(reply.status) without a KeyVault error body")
         }
         let text = error.error.code.printable, message = error.error.message.printable
-        let code = ErrorCode(rawValue: text)
+        let code = KeyVaultError.Code(rawValue: text) ?? .unrecognized  // the default case quotes the text
         switch code {
         case .deviceRevoked:
             return KeyVaultError(.deviceRevoked, "this device was revoked from the account; the server refuses it",

@@ -167,7 +167,7 @@ func readRecoveryCode(prompt: String = "Recovery code (input hidden): ") throws 
     } catch let error as MnemonicError {
         // Positions only: the candidate words `recovery verify` shows are likely words of
         // this code, which is being used here, not checked (SECURITY.md).
-        throw KeyctlError(.invalidCode, "that is not a valid recovery code: \(error.message)",
+        throw KeyctlError(.invalidRecoveryCode, "that is not a valid recovery code: \(error.message)",
                           hint: Recovery.positionHint(for: error), exitCode: .rejected)
     }
 }

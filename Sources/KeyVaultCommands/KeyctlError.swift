@@ -1,4 +1,4 @@
-import KeyVaultModel
+import KeyVault
 
 /// An error a command reports to its user: what happened, what to do next, and
 /// the exit code. Messages never contain secrets.
@@ -20,8 +20,9 @@ public struct KeyctlError: Error, Sendable, CustomStringConvertible {
         case usage = 64
     }
 
-    /// The codes are the library's and the service's (``ErrorCode``), and keyctl's own below.
-    public typealias Code = ErrorCode
+    /// The library's codes (every one the service, the client checks and the key
+    /// hierarchy report): keyctl has none of its own.
+    public typealias Code = KeyVaultError.Code
 
     public let code: Code
     public let message: String
@@ -36,9 +37,4 @@ public struct KeyctlError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
-}
-
-extension ErrorCode {
-    /// A recovery code that does not parse (keyctl's own).
-    public static let invalidCode = ErrorCode(rawValue: "invalid_recovery_code")
 }

@@ -281,7 +281,7 @@ extension Recovery {
             do {
                 code = try Mnemonic(utf8: Recovery.dropNumbering(raw))
             } catch let error as MnemonicError {
-                throw KeyctlError(.invalidCode, "that is not a valid recovery code: \(error.message)",
+                throw KeyctlError(.invalidRecoveryCode, "that is not a valid recovery code: \(error.message)",
                                   hint: "run `keyctl recovery verify` to find the mistyped word", exitCode: .rejected)
             }
             var positions = Array(1...code.wordCount)

@@ -34,7 +34,7 @@ enum WrittenCopyCheck {
         var rng = SystemRandom()
         positions.shuffle(using: &rng)
         for position in positions.prefix(questions).sorted() {
-            let mismatch = KeyctlError(.invalidCode, "word #\(position) does not match; nothing was changed",
+            let mismatch = KeyctlError(.invalidRecoveryCode, "word #\(position) does not match; nothing was changed",
                                        hint: "run the command again for a new code to write down (or add --yes to skip the check)", exitCode: .rejected)
             for attempt in 1...(interactive ? attempts : 1) {
                 // End of input (Ctrl-D) ends the check: no further answer can come.

@@ -3,8 +3,9 @@
 ///
 /// Defined once and shared by the service, the shared protocol checks and the
 /// client, so no code is ever copied between error types as a string. The codes
-/// the service or the protocol can produce are here; a client-side module adds
-/// its own local codes in an extension beside its error type.
+/// the service or the protocol can produce are here; the key hierarchy adds its own
+/// beside `VaultError`. The library's public codes are its own closed enum,
+/// `KeyVaultError.Code`, which has every one of these (a test holds it to that).
 ///
 /// - Important: the raw values are the wire format. Never rename one; add a new code instead.
 public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {

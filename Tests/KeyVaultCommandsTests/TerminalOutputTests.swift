@@ -11,7 +11,10 @@ import Testing
 /// A server whose refusal carries terminal escape sequences, as far as the client's own checks let it through.
 private struct HostileStub: HTTPTransport {
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
-        throw KeyVaultError(KeyVaultError.Code(rawValue: "evil\u{1B}[31m"), "refused: \u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}1A gone, run \u{1B}[8mhidden\u{1B}[0m")
+        // Its error code is not one the library knows (it arrives as `unrecognized`, the
+        // text quoted in the message); its message carries terminal controls.
+        let body = ["error": ["code": "evil\u{1B}[31m", "message": "refused: \u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}1A gone, run \u{1B}[8mhidden\u{1B}[0m"]]
+        return HTTPReply(status: 400, headers: ["content-type": "application/json"], body: Array(try JSONEncoder().encode(body)))
     }
 }
 

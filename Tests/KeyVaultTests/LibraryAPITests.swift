@@ -2,6 +2,7 @@ import Foundation
 import KeyVault
 import KeyVaultCrypto
 import KeyVaultMnemonic
+import KeyVaultModel
 import Testing
 
 /// A storage whose document cannot be read (a locked Keychain, a file this user
@@ -242,5 +243,19 @@ extension LibraryAPITests {
             }
             await expectRefusal("bad_response", kind: .network) { _ = try await laptop.attachments(member: emma) }
         }
+    }
+}
+
+extension LibraryAPITests {
+    /// Issue 20, item 2: the library's error codes are its own closed enum, and each raw
+    /// value is the snake_case wire string (the service's codes among them, unchanged).
+    @Test func everyErrorCodeIsItsSnakeCaseWireString() {
+        for code in KeyVaultError.Code.allCases {
+            #expect(code.rawValue.allSatisfy { $0.isLowercase || $0 == "_" }, "\(code)")
+        }
+        for wire in ErrorCode.wireCodes {
+            #expect(KeyVaultError.Code(wire) != .unrecognized, "\(wire) is not a code of the library")
+        }
+        #expect(KeyVaultError.Code(ErrorCode(rawValue: "from_a_newer_server")) == .unrecognized)
     }
 }

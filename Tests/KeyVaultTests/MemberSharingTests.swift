@@ -94,7 +94,7 @@ final class SentBoxes: Sendable {
     }
 }
 
-func code(_ error: (any Error)?) -> ErrorCode? { (error as? KeyVaultError)?.code }
+func code(_ error: (any Error)?) -> KeyVaultError.Code? { (error as? KeyVaultError)?.code }
 
 @Test func aMemberSharedWithAVerifiedContactIsReadAndWrittenThereAndTakenBack() async throws {
     try await Fixture.run { fixture, parent in
