@@ -5,16 +5,6 @@ import KeyVaultProtocol
 import KeyVaultVault
 
 extension Vault {
-    func memberKeys(_ member: MemberID, generation: UInt32) async throws -> MemberKeys {
-        try MemberKeys(member: member, generation: generation, memberKey: try await memberKey(member, generation: generation))
-    }
-
-    /// The keys of `member` at `generation`: this account's own, or the ones a sharer's box gave.
-    func memberKeys(_ member: Member, generation: UInt32) async throws -> MemberKeys {
-        guard member.sharer != nil else { return try await memberKeys(member.id, generation: generation) }
-        return try MemberKeys(member: member.id, generation: generation, memberKey: try await sharedKey(member, generation: generation))
-    }
-
     /// The account whose member this is (the sharer's for a shared member): attachments are bound to it.
     func owner(of member: Member) -> AccountID { member.sharer ?? account }
 

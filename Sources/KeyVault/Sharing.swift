@@ -30,32 +30,6 @@ extension Vault {
         return published
     }
 
-    /// The private halves of identity generation `generation`: opened from its wrap
-    /// under the current master key and checked against the keys the chain publishes.
-    func identityKeys(generation: UInt32) async throws -> SharingIdentityKeys {
-        try await exclusively {
-            if let cached = identityCache[generation] { return cached }
-            let published = try publishedIdentity(generation)
-            let (master, g) = try await masterKey()
-            guard let wrap = try await api.identityWraps().first(where: { $0.identityGeneration == generation && $0.masterGeneration == g }) else {
-                throw KeyVaultError(.missingKey, "the server has no wrap of sharing identity generation \(generation) under master key \(g)",
-                                    kind: .verification)
-            }
-            let keys: SharingIdentityKeys
-            do {
-                keys = try IdentityKeyWrap.open(wrap, account: account, masterKey: master, masterGeneration: g)
-            } catch {
-                throw KeyVaultError.verification(error, "sharing identity refused")
-            }
-            guard keys.matches(published) else {
-                throw KeyVaultError(.badBox, "the sharing identity in the server's wrap of generation \(generation) is not the one this account's chain publishes",
-                                    kind: .verification)
-            }
-            identityCache[generation] = keys
-            return keys
-        }
-    }
-
     /// The next identity generation after `state`: fresh keys, the `identity.set`
     /// link that publishes them, their wrap under the current master key.
     private func newIdentity(after state: ChainState) async throws -> (keys: SharingIdentityKeys, link: ChainLink, wrap: IdentityWrap) {
