@@ -194,8 +194,16 @@ extension LibraryAPITests {
             #expect(try await offline.members().count == 1, "a failed write changes nothing")
             offline.home.unlock()
 
-            let fresh = fixture.home("fresh")
+            // A kept copy shorter than the head this device verified (a rolled-back file) is refused as a server's would be.
+            let rolledBack = fixture.home("rolled-back")
             var record = try fixture.home("laptop").load()
+            record.chain.removeLast()
+            try rolledBack.save(record)
+            await expectRefusal("chain_rollback", kind: .verification) {
+                _ = try await Vault.open(home: rolledBack, transport: { _ in Unreachable() }, offline: true)
+            }
+
+            let fresh = fixture.home("fresh")
             record.chain = []
             try fresh.save(record)
             await expectRefusal("network", kind: .network) {
