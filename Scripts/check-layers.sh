@@ -37,6 +37,12 @@ bad=$(grep -rhE "${imports}" Examples | grep -vE "${imports}(KeyVault|Foundation
 if [ -n "$bad" ]; then
   echo "check-layers: an example imports more than KeyVault and Foundation:" >&2; echo "$bad" >&2; status=1
 fi
+# Apps import KeyVault only: the modules below it that the library's public API does not
+# show are `package`, so nothing of theirs is an app's to import.
+bad=$(grep -rnE '^\s*(@[A-Za-z]+ )*public ' Sources/KeyVaultMnemonic Sources/KeyVaultVault --include=*.swift || true)
+if [ -n "$bad" ]; then
+  echo "check-layers: a public declaration in a package-only module (make it package):" >&2; echo "$bad" >&2; status=1
+fi
 # What to run is keyctl's to say (KeyVaultCommands/Hints.swift): no string of the library
 # or the service names it (doc comments may).
 bad=$(grep -rnE '"[^"]*keyctl' Sources/KeyVault Sources/KeyVaultServer Sources/KeyVaultProtocol Sources/KeyVaultModel \
@@ -44,5 +50,5 @@ bad=$(grep -rnE '"[^"]*keyctl' Sources/KeyVault Sources/KeyVaultServer Sources/K
 if [ -n "$bad" ]; then
   echo "check-layers: a string of the library or the service names keyctl (hints are keyctl's, in Hints.swift):" >&2; echo "$bad" >&2; status=1
 fi
-[ $status -eq 0 ] && echo "check-layers: ok (C only in KeyVaultCrypto/Backend; the service links nothing that unwraps keys; keyctl's client commands link no server code; examples see only KeyVault; no library or service string names keyctl)"
+[ $status -eq 0 ] && echo "check-layers: ok (C only in KeyVaultCrypto/Backend; the service links nothing that unwraps keys; keyctl's client commands link no server code; examples see only KeyVault; no library or service string names keyctl; KeyVaultMnemonic and KeyVaultVault are package-only)"
 exit $status

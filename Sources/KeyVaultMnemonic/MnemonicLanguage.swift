@@ -1,6 +1,6 @@
 /// The 10 official BIP39 wordlists. The raw value is the list's file name
 /// without `.txt` (`chinese_simplified`), as JSON output names it.
-public enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
+package enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
     // Order matters: when a phrase is valid in two lists (English and French share
     // 100 words; the Chinese lists share most characters) the first one wins.
     case english, japanese, korean, spanish
@@ -9,7 +9,7 @@ public enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomStr
     case french, italian, czech, portuguese
 
     /// What people read: "English", "Chinese (simplified)", …
-    public var displayName: String {
+    package var displayName: String {
         switch self {
         case .english: "English"
         case .japanese: "Japanese"
@@ -24,15 +24,15 @@ public enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomStr
         }
     }
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// Between words when shown: U+3000 (ideographic space) for Japanese, as the
     /// BIP's wordlist notes ask, otherwise U+0020.
-    public var wordSeparator: String { self == .japanese ? "\u{3000}" : " " }
+    package var wordSeparator: String { self == .japanese ? "\u{3000}" : " " }
 
     /// Accepts the file name (`chinese_simplified`), with `-` for `_`, any case,
     /// or a common language tag (`en`, `ja`, `ko`, `es`, `zh-hans`, `zh-hant`, `fr`, `it`, `cs`, `pt`).
-    public init?(name: String) {
+    package init?(name: String) {
         let key = name.lowercased().replacingOccurrences(of: "-", with: "_")
         if let exact = MnemonicLanguage(rawValue: key) {
             self = exact
@@ -49,5 +49,5 @@ public enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomStr
     }
 
     /// The built-in list, in order: index i is the word for the 11-bit value i.
-    public var words: [String] { WordTable.table(for: self).words }
+    package var words: [String] { WordTable.table(for: self).words }
 }

@@ -8,14 +8,14 @@ import KeyVaultProtocol
 // does not open.
 
 /// A member key generation wrapped under a master key generation.
-public enum MemberKeyWrap {
+package enum MemberKeyWrap {
     static func context(account: AccountID, member: MemberID, memberGeneration: UInt32) throws -> EnvelopeContext {
         try EnvelopeContext(purpose: "member-key", ["account": account.rawValue, "member": member.rawValue,
                                                     "member-generation": String(memberGeneration)])
     }
 
     /// Wraps `memberKey` (member `member`, generation `memberGeneration`) under master key generation `masterGeneration`.
-    public static func seal(_ memberKey: SymmetricKey, account: AccountID, member: MemberID, memberGeneration: UInt32,
+    package static func seal(_ memberKey: SymmetricKey, account: AccountID, member: MemberID, memberGeneration: UInt32,
                             under masterKey: SymmetricKey, masterGeneration: UInt32) throws -> MemberWrap {
         let envelope = try Envelope.seal(memberKey, under: masterKey, generation: masterGeneration,
                                          context: context(account: account, member: member, memberGeneration: memberGeneration))
@@ -26,7 +26,7 @@ public enum MemberKeyWrap {
     ///
     /// - Throws: `VaultError` `wrap_mismatch` when the wrap does not open under this
     ///   master key for exactly this account, member and generation (moved or altered).
-    public static func open(_ wrap: MemberWrap, account: AccountID, masterKey: SymmetricKey, masterGeneration: UInt32) throws -> SymmetricKey {
+    package static func open(_ wrap: MemberWrap, account: AccountID, masterKey: SymmetricKey, masterGeneration: UInt32) throws -> SymmetricKey {
         let mismatch = VaultError(.wrapMismatch, "the server's wrap of member \(wrap.member.rawValue.prefix(8))… generation \(wrap.memberGeneration) does not open for that member and generation: it was moved or altered")
         guard wrap.masterGeneration == masterGeneration, let envelope = try? Envelope(base64: wrap.envelope),
               envelope.generation == masterGeneration else { throw mismatch }
@@ -41,16 +41,16 @@ public enum MemberKeyWrap {
 
 /// A member's display name, sealed under the member's first key generation (which
 /// every later master key re-wraps), so that only devices of the account read it.
-public enum MemberName {
+package enum MemberName {
     static func context(account: AccountID, member: MemberID) throws -> EnvelopeContext {
         try EnvelopeContext(purpose: "member-name", ["account": account.rawValue, "member": member.rawValue])
     }
 
-    public static func seal(_ name: String, account: AccountID, member: MemberID, firstKey: SymmetricKey) throws -> String {
+    package static func seal(_ name: String, account: AccountID, member: MemberID, firstKey: SymmetricKey) throws -> String {
         try Envelope.seal(Array(name.utf8), under: firstKey, generation: 1, context: context(account: account, member: member)).base64
     }
 
-    public static func open(_ sealed: String, account: AccountID, member: MemberID, firstKey: SymmetricKey) throws -> String {
+    package static func open(_ sealed: String, account: AccountID, member: MemberID, firstKey: SymmetricKey) throws -> String {
         guard let envelope = try? Envelope(base64: sealed),
               let plain = try? envelope.open(using: firstKey, context: context(account: account, member: member)),
               let name = String(validating: plain.unprotectedCopy(), as: UTF8.self) else {
@@ -61,14 +61,14 @@ public enum MemberName {
 }
 
 /// Keys derived from one member key generation.
-public struct MemberKeys: Sendable {
-    public let member: MemberID
-    public let generation: UInt32
-    public let contentAddressKey: ContentAddressKey
+package struct MemberKeys: Sendable {
+    package let member: MemberID
+    package let generation: UInt32
+    package let contentAddressKey: ContentAddressKey
     /// AWK: wraps attachment data keys.
     let keyWrapKey: SymmetricKey
 
-    public init(member: MemberID, generation: UInt32, memberKey: SymmetricKey) throws {
+    package init(member: MemberID, generation: UInt32, memberKey: SymmetricKey) throws {
         self.member = member
         self.generation = generation
         contentAddressKey = try ContentAddressKey(memberKey: memberKey, generation: generation)
@@ -77,13 +77,13 @@ public struct MemberKeys: Sendable {
 }
 
 /// Sealing and opening attachments (docs/formats/attachment.md).
-public enum AttachmentCrypto {
+package enum AttachmentCrypto {
     static func context(_ purpose: String, account: AccountID, member: MemberID, address: ContentAddress) throws -> EnvelopeContext {
         try EnvelopeContext(purpose: purpose, ["account": account.rawValue, "member": member.rawValue, "address": address.description])
     }
 
     /// Seals `plaintext` (already addressed as `address`) under a fresh data key wrapped under `keys`.
-    public static func seal(_ plaintext: [UInt8], address: ContentAddress, account: AccountID, keys: MemberKeys) throws -> AttachmentObject {
+    package static func seal(_ plaintext: [UInt8], address: ContentAddress, account: AccountID, keys: MemberKeys) throws -> AttachmentObject {
         let dataKey = SymmetricKey()
         let content = try Envelope.seal(plaintext, under: dataKey, generation: 1,
                                         context: context("attachment-content", account: account, member: keys.member, address: address))
@@ -96,7 +96,7 @@ public enum AttachmentCrypto {
     }
 
     /// The member key generation a key part is wrapped under (from its envelope header).
-    public static func keyGeneration(of key: [UInt8]) throws -> UInt32 {
+    package static func keyGeneration(of key: [UInt8]) throws -> UInt32 {
         guard let envelope = try? Envelope(bytes: key) else {
             throw VaultError(.malformedAttachment, "the attachment's key part is not an envelope")
         }
@@ -115,7 +115,7 @@ public enum AttachmentCrypto {
     }
 
     /// Re-wraps a key part from `old` keys under `new` keys; the data key never leaves guarded memory.
-    public static func rewrap(_ key: [UInt8], address: ContentAddress, account: AccountID, from old: MemberKeys, to new: MemberKeys) throws -> [UInt8] {
+    package static func rewrap(_ key: [UInt8], address: ContentAddress, account: AccountID, from old: MemberKeys, to new: MemberKeys) throws -> [UInt8] {
         try wrapDataKey(openDataKey(key, address: address, account: account, keys: old), address: address, account: account, keys: new)
     }
 
@@ -126,7 +126,7 @@ public enum AttachmentCrypto {
     ///   - addressKeys: the member keys of the address's generation.
     /// - Throws: `VaultError` `address_mismatch` when anything does not open or the
     ///   content's address is not `address`.
-    public static func open(_ object: AttachmentObject, address: ContentAddress, account: AccountID,
+    package static func open(_ object: AttachmentObject, address: ContentAddress, account: AccountID,
                             keyKeys: MemberKeys, addressKeys: MemberKeys) throws -> SecureBytes {
         let dataKey = try openDataKey(object.key, address: address, account: account, keys: keyKeys)
         let plaintext: SecureBytes
@@ -150,16 +150,16 @@ public enum AttachmentCrypto {
 /// device revoked later could sign (at a link where it was still active) a box of a
 /// key of its own choosing for that generation, and a device that had not opened the
 /// generation yet would take it for the real one.
-public enum MasterKeyCheck {
+package enum MasterKeyCheck {
     /// 16 bytes of HMAC-SHA256(key, "keyvault/v1/master-key-check" ‖ 0x00 ‖ u32 generation), hex.
-    public static func compute(_ key: SymmetricKey, generation: UInt32) throws -> String {
+    package static func compute(_ key: SymmetricKey, generation: UInt32) throws -> String {
         var data = Array("keyvault/v1/master-key-check".utf8) + [0]
         withUnsafeBytes(of: generation.bigEndian) { data += $0 }
         return Hex.encode(Array(try HMACSHA256.authenticationCode(for: data, using: key).prefix(16)))
     }
 
     /// Whether `key` matches the check the chain holds for `generation` (true when it holds none).
-    public static func matches(_ key: SymmetricKey, generation: UInt32, in state: ChainState) throws -> Bool {
+    package static func matches(_ key: SymmetricKey, generation: UInt32, in state: ChainState) throws -> Bool {
         guard let expected = state.masterKeyChecks[generation] else { return true }
         return constantTimeEquals(Array(try compute(key, generation: generation).utf8), Array(expected.utf8))
     }

@@ -12,13 +12,13 @@ import KeyVaultProtocol
 /// RX   = HKDF-SHA256(root, info "keyvault/v1/recovery/box")    X25519: receives the master key
 /// RA   = HKDF-SHA256(root, info "keyvault/v1/recovery/auth")   Ed25519 seed: proves the code to the server
 /// ```
-public struct RecoveryKeys: Sendable {
+package struct RecoveryKeys: Sendable {
     /// RW: symmetric, opens the recovery anchor.
-    public let wrapKey: SymmetricKey
+    package let wrapKey: SymmetricKey
     /// RX: the master key is sealed to its public half.
-    public let boxKey: X25519.PrivateKey
+    package let boxKey: X25519.PrivateKey
     /// RA: signs the recovery proof and links made during recovery enrollment.
-    public let authKey: Ed25519.PrivateKey
+    package let authKey: Ed25519.PrivateKey
 
     static let wrapLabel = Array("keyvault/v1/recovery/wrap".utf8)
     static let boxLabel = Array("keyvault/v1/recovery/box".utf8)
@@ -30,7 +30,7 @@ public struct RecoveryKeys: Sendable {
     ///   - salt: the 16-byte salt of the account's recovery slot.
     ///   - parameters: from the recovery slot; checked against the floor when decoded.
     /// - Throws: `CryptoError` for a bad salt or when Argon2id cannot get its memory.
-    public init(code: Mnemonic, salt: [UInt8], parameters: Argon2id.Parameters) throws {
+    package init(code: Mnemonic, salt: [UInt8], parameters: Argon2id.Parameters) throws {
         try self.init(entropy: code.entropy, salt: salt, parameters: parameters)
     }
 
@@ -42,14 +42,14 @@ public struct RecoveryKeys: Sendable {
     }
 
     /// The public half that goes into the recovery slot and the recovery.set link.
-    public func slot(salt: [UInt8], parameters: Argon2id.Parameters, anchor: Envelope) -> RecoverySlot {
+    package func slot(salt: [UInt8], parameters: Argon2id.Parameters, anchor: Envelope) -> RecoverySlot {
         RecoverySlot(salt: Hex.encode(salt), iterations: parameters.iterations, memoryKiB: parameters.memoryKiB,
                      authKey: Hex.encode(authKey.publicKey.rawRepresentation), boxKey: Hex.encode(boxKey.publicKey.rawRepresentation),
                      anchor: anchor.base64)
     }
 
     /// The bytes RA signs to answer a recovery challenge.
-    public func proof(for challenge: String, account: AccountID) -> RecoveryProof {
+    package func proof(for challenge: String, account: AccountID) -> RecoveryProof {
         RecoveryProof(challenge: challenge, signature: base64Encode(authKey.signature(
             for: RecoveryProofFormat.signedBytes(account: account, challenge: challenge))))
     }
@@ -57,12 +57,12 @@ public struct RecoveryKeys: Sendable {
 
 /// What a brand-new device holding only the recovery code may trust: the account
 /// and the hash of its genesis link, sealed under RW and bound to the account.
-public struct RecoveryAnchor: Sendable, Codable, Equatable {
-    public var account: AccountID
+package struct RecoveryAnchor: Sendable, Codable, Equatable {
+    package var account: AccountID
     /// Hex SHA-256 hash of the account's genesis link.
-    public var genesis: String
+    package var genesis: String
 
-    public init(account: AccountID, genesis: String) {
+    package init(account: AccountID, genesis: String) {
         self.account = account
         self.genesis = genesis
     }
@@ -72,7 +72,7 @@ public struct RecoveryAnchor: Sendable, Codable, Equatable {
     }
 
     /// Seals the anchor under RW; `generation` is the recovery generation.
-    public func seal(under keys: RecoveryKeys, generation: UInt32) throws -> Envelope {
+    package func seal(under keys: RecoveryKeys, generation: UInt32) throws -> Envelope {
         let plaintext = try JSONEncoder.sorted.encode(self)
         return try Envelope.seal(Array(plaintext), under: keys.wrapKey, generation: generation, context: Self.context(account))
     }
@@ -81,7 +81,7 @@ public struct RecoveryAnchor: Sendable, Codable, Equatable {
     ///
     /// - Throws: `VaultError` `wrong_recovery_code` when RW does not open it (another
     ///   code, or an anchor moved from another account), `malformed_anchor` otherwise.
-    public static func open(_ envelope: Envelope, with keys: RecoveryKeys, account: AccountID) throws -> RecoveryAnchor {
+    package static func open(_ envelope: Envelope, with keys: RecoveryKeys, account: AccountID) throws -> RecoveryAnchor {
         let plaintext: SecureBytes
         do {
             plaintext = try envelope.open(using: keys.wrapKey, context: context(account))
@@ -97,28 +97,28 @@ public struct RecoveryAnchor: Sendable, Codable, Equatable {
 }
 
 /// The one error type of KeyVaultVault: what the client refuses, and why.
-public struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct VaultError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The shared codes (``ErrorCode``), with the vault's own below.
-    public typealias Code = ErrorCode
+    package typealias Code = ErrorCode
 
-    public let code: Code
-    public let message: String
-    public init(_ code: Code, _ message: String) {
+    package let code: Code
+    package let message: String
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// The vault's own codes: what the client finds wrong in data it opens.
 /// (`malformed_attachment` is shared with the service: ``ErrorCode/malformedAttachment``.)
 extension ErrorCode {
-    public static let wrongRecoveryCode = ErrorCode(rawValue: "wrong_recovery_code")
-    public static let malformedAnchor = ErrorCode(rawValue: "malformed_anchor")
+    package static let wrongRecoveryCode = ErrorCode(rawValue: "wrong_recovery_code")
+    package static let malformedAnchor = ErrorCode(rawValue: "malformed_anchor")
     /// A member key wrap that does not open for its member and generation.
-    public static let wrapMismatch = ErrorCode(rawValue: "wrap_mismatch")
+    package static let wrapMismatch = ErrorCode(rawValue: "wrap_mismatch")
     /// An attachment whose content does not match its address, or does not open.
-    public static let addressMismatch = ErrorCode(rawValue: "address_mismatch")
+    package static let addressMismatch = ErrorCode(rawValue: "address_mismatch")
 }
 
 extension JSONEncoder {

@@ -5,13 +5,13 @@ import KeyVaultProtocol
 /// The private halves of one generation of an account's sharing identity
 /// (docs/formats/member-sharing.md, "Identity"): the Ed25519 key that signs share
 /// boxes and the X25519 key member keys are sealed to.
-public struct SharingIdentityKeys: Sendable {
-    public let generation: UInt32
-    public let signing: Ed25519.PrivateKey
-    public let boxKey: X25519.PrivateKey
+package struct SharingIdentityKeys: Sendable {
+    package let generation: UInt32
+    package let signing: Ed25519.PrivateKey
+    package let boxKey: X25519.PrivateKey
 
     /// A fresh random identity of this generation.
-    public init(generation: UInt32) {
+    package init(generation: UInt32) {
         self.init(generation: generation, signing: Ed25519.PrivateKey(), boxKey: X25519.PrivateKey())
     }
 
@@ -22,13 +22,13 @@ public struct SharingIdentityKeys: Sendable {
     }
 
     /// The `identity.set` link body that publishes the public halves.
-    public var linkBody: [String: String] {
+    package var linkBody: [String: String] {
         ["identityGeneration": String(generation), "signingKey": Hex.encode(signing.publicKey.rawRepresentation),
          "boxKey": Hex.encode(boxKey.publicKey.rawRepresentation)]
     }
 
     /// Whether these are the private halves of the public keys `identity` names.
-    public func matches(_ identity: ChainState.Identity) -> Bool {
+    package func matches(_ identity: ChainState.Identity) -> Bool {
         identity.generation == generation && identity.signingKey == signing.publicKey && identity.boxKey == boxKey.publicKey
     }
 }
@@ -36,12 +36,12 @@ public struct SharingIdentityKeys: Sendable {
 /// An identity generation's private halves wrapped under a master key generation, as
 /// a member key is: an envelope whose context binds the account and the identity
 /// generation. Plaintext: the 32-byte Ed25519 seed, then the 32-byte X25519 key.
-public enum IdentityKeyWrap {
+package enum IdentityKeyWrap {
     static func context(account: AccountID, identityGeneration: UInt32) throws -> EnvelopeContext {
         try EnvelopeContext(purpose: "identity-key", ["account": account.rawValue, "identity-generation": String(identityGeneration)])
     }
 
-    public static func seal(_ keys: SharingIdentityKeys, account: AccountID, under masterKey: SymmetricKey,
+    package static func seal(_ keys: SharingIdentityKeys, account: AccountID, under masterKey: SymmetricKey,
                             masterGeneration: UInt32) throws -> IdentityWrap {
         let plaintext = try SecureBytes(count: 64) { out in
             keys.signing.seed.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: 32) }
@@ -56,7 +56,7 @@ public enum IdentityKeyWrap {
     ///
     /// - Throws: `VaultError` `wrap_mismatch` when it does not open under this master
     ///   key for exactly this account and identity generation (moved or altered).
-    public static func open(_ wrap: IdentityWrap, account: AccountID, masterKey: SymmetricKey,
+    package static func open(_ wrap: IdentityWrap, account: AccountID, masterKey: SymmetricKey,
                             masterGeneration: UInt32) throws -> SharingIdentityKeys {
         let mismatch = VaultError(.wrapMismatch, "the server's wrap of sharing identity generation \(wrap.identityGeneration) does not open for that generation: it was moved or altered")
         guard wrap.masterGeneration == masterGeneration, let envelope = try? Envelope(base64: wrap.envelope),
