@@ -62,7 +62,7 @@ extension Vault {
         public var identity: Bool = false
         /// Pins and grants a revoked device signed that are still in force, and the
         /// grants that rest on such a pin: ended first (`share.revoke`, `contact.unpin`).
-        public var ends: [ChainState.Standing] = []
+        public var ends: [Standing] = []
         public var isEmpty: Bool { !master && members.isEmpty && !identity && ends.isEmpty }
     }
 
@@ -72,7 +72,7 @@ extension Vault {
         let lastRecovery = links.lastIndex { $0.type == .recoverySet && $0.body["recoveryGeneration"] != "1" }
         // An unshare is finished by a member rotation the former grantee never receives.
         let unshared = unsharedWithoutRotation()
-        let ends = state.revocation(of: [], by: device).ended
+        let ends = state.revocation(of: [], by: device).ended.map(Standing.init)
         guard let start = [lastRevoke, lastRecovery].compactMap({ $0 }).max() else {
             return PendingRotation(master: false, members: unshared, ends: ends)
         }
@@ -183,10 +183,12 @@ extension Vault {
         public internal(set) var kept: [Device]
         /// Contact pins and share grants those devices signed (and grants resting on
         /// such a pin), ended before the master key rotation.
-        public internal(set) var ended: [ChainState.Standing]
+        public var ended: [Standing] { endedOnChain.map(Standing.init) }
+        package internal(set) var endedOnChain: [ChainState.Standing]
         /// Pins and grants they signed that the person keeps (by the contact's account
         /// id): re-signed by this device.
-        public internal(set) var keptStanding: [ChainState.Standing]
+        public var keptStanding: [Standing] { keptOnChain.map(Standing.init) }
+        package internal(set) var keptOnChain: [ChainState.Standing]
         /// Whether the recovery code is (or will be) compromised: it needs replacing.
         public internal(set) var compromisesRecovery: Bool
         /// Set by ``Vault/revoke(_:newRecoveryCode:parameters:)``: a new code was set.
@@ -215,8 +217,8 @@ extension Vault {
         for id in keepContacts where !revocation.kept.contains(where: { $0.account == id }) {
             throw KeyVaultError(.invalidInput, "\(id) is to be kept, but \(target.name.debugDescription) neither pinned nor shared with that account, so revoking it ends nothing of it; nothing was changed")
         }
-        return RevocationPlan(targets: revocation.devices.map(Device.init), kept: revocation.keptDevices.map(Device.init), ended: revocation.ended,
-                              keptStanding: revocation.kept, compromisesRecovery: revocation.compromisesRecovery)
+        return RevocationPlan(targets: revocation.devices.map(Device.init), kept: revocation.keptDevices.map(Device.init), endedOnChain: revocation.ended,
+                              keptOnChain: revocation.kept, compromisesRecovery: revocation.compromisesRecovery)
     }
 
     /// Revokes a device, the devices it added, and the pins and grants they signed
@@ -268,7 +270,7 @@ extension Vault {
             // signed again by this device: exactly those the plan showed (a grant the thief
             // adds meanwhile is not among them), and a pin only while the contact's identity
             // is still the pinned one. Everything else a revoked device signed ends below.
-            done.keptStanding = try await resign(plan.keptStanding, revoking: Set(plan.targets.map(\.id)))
+            done.keptOnChain = try await resign(plan.keptOnChain, revoking: Set(plan.targets.map(\.id)))
             var next = plan.targets
             var rounds = 0
             while !next.isEmpty {
@@ -299,7 +301,7 @@ extension Vault {
             }
             // What the revoked devices signed, as the chain has it now (the thief may have pinned
             // more meanwhile): all of it ends, before any new key is made.
-            done.ended = try chain.revocation(of: [], by: device).ended
+            done.endedOnChain = try chain.revocation(of: [], by: device).ended
             try await endOrphaned()
             // The new code first, so that the master key made next is sealed to it.
             if try chain.recovery?.isCompromised == true {

@@ -325,8 +325,8 @@ extension Device {
                 text += "The new recovery code is set (generation \(after.recovery?.generation ?? 0)); the old one no longer works.\n"
             }
             let ended: [[String: Any]] = done.ended.map { item in
-                var object: [String: Any] = ["kind": item.type == .contactPin ? "pin" : "share", "account": item.account.rawValue]
-                if case .shareGrant(let key) = item.subject { object["member"] = key.member.rawValue }
+                var object: [String: Any] = ["kind": "pin", "account": item.account.rawValue]
+                if case .shareGrant(let member, _) = item.subject { object["kind"] = "share"; object["member"] = member.rawValue }
                 return object
             }
             options.result(["revoked": target.id.rawValue, "alsoRevoked": also.map(\.id.rawValue), "kept": done.kept.map(\.id.rawValue),
@@ -338,11 +338,11 @@ extension Device {
 
         /// A pin or a share in words: "the pin of contact ACCOUNT" or "the share of
         /// NAME with ACCOUNT" (the member's id where its name does not open).
-        static func describe(_ item: ChainState.Standing, _ names: [MemberID: String]) -> String {
+        static func describe(_ item: Vault.Standing, _ names: [MemberID: String]) -> String {
             switch item.subject {
             case .contactPin(let account): "the pin of contact \(account)"
-            case .shareGrant(let key):
-                "the share of \(names[key.member].map { $0.printable.debugDescription } ?? "member \(key.member.rawValue.prefix(8))…") with \(key.grantee)"
+            case .shareGrant(let member, let grantee):
+                "the share of \(names[member].map { $0.printable.debugDescription } ?? "member \(member.rawValue.prefix(8))…") with \(grantee)"
             }
         }
     }

@@ -5,116 +5,116 @@ import KeyVaultModel
 
 /// What an account chain says at its head, built by replaying every link and
 /// refusing any that does not follow. Server and client both use it.
-public struct ChainState: Sendable, Equatable {
-    public struct Device: Sendable, Equatable {
-        public var id: DeviceID
-        public var name: String
-        public var signingKey: Ed25519.PublicKey
-        public var boxKey: X25519.PublicKey
-        public var added: UInt64
-        public var revoked: UInt64?
+package struct ChainState: Sendable, Equatable {
+    package struct Device: Sendable, Equatable {
+        package var id: DeviceID
+        package var name: String
+        package var signingKey: Ed25519.PublicKey
+        package var boxKey: X25519.PublicKey
+        package var added: UInt64
+        package var revoked: UInt64?
         /// The device that added this one (for a device added with the recovery
         /// code, the device that set that code); nil for the genesis device.
-        public var addedBy: DeviceID?
-        public var isActive: Bool { revoked == nil }
+        package var addedBy: DeviceID?
+        package var isActive: Bool { revoked == nil }
 
         /// Whether the device was in the account just after link `sequence`.
-        public func wasActive(at sequence: UInt64) -> Bool { added <= sequence && (revoked.map { $0 > sequence } ?? true) }
+        package func wasActive(at sequence: UInt64) -> Bool { added <= sequence && (revoked.map { $0 > sequence } ?? true) }
     }
 
-    public struct Recovery: Sendable, Equatable {
-        public var authKey: Ed25519.PublicKey
-        public var boxKey: X25519.PublicKey
-        public var generation: UInt32
+    package struct Recovery: Sendable, Equatable {
+        package var authKey: Ed25519.PublicKey
+        package var boxKey: X25519.PublicKey
+        package var generation: UInt32
         /// The link that set this code.
-        public var set: UInt64
+        package var set: UInt64
         /// The device the code comes from: the one that set it, or for a code set
         /// with the previous code, that code's origin.
-        public var setBy: DeviceID
+        package var setBy: DeviceID
         /// The link that revoked `setBy` or a device that added it: from then on
         /// the code signs nothing and receives no key.
-        public var compromised: UInt64?
+        package var compromised: UInt64?
         /// Whether the code is compromised now (only a `recovery.set` by a device ends it).
-        public var isCompromised: Bool { compromised != nil }
+        package var isCompromised: Bool { compromised != nil }
 
         /// Whether the code could sign and receive boxes just after link `sequence`.
         func wasTrusted(at sequence: UInt64) -> Bool { compromised.map { $0 > sequence } ?? true }
     }
 
-    public struct Member: Sendable, Equatable {
-        public var id: MemberID
-        public var generation: UInt32
+    package struct Member: Sendable, Equatable {
+        package var id: MemberID
+        package var generation: UInt32
         /// Base64 envelope of the member's name, under the master key (opaque to the server).
-        public var name: String
+        package var name: String
     }
 
     /// A sharing identity: this account's (``identity``) or a pinned contact's
     /// (docs/formats/member-sharing.md).
-    public struct Identity: Sendable, Equatable {
-        public var generation: UInt32
-        public var signingKey: Ed25519.PublicKey
-        public var boxKey: X25519.PublicKey
+    package struct Identity: Sendable, Equatable {
+        package var generation: UInt32
+        package var signingKey: Ed25519.PublicKey
+        package var boxKey: X25519.PublicKey
         /// The link that set it (`identity.set`) or pinned it (`contact.pin`).
-        public var link: UInt64
+        package var link: UInt64
         /// The device that signed that link.
-        public var signer: DeviceID
+        package var signer: DeviceID
     }
 
     /// Who a grant is for: a member of this account and another account.
-    public struct GrantKey: Sendable, Hashable {
-        public var member: MemberID
-        public var grantee: AccountID
-        public init(member: MemberID, grantee: AccountID) {
+    package struct GrantKey: Sendable, Hashable {
+        package var member: MemberID
+        package var grantee: AccountID
+        package init(member: MemberID, grantee: AccountID) {
             self.member = member
             self.grantee = grantee
         }
     }
 
-    public struct Grant: Sendable, Equatable {
-        public var member: MemberID
-        public var grantee: AccountID
+    package struct Grant: Sendable, Equatable {
+        package var member: MemberID
+        package var grantee: AccountID
         /// The grantee's identity generation, as pinned when the grant was made.
-        public var granteeIdentityGeneration: UInt32
-        public var readOnly: Bool
+        package var granteeIdentityGeneration: UInt32
+        package var readOnly: Bool
         /// The `share.grant` link.
-        public var granted: UInt64
+        package var granted: UInt64
         /// The device that signed it.
-        public var signer: DeviceID
+        package var signer: DeviceID
         /// The `share.revoke` link that ended it.
-        public var revoked: UInt64?
+        package var revoked: UInt64?
     }
 
-    public private(set) var account: AccountID
-    public private(set) var head: String
-    public private(set) var sequence: UInt64
-    public private(set) var devices: [DeviceID: Device]
+    package private(set) var account: AccountID
+    package private(set) var head: String
+    package private(set) var sequence: UInt64
+    package private(set) var devices: [DeviceID: Device]
     /// Every recovery code the chain has set, oldest first.
-    public private(set) var recoveries: [Recovery]
-    public private(set) var masterGeneration: UInt32
+    package private(set) var recoveries: [Recovery]
+    package private(set) var masterGeneration: UInt32
     /// The link at which each master key generation started (index 0: generation 1).
-    public private(set) var masterGenerationStarts: [UInt64]
+    package private(set) var masterGenerationStarts: [UInt64]
     /// The check value each generation's link committed to, where it carries one.
-    public private(set) var masterKeyChecks: [UInt32: String]
-    public private(set) var members: [MemberID: Member]
+    package private(set) var masterKeyChecks: [UInt32: String]
+    package private(set) var members: [MemberID: Member]
     /// The account's current sharing identity (its last `identity.set`).
-    public private(set) var identity: Identity?
+    package private(set) var identity: Identity?
     /// The contacts pinned with `contact.pin`, by account (a re-pin replaces the pin).
-    public private(set) var contacts: [AccountID: Identity]
+    package private(set) var contacts: [AccountID: Identity]
     /// The grants in force.
-    public private(set) var grants: [GrantKey: Grant]
+    package private(set) var grants: [GrantKey: Grant]
     /// The grants taken back, oldest first.
-    public private(set) var revokedGrants: [Grant]
+    package private(set) var revokedGrants: [Grant]
 
     /// The current recovery code, if one was ever set.
-    public var recovery: Recovery? { recoveries.last }
+    package var recovery: Recovery? { recoveries.last }
 
-    public var activeDevices: [Device] { devices.values.filter(\.isActive).sorted { $0.added < $1.added } }
+    package var activeDevices: [Device] { devices.values.filter(\.isActive).sorted { $0.added < $1.added } }
 
     /// Starts a chain from its genesis link.
     ///
     /// - Throws: `ProtocolError` (`malformed_link`, `bad_signature`) when the link
     ///   is not a valid self-signed genesis.
-    public init(genesis link: ChainLink) throws {
+    package init(genesis link: ChainLink) throws {
         try Self.checkShape(link)
         try Self.checkFields(link)
         guard link.type == .genesis, link.sequence == 0, link.previous == ChainLink.noPrevious else {
@@ -144,7 +144,7 @@ public struct ChainState: Sendable, Equatable {
     }
 
     /// Replays a whole chain.
-    public init(links: [ChainLink]) throws {
+    package init(links: [ChainLink]) throws {
         guard let first = links.first else { throw ProtocolError.malformed("an account chain has at least a genesis link") }
         try self.init(genesis: first)
         for link in links.dropFirst() { try apply(link) }
@@ -158,7 +158,7 @@ public struct ChainState: Sendable, Equatable {
     ///   `last_device` for links that do not follow; for the sharing links
     ///   (docs/formats/member-sharing.md) also `unknown_member`, `no_identity`,
     ///   `unknown_contact`, `contact_changed`, `grant_exists`, `unknown_grant`.
-    public mutating func apply(_ link: ChainLink) throws {
+    package mutating func apply(_ link: ChainLink) throws {
         try Self.checkShape(link)
         guard link.previous == head, link.sequence == sequence + 1 else {
             throw ProtocolError(.staleChain, "the link follows \(link.previous.prefix(12))… at \(link.sequence), but the head is \(head.prefix(12))… at \(sequence)")
@@ -301,13 +301,13 @@ public struct ChainState: Sendable, Equatable {
     /// Whether revoking `id` now compromises the current recovery code: the code
     /// was set by `id`, or by a device that descends from it
     /// (docs/formats/account-chain.md, "History").
-    public func recoveryCompromised(byRevoking id: DeviceID) -> Bool {
+    package func recoveryCompromised(byRevoking id: DeviceID) -> Bool {
         guard let recovery, !recovery.isCompromised else { return false }
         return recovery.setBy == id || descends(recovery.setBy, from: id)
     }
 
     /// The active devices that descend from `id` (``descends(_:from:)``).
-    public func devicesAdded(by id: DeviceID) -> [Device] {
+    package func devicesAdded(by id: DeviceID) -> [Device] {
         activeDevices.filter { descends($0.id, from: id) }
     }
 
@@ -316,7 +316,7 @@ public struct ChainState: Sendable, Equatable {
     /// behind a revoked intermediate (the phone adds X, X adds Y, the phone revokes
     /// X): only an active intermediate breaks the line, and revoking it answers for
     /// its own descendants.
-    public func descends(_ id: DeviceID, from ancestor: DeviceID) -> Bool {
+    package func descends(_ id: DeviceID, from ancestor: DeviceID) -> Bool {
         var parent = devices[id]?.addedBy
         for _ in 0...devices.count {  // each step goes to an earlier link: no cycles, but bounded anyway
             guard let current = parent else { return false }
@@ -328,13 +328,13 @@ public struct ChainState: Sendable, Equatable {
     }
 
     /// The master key generation current just after link `sequence` (nil past the head).
-    public func masterGeneration(at sequence: UInt64) -> UInt32? {
+    package func masterGeneration(at sequence: UInt64) -> UInt32? {
         guard sequence <= self.sequence, let index = masterGenerationStarts.lastIndex(where: { $0 <= sequence }) else { return nil }
         return UInt32(index + 1)
     }
 
     /// The recovery code current just after link `sequence`.
-    public func recovery(at sequence: UInt64) -> Recovery? {
+    package func recovery(at sequence: UInt64) -> Recovery? {
         recoveries.last { $0.set <= sequence }
     }
 

@@ -8,18 +8,18 @@ import KeyVaultModel
 /// ```
 /// object = 0x01 ‖ u32 big-endian length(key) ‖ key envelope ‖ content envelope
 /// ```
-public struct AttachmentObject: Sendable, Equatable {
-    public static let version: UInt8 = 1
+package struct AttachmentObject: Sendable, Equatable {
+    package static let version: UInt8 = 1
     /// The smallest envelope (XChaCha20-Poly1305, empty plaintext) has 62 bytes.
-    public static let minimumEnvelopeBytes = 62
-    public static let maximumKeyBytes = 4096
+    package static let minimumEnvelopeBytes = 62
+    package static let maximumKeyBytes = 4096
 
     /// The envelope of the data key, under the member's attachment key-wrap key.
-    public var key: [UInt8]
+    package var key: [UInt8]
     /// The envelope of the content, under the data key.
-    public var content: [UInt8]
+    package var content: [UInt8]
 
-    public init(key: [UInt8], content: [UInt8]) {
+    package init(key: [UInt8], content: [UInt8]) {
         self.key = key
         self.content = content
     }
@@ -27,7 +27,7 @@ public struct AttachmentObject: Sendable, Equatable {
     /// Parses the binary form, checking that both parts are envelopes.
     ///
     /// - Throws: `ProtocolError` `malformed_attachment` naming what is wrong.
-    public init(bytes: some Collection<UInt8>) throws {
+    package init(bytes: some Collection<UInt8>) throws {
         let bytes = Array(bytes)
         guard bytes.count >= 5, bytes[0] == Self.version else {
             throw ProtocolError(.malformedAttachment, "an attachment object starts with version 1 and the key length")
@@ -53,14 +53,14 @@ public struct AttachmentObject: Sendable, Equatable {
     }
 
     /// Whether `bytes` is a key part on its own (for re-wrapping).
-    public static func checkKey(_ bytes: [UInt8]) throws {
+    package static func checkKey(_ bytes: [UInt8]) throws {
         guard (minimumEnvelopeBytes...maximumKeyBytes).contains(bytes.count) else {
             throw ProtocolError(.malformedAttachment, "an attachment key is an envelope of 62 to 4096 bytes")
         }
         try checkEnvelope(bytes, "key")
     }
 
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         let n = UInt32(key.count)
         return [Self.version, UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + key + content
     }

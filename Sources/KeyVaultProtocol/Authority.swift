@@ -7,9 +7,9 @@ import KeyVaultModel
 
 /// What a link of one type grants, what revocation does to it, and the fields its
 /// body may have.
-public struct LinkAuthority: Sendable, Equatable {
+package struct LinkAuthority: Sendable, Equatable {
     /// What a link grants while it is in force.
-    public enum Grant: String, Sendable, Equatable {
+    package enum Grant: String, Sendable, Equatable {
         /// A device: it signs requests and links, and receives master key boxes.
         case device
         /// A recovery code: it adds devices, sets codes, receives master key boxes.
@@ -27,7 +27,7 @@ public struct LinkAuthority: Sendable, Equatable {
 
     /// What revoking the device that signed a link (or one it descends from) does to
     /// what the link granted.
-    public enum OnRevocation: String, Sendable, Equatable {
+    package enum OnRevocation: String, Sendable, Equatable {
         /// Revoked with its signer (`device.revoke`), unless the person keeps it.
         case revokedWithSigner = "revoked with its signer"
         /// Compromised (`recovery_compromised`) until a device sets a new code.
@@ -41,13 +41,13 @@ public struct LinkAuthority: Sendable, Equatable {
         case nothing
     }
 
-    public let grants: Grant
-    public let onRevocation: OnRevocation
+    package let grants: Grant
+    package let onRevocation: OnRevocation
     /// Every field a body of this type may have; any other is refused (`malformed_link`).
-    public let fields: Set<String>
+    package let fields: Set<String>
 
     /// The table: one row per link type the chain accepts.
-    public static let table: [LinkType: LinkAuthority] = {
+    package static let table: [LinkType: LinkAuthority] = {
         let device: Set<String> = ["device", "name", "signingKey", "boxKey"]
         let identity: Set<String> = ["identityGeneration", "signingKey", "boxKey"]
         return [
@@ -72,33 +72,33 @@ public struct LinkAuthority: Sendable, Equatable {
 
 extension LinkType {
     /// This type's row of ``LinkAuthority/table`` (nil: the chain refuses the type).
-    public var authority: LinkAuthority? { LinkAuthority.table[self] }
+    package var authority: LinkAuthority? { LinkAuthority.table[self] }
 }
 
 extension ChainState {
     /// Authority a link granted that is in force now, and that revocation ends
     /// (``LinkAuthority/OnRevocation/ended``): a contact pin or a share grant, with
     /// the device that signed it.
-    public struct Standing: Sendable, Hashable {
-        public enum Subject: Sendable, Hashable {
+    package struct Standing: Sendable, Hashable {
+        package enum Subject: Sendable, Hashable {
             case contactPin(AccountID)
             case shareGrant(GrantKey)
         }
-        public var subject: Subject
+        package var subject: Subject
         /// The type of the link that made it.
-        public var type: LinkType {
+        package var type: LinkType {
             switch subject {
             case .contactPin: .contactPin
             case .shareGrant: .shareGrant
             }
         }
         /// The link that made it.
-        public var link: UInt64
+        package var link: UInt64
         /// The device that signed that link.
-        public var signer: DeviceID
+        package var signer: DeviceID
 
         /// The account it concerns: the pinned contact, or the grantee.
-        public var account: AccountID {
+        package var account: AccountID {
             switch subject {
             case .contactPin(let account): account
             case .shareGrant(let key): key.grantee
@@ -107,7 +107,7 @@ extension ChainState {
     }
 
     /// Every pin and grant in force, each with its signer, oldest first.
-    public var standing: [Standing] {
+    package var standing: [Standing] {
         let pins = contacts.map { Standing(subject: .contactPin($0.key), link: $0.value.link, signer: $0.value.signer) }
         let shares = grants.map { Standing(subject: .shareGrant($0.key), link: $0.value.granted, signer: $0.value.signer) }
         return (pins + shares).sorted { $0.link < $1.link }
@@ -115,29 +115,29 @@ extension ChainState {
 
     /// Pins and grants in force that a revoked device signed: a revocation not yet
     /// finished, or one an earlier client left (`keyctl audit` reports them).
-    public var orphaned: [Standing] {
+    package var orphaned: [Standing] {
         standing.filter { devices[$0.signer]?.isActive != true }
     }
 
     /// What revoking devices takes with it, computed from ``LinkAuthority/table``.
-    public struct Revocation: Sendable, Equatable {
+    package struct Revocation: Sendable, Equatable {
         /// The devices revoked: those asked for, then every active device that
         /// descends from them (``descends(_:from:)``), less those kept.
-        public var devices: [Device]
+        package var devices: [Device]
         /// Devices that descend from them and stay: kept by the person, or the revoking device.
-        public var keptDevices: [Device]
+        package var keptDevices: [Device]
         /// Pins and grants the revoked devices signed, ended before the master rotation.
-        public var ended: [Standing]
+        package var ended: [Standing]
         /// Pins and grants they signed that the person keeps: re-signed by the revoking device.
-        public var kept: [Standing]
+        package var kept: [Standing]
         /// Whether the current recovery code is (or becomes) compromised.
-        public var compromisesRecovery: Bool
+        package var compromisesRecovery: Bool
     }
 
     /// The revocation of `targets` by device `revoker`, keeping the devices in `keep`
     /// and the contacts in `keepContacts` (their pins and the grants to them): each
     /// row of ``LinkAuthority/table`` applied to what links of its type granted.
-    public func revocation(of targets: [Device], keeping keep: Set<DeviceID> = [], keepingContacts keepContacts: Set<AccountID> = [],
+    package func revocation(of targets: [Device], keeping keep: Set<DeviceID> = [], keepingContacts keepContacts: Set<AccountID> = [],
                            by revoker: DeviceID) -> Revocation {
         var result = Revocation(devices: targets, keptDevices: [], ended: [], kept: [], compromisesRecovery: recovery?.isCompromised == true)
         // The rows in a fixed order: devices first, since what is ended or compromised depends on who is revoked.

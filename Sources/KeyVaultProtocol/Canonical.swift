@@ -30,7 +30,7 @@ struct CanonicalWriter {
 }
 
 /// Decodes standard base64 (with or without padding) into bytes.
-public func base64Decode(_ text: String) -> [UInt8]? {
+package func base64Decode(_ text: String) -> [UInt8]? {
     var padded = text
     let remainder = padded.utf8.count % 4
     if remainder == 1 { return nil }
@@ -39,7 +39,7 @@ public func base64Decode(_ text: String) -> [UInt8]? {
     return data
 }
 
-public func base64Encode(_ bytes: [UInt8]) -> String { Base64.encode(bytes) }
+package func base64Encode(_ bytes: [UInt8]) -> String { Base64.encode(bytes) }
 
 /// Standard base64, without Foundation (this module is shared with the server's hot path).
 enum Base64 {

@@ -6,7 +6,7 @@ import KeyVaultModel
 
 extension ChainLink {
     /// The bytes a link's signature covers.
-    public var signedBytes: [UInt8] {
+    package var signedBytes: [UInt8] {
         var w = CanonicalWriter(domain: "keyvault/v1/chain-link")
         w.u8(UInt8(clamping: version))
         w.u64(sequence)
@@ -24,22 +24,22 @@ extension ChainLink {
 
     /// SHA-256 of the signed bytes followed by the 64-byte signature, in hex: the
     /// next link's `previous`.
-    public var hash: String {
+    package var hash: String {
         Hex.encode(SHA256.hash(signedBytes + (base64Decode(signature) ?? [])))
     }
 
     /// Signs the link with `key` (sets `signature`).
-    public mutating func sign(with key: Ed25519.PrivateKey) {
+    package mutating func sign(with key: Ed25519.PrivateKey) {
         signature = base64Encode(key.signature(for: signedBytes))
     }
 
     /// The account a genesis link founds: the first 16 bytes of its hash.
-    public var accountID: AccountID { AccountID(unchecked: String(hash.prefix(32))) }
+    package var accountID: AccountID { AccountID(unchecked: String(hash.prefix(32))) }
 }
 
 extension ChainLink {
     /// The body fields that introduce a device (genesis, device.add).
-    public static func deviceFields(signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey, name: String) -> [String: String] {
+    package static func deviceFields(signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey, name: String) -> [String: String] {
         ["device": deviceID(for: signingKey).rawValue, "name": name,
          "signingKey": Hex.encode(signingKey.rawRepresentation), "boxKey": Hex.encode(boxKey.rawRepresentation)]
     }
@@ -48,7 +48,7 @@ extension ChainLink {
     /// - Parameter masterKeyCheck: the check value of master key generation 1
     ///   (docs/formats/member-keys.md, "Master key check"), so that a box of a key
     ///   other than the one this device made is refused.
-    public static func genesis(signingKey: Ed25519.PrivateKey, boxKey: X25519.PublicKey, name: String, time: Int64,
+    package static func genesis(signingKey: Ed25519.PrivateKey, boxKey: X25519.PublicKey, name: String, time: Int64,
                                masterKeyCheck: String? = nil) -> ChainLink {
         var fields = deviceFields(signingKey: signingKey.publicKey, boxKey: boxKey, name: name)
         fields["masterGeneration"] = "1"
@@ -61,7 +61,7 @@ extension ChainLink {
 }
 
 /// A device id: the first 16 bytes of SHA-256("keyvault/v1/device-id" ‖ 0 ‖ signing key), hex.
-public func deviceID(for signingKey: Ed25519.PublicKey) -> DeviceID {
+package func deviceID(for signingKey: Ed25519.PublicKey) -> DeviceID {
     let digest = SHA256.hash(Array("keyvault/v1/device-id".utf8) + [0] + signingKey.rawRepresentation)
     return DeviceID(unchecked: Hex.encode(Array(digest.prefix(16))))
 }

@@ -6,11 +6,11 @@ import KeyVaultModel
 /// The new device's commitment to its keys and its random value r_N, posted before
 /// the approver contributes r_A: SHA-256 over the account, the device's id, keys and
 /// name, and r_N. Server and approver check a reveal against it.
-public enum LinkCommitment {
-    public static let nonceByteCount = 32
+package enum LinkCommitment {
+    package static let nonceByteCount = 32
 
     /// The commitment, 32 bytes.
-    public static func compute(account: AccountID, device: DeviceID, signingKey: [UInt8], boxKey: [UInt8], name: String,
+    package static func compute(account: AccountID, device: DeviceID, signingKey: [UInt8], boxKey: [UInt8], name: String,
                                nonce: [UInt8]) -> [UInt8] {
         var w = CanonicalWriter(domain: "keyvault/v2/link-commit")
         w.short(account.rawValue)
@@ -23,14 +23,14 @@ public enum LinkCommitment {
     }
 
     /// The commitment of a request, from its hex fields; nil when a field does not parse.
-    public static func compute(account: AccountID, request: LinkRequestCreate, nonce: [UInt8]) -> [UInt8]? {
+    package static func compute(account: AccountID, request: LinkRequestCreate, nonce: [UInt8]) -> [UInt8]? {
         guard let keys = LinkKeys(request), nonce.count == nonceByteCount else { return nil }
         return compute(account: account, device: request.device, signingKey: keys.signing, boxKey: keys.box, name: request.name,
                        nonce: nonce)
     }
 
     /// True when `nonce` opens the request's commitment (compared in constant time).
-    public static func opens(account: AccountID, request: LinkRequestCreate, nonce: [UInt8]) -> Bool {
+    package static func opens(account: AccountID, request: LinkRequestCreate, nonce: [UInt8]) -> Bool {
         guard let expected = try? Hex.decode(request.commitment), expected.count == 32,
               let actual = compute(account: account, request: request, nonce: nonce) else { return false }
         return constantTimeEquals(actual, expected)
@@ -41,12 +41,12 @@ public enum LinkCommitment {
 /// known: six digits, uniform over 000000-999999, which the person types on the
 /// approver. Neither side's value is known to the other when it commits, so a server
 /// in the middle cannot steer it (docs/formats/device-link.md).
-public enum LinkSAS {
+package enum LinkSAS {
     /// 4 294 000 000: the largest multiple of 10^6 below 2^32. A 32-bit chunk below
     /// it, reduced mod 10^6, is exactly uniform.
     static let bound: UInt32 = 4_294_000_000
 
-    public static func compute(account: AccountID, code: String, request: LinkRequestCreate, deviceNonce: [UInt8],
+    package static func compute(account: AccountID, code: String, request: LinkRequestCreate, deviceNonce: [UInt8],
                                approverNonce: [UInt8]) -> String? {
         guard let keys = LinkKeys(request), let commitment = try? Hex.decode(request.commitment), commitment.count == 32,
               deviceNonce.count == LinkCommitment.nonceByteCount, approverNonce.count == LinkCommitment.nonceByteCount
@@ -80,7 +80,7 @@ public enum LinkSAS {
     }
 
     /// The six digits of a typed SAS ("123 456", "123-456", "123456"), or nil.
-    public static func digits(_ typed: String) -> String? {
+    package static func digits(_ typed: String) -> String? {
         let digits = typed.filter { !$0.isWhitespace && $0 != "-" }
         guard digits.count == 6, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
         return digits
@@ -89,14 +89,14 @@ public enum LinkSAS {
 
 /// The code a new device shows and the approver types: 10 characters of Crockford's
 /// base32 (0-9 and A-Z without I, L, O, U), 50 bits, chosen by the server.
-public enum LinkCode {
+package enum LinkCode {
     static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".unicodeScalars)
 
-    public static func isValid(_ code: String) -> Bool {
+    package static func isValid(_ code: String) -> Bool {
         code.unicodeScalars.count == 10 && code.unicodeScalars.allSatisfy { alphabet.contains($0) }
     }
 
-    public static func random() -> String {
+    package static func random() -> String {
         var scalars = String.UnicodeScalarView()
         for _ in 0..<10 { scalars.append(alphabet[Int(SystemRandom.uniform(below: 32))]) }
         return String(scalars)
@@ -122,7 +122,7 @@ struct LinkKeys {
 
 extension LinkRequestCreate {
     /// True when every field is well formed (keys, derived id, name, 32-byte hex commitment).
-    public var isWellFormed: Bool {
+    package var isWellFormed: Bool {
         LinkKeys(self) != nil && commitment.utf8.count == 64 && (try? Hex.decode(commitment))?.count == 32
     }
 }

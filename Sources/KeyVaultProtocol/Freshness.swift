@@ -5,7 +5,7 @@ import KeyVaultModel
 
 extension HeadStatement {
     /// The bytes a statement's signature covers.
-    public var signedBytes: [UInt8] {
+    package var signedBytes: [UInt8] {
         var w = CanonicalWriter(domain: "keyvault/v1/head-statement")
         w.u8(UInt8(clamping: version))
         w.short(account.rawValue)
@@ -17,13 +17,13 @@ extension HeadStatement {
     }
 
     /// Whether `signature` is `key`'s signature of this statement.
-    public func isSigned(by key: Ed25519.PublicKey) -> Bool {
+    package func isSigned(by key: Ed25519.PublicKey) -> Bool {
         guard let signature = base64Decode(signature), signature.count == 64 else { return false }
         return key.isValidSignature(signature, for: signedBytes)
     }
 
     /// A statement of `state`'s head by device `key`, at `time`.
-    public static func signed(for state: ChainState, by key: Ed25519.PrivateKey, time: Int64) -> HeadStatement {
+    package static func signed(for state: ChainState, by key: Ed25519.PrivateKey, time: Int64) -> HeadStatement {
         var statement = HeadStatement(account: state.account, device: deviceID(for: key.publicKey), sequence: state.sequence,
                                       head: state.head, time: time)
         statement.signature = base64Encode(key.signature(for: statement.signedBytes))
@@ -38,7 +38,7 @@ extension HeadStatement {
     ///   `bad_signature`, then `stale_chain` when it names a head this chain does not
     ///   have: a later one (the chain shown is behind what the device saw) or another
     ///   at the same place (a fork).
-    public func verify(in state: ChainState, links: [ChainLink]) throws {
+    package func verify(in state: ChainState, links: [ChainLink]) throws {
         guard version == 1 else { throw ProtocolError(.unsupportedVersion, "head statement version \(version) is not supported") }
         guard account == state.account else { throw ProtocolError(.wrongAccount, "a head statement of \(account) is not of \(state.account)") }
         guard let signer = state.devices[device] else {
@@ -60,18 +60,18 @@ extension HeadStatement {
 
 /// How recent a view of another account's chain is: for each device active at its
 /// head, the newest statement it signed of a head of that chain.
-public struct ChainFreshness: Sendable {
+package struct ChainFreshness: Sendable {
     /// How old the freshest statement of each active device may be: 14 days.
-    public static let window: Int64 = 14 * 24 * 3600
+    package static let window: Int64 = 14 * 24 * 3600
 
     /// An active device with no statement newer than the window.
-    public struct Stale: Sendable, Equatable {
-        public var device: ChainState.Device
+    package struct Stale: Sendable, Equatable {
+        package var device: ChainState.Device
         /// Unix seconds of its freshest statement of this chain, if any.
-        public var lastStatement: Int64?
+        package var lastStatement: Int64?
 
         /// Whole days since its freshest statement at `now` (nil: none).
-        public func daysSilent(at now: Int64) -> Int64? { lastStatement.map { ChainFreshness.age(of: $0, at: now) / 86400 } }
+        package func daysSilent(at now: Int64) -> Int64? { lastStatement.map { ChainFreshness.age(of: $0, at: now) / 86400 } }
     }
 
     /// Seconds from `time` to `now`, for a `time` at or before `now` that a server may
@@ -87,7 +87,7 @@ public struct ChainFreshness: Sendable {
     /// - Throws: what ``HeadStatement/verify(in:links:)`` throws for any statement: a
     ///   statement that does not verify, or that names a head the chain shown does not
     ///   have, refuses the whole view.
-    public static func stale(_ statements: [HeadStatement], of state: ChainState, links: [ChainLink], now: Int64,
+    package static func stale(_ statements: [HeadStatement], of state: ChainState, links: [ChainLink], now: Int64,
                              window: Int64 = Self.window) throws -> [Stale] {
         var freshest = [DeviceID: Int64]()
         for statement in statements {

@@ -9,7 +9,7 @@ extension KeyBox {
     /// The bytes a box's signature covers: account, generation, the link it was
     /// made at, recipient and the box's hash, so a box cannot be moved to another
     /// slot, link or account.
-    public func signedBytes(account: AccountID) -> [UInt8] {
+    package func signedBytes(account: AccountID) -> [UInt8] {
         var w = CanonicalWriter(domain: "keyvault/v2/key-box")
         w.short(account.rawValue)
         w.u32(generation)
@@ -19,7 +19,7 @@ extension KeyBox {
         return w.bytes
     }
 
-    public mutating func sign(with key: Ed25519.PrivateKey, account: AccountID) {
+    package mutating func sign(with key: Ed25519.PrivateKey, account: AccountID) {
         signature = base64Encode(key.signature(for: signedBytes(account: account)))
     }
 
@@ -30,7 +30,7 @@ extension KeyBox {
     /// - Throws: `ProtocolError` `malformed_box`, `box_position`, `wrong_generation`,
     ///   `unknown_recipient`, `unknown_signer`, `signer_revoked`,
     ///   `recovery_compromised`, `bad_signature` (docs/formats/account-chain.md).
-    public func verify(in state: ChainState) throws {
+    package func verify(in state: ChainState) throws {
         try checkSealedBox(box, "a key box")
         let s = sequence
         guard let current = state.masterGeneration(at: s) else {

@@ -3,21 +3,21 @@ import KeyVaultModel
 
 /// Signed requests (docs/formats/request-signature.md): every request after
 /// enrollment carries these headers, and the server checks them before anything else.
-public enum RequestSignature {
-    public static let deviceHeader = "KeyVault-Device"
-    public static let timestampHeader = "KeyVault-Timestamp"
-    public static let nonceHeader = "KeyVault-Nonce"
-    public static let signatureHeader = "KeyVault-Signature"
+package enum RequestSignature {
+    package static let deviceHeader = "KeyVault-Device"
+    package static let timestampHeader = "KeyVault-Timestamp"
+    package static let nonceHeader = "KeyVault-Nonce"
+    package static let signatureHeader = "KeyVault-Signature"
     /// Accepted clock difference, either way.
-    public static let defaultWindowSeconds: Int64 = 300
+    package static let defaultWindowSeconds: Int64 = 300
 
     /// A nonce is 16 to 64 lowercase hex digits.
-    public static func isWellFormedNonce(_ nonce: String) -> Bool {
+    package static func isWellFormedNonce(_ nonce: String) -> Bool {
         (16...64).contains(nonce.utf8.count) && nonce.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
     /// The bytes a device signs for one request.
-    public static func signedBytes(method: String, path: String, query: String, bodyHash: [UInt8],
+    package static func signedBytes(method: String, path: String, query: String, bodyHash: [UInt8],
                                    timestamp: Int64, nonce: String, device: DeviceID) -> [UInt8] {
         requestBytes(domain: "keyvault/v1/request", method: method, path: path, query: query, bodyHash: bodyHash,
                      timestamp: timestamp, nonce: nonce, signer: device.rawValue)
@@ -39,7 +39,7 @@ public enum RequestSignature {
     }
 
     /// The four headers for a request, signed by `key` (whose device id is `device`).
-    public static func headers(method: String, path: String, query: String, body: [UInt8], device: DeviceID,
+    package static func headers(method: String, path: String, query: String, body: [UInt8], device: DeviceID,
                                key: Ed25519.PrivateKey, timestamp: Int64,
                                nonce: String = Hex.encode(SystemRandom.bytes(count: 16))) -> [(String, String)] {
         let bytes = signedBytes(method: method, path: path, query: query, bodyHash: SHA256.hash(body),
@@ -53,14 +53,14 @@ public enum RequestSignature {
     }
 
     /// The parsed headers of an incoming request.
-    public struct Claim: Sendable {
-        public let device: DeviceID
-        public let timestamp: Int64
-        public let nonce: String
-        public let signature: [UInt8]
+    package struct Claim: Sendable {
+        package let device: DeviceID
+        package let timestamp: Int64
+        package let nonce: String
+        package let signature: [UInt8]
 
         /// - Throws: `unsigned_request` when a header is missing, `malformed_signature` when one is ill-formed.
-        public init(device: String?, timestamp: String?, nonce: String?, signature: String?) throws {
+        package init(device: String?, timestamp: String?, nonce: String?, signature: String?) throws {
             guard let device, let timestamp, let nonce, let signature else {
                 throw ProtocolError(.unsignedRequest, "this request needs the KeyVault-Device, -Timestamp, -Nonce and -Signature headers")
             }
@@ -83,7 +83,7 @@ public enum RequestSignature {
         }
 
         /// Whether the signature covers this request under `key`.
-        public func isValid(method: String, path: String, query: String, bodyHash: [UInt8], key: Ed25519.PublicKey) -> Bool {
+        package func isValid(method: String, path: String, query: String, bodyHash: [UInt8], key: Ed25519.PublicKey) -> Bool {
             key.isValidSignature(signature, for: signedBytes(method: method, path: path, query: query, bodyHash: bodyHash,
                                                              timestamp: timestamp, nonce: nonce, device: device))
         }
@@ -92,8 +92,8 @@ public enum RequestSignature {
 
 /// The recovery proof (docs/formats/request-signature.md, "Recovery proof"): what
 /// the recovery auth key signs to answer a single-use challenge.
-public enum RecoveryProofFormat {
-    public static func signedBytes(account: AccountID, challenge: String) -> [UInt8] {
+package enum RecoveryProofFormat {
+    package static func signedBytes(account: AccountID, challenge: String) -> [UInt8] {
         Array("keyvault/v1/recovery-proof".utf8) + [0] + Array(account.rawValue.utf8) + [0] + Array(challenge.utf8)
     }
 }
@@ -102,18 +102,18 @@ public enum RecoveryProofFormat {
 /// after one Ed25519-signed `POST …/sessions`, a device MACs its requests with the
 /// session key it was sent (sealed to its box key). Verifying an HMAC costs about a
 /// microsecond instead of an Ed25519 verification's fifty.
-public enum RequestMAC {
-    public static let sessionHeader = "KeyVault-Session"
-    public static let macHeader = "KeyVault-MAC"
+package enum RequestMAC {
+    package static let sessionHeader = "KeyVault-Session"
+    package static let macHeader = "KeyVault-MAC"
 
-    public static func macBytes(method: String, path: String, query: String, bodyHash: [UInt8],
+    package static func macBytes(method: String, path: String, query: String, bodyHash: [UInt8],
                                 timestamp: Int64, nonce: String, session: String) -> [UInt8] {
         RequestSignature.requestBytes(domain: "keyvault/v1/request-mac", method: method, path: path, query: query,
                                       bodyHash: bodyHash, timestamp: timestamp, nonce: nonce, signer: session)
     }
 
     /// The four headers of a session request.
-    public static func headers(method: String, path: String, query: String, body: [UInt8], session: String,
+    package static func headers(method: String, path: String, query: String, body: [UInt8], session: String,
                                key: SymmetricKey, timestamp: Int64,
                                nonce: String = Hex.encode(SystemRandom.bytes(count: 16))) throws -> [(String, String)] {
         let bytes = macBytes(method: method, path: path, query: query, bodyHash: SHA256.hash(body),
@@ -130,14 +130,14 @@ public enum RequestMAC {
 extension RequestMAC {
     /// The headers a session request makes its claim with, checked for form only
     /// (the session and its MAC are the server's to judge).
-    public struct Claim: Sendable {
-        public let session: String
-        public let timestamp: Int64
-        public let nonce: String
-        public let mac: [UInt8]
+    package struct Claim: Sendable {
+        package let session: String
+        package let timestamp: Int64
+        package let nonce: String
+        package let mac: [UInt8]
 
         /// - Throws: `malformed_signature` when a header is missing or ill-formed.
-        public init(session: String, timestamp: String?, nonce: String?, mac: String?) throws {
+        package init(session: String, timestamp: String?, nonce: String?, mac: String?) throws {
             guard let timestamp, let time = Int64(timestamp), let nonce, RequestSignature.isWellFormedNonce(nonce),
                   let bytes = mac.flatMap(base64Decode), bytes.count == 32
             else {
@@ -150,7 +150,7 @@ extension RequestMAC {
         }
 
         /// Whether the MAC is right for this request under the session's key.
-        public func isValid(method: String, path: String, query: String, bodyHash: [UInt8], key: SymmetricKey) throws -> Bool {
+        package func isValid(method: String, path: String, query: String, bodyHash: [UInt8], key: SymmetricKey) throws -> Bool {
             let bytes = RequestMAC.macBytes(method: method, path: path, query: query, bodyHash: bodyHash,
                                             timestamp: timestamp, nonce: nonce, session: session)
             return try HMACSHA256.isValidAuthenticationCode(mac, for: bytes, using: key)
@@ -160,7 +160,7 @@ extension RequestMAC {
 
 extension KeyVaultModel.SessionGrant {
     /// Opens the session key sealed to this device.
-    public func key(using boxKey: X25519.PrivateKey) throws -> SymmetricKey {
+    package func key(using boxKey: X25519.PrivateKey) throws -> SymmetricKey {
         guard let sealed = base64Decode(key) else { throw ProtocolError(.malformedSession, "the session key is not base64") }
         return try SymmetricKey(boxKey.openSealedBox(sealed))
     }

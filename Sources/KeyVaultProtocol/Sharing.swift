@@ -5,13 +5,13 @@ import KeyVaultModel
 
 /// An account's sharing identity as another account sees it: the account id and the
 /// public halves its chain's `identity.set` link names.
-public struct ContactIdentity: Sendable, Equatable {
-    public var account: AccountID
-    public var generation: UInt32
-    public var signingKey: Ed25519.PublicKey
-    public var boxKey: X25519.PublicKey
+package struct ContactIdentity: Sendable, Equatable {
+    package var account: AccountID
+    package var generation: UInt32
+    package var signingKey: Ed25519.PublicKey
+    package var boxKey: X25519.PublicKey
 
-    public init(account: AccountID, generation: UInt32, signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey) {
+    package init(account: AccountID, generation: UInt32, signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey) {
         self.account = account
         self.generation = generation
         self.signingKey = signingKey
@@ -19,14 +19,14 @@ public struct ContactIdentity: Sendable, Equatable {
     }
 
     /// An account's current identity, from its replayed chain (nil before `identity.set`).
-    public init?(_ chain: ChainState) {
+    package init?(_ chain: ChainState) {
         guard let identity = chain.identity else { return nil }
         self.init(account: chain.account, generation: identity.generation, signingKey: identity.signingKey, boxKey: identity.boxKey)
     }
 
     /// An identity as the relay carries it (`IdentityKeys`), for `account`; nil when
     /// the generation is 0 or a key is not 32 bytes of lowercase hex.
-    public init?(_ keys: IdentityKeys, account: AccountID) {
+    package init?(_ keys: IdentityKeys, account: AccountID) {
         guard keys.generation >= 1, Hex.isLowercase(keys.signingKey, byteCount: 32), Hex.isLowercase(keys.boxKey, byteCount: 32),
               let signing = try? Ed25519.PublicKey(rawRepresentation: Hex.decode(keys.signingKey)),
               let box = try? X25519.PublicKey(rawRepresentation: Hex.decode(keys.boxKey)) else { return nil }
@@ -45,11 +45,11 @@ public struct ContactIdentity: Sendable, Equatable {
 /// The initiator's commitment to its identity and its random value r_A, sent before
 /// it sees anything of the responder's: SHA-256 over the account, identity
 /// generation, identity keys and r_A.
-public enum ContactCommitment {
-    public static let nonceByteCount = 32
+package enum ContactCommitment {
+    package static let nonceByteCount = 32
 
     /// The commitment, 32 bytes; nil when the nonce is not 32 bytes.
-    public static func compute(_ identity: ContactIdentity, nonce: [UInt8]) -> [UInt8]? {
+    package static func compute(_ identity: ContactIdentity, nonce: [UInt8]) -> [UInt8]? {
         guard nonce.count == nonceByteCount else { return nil }
         var w = CanonicalWriter(domain: "keyvault/v1/contact/commit")
         identity.write(to: &w)
@@ -58,7 +58,7 @@ public enum ContactCommitment {
     }
 
     /// True when `nonce` opens `commitment` for this identity (compared in constant time).
-    public static func opens(_ commitment: [UInt8], identity: ContactIdentity, nonce: [UInt8]) -> Bool {
+    package static func opens(_ commitment: [UInt8], identity: ContactIdentity, nonce: [UInt8]) -> Bool {
         guard commitment.count == 32, let actual = compute(identity, nonce: nonce) else { return false }
         return constantTimeEquals(actual, commitment)
     }
@@ -68,9 +68,9 @@ public enum ContactCommitment {
 /// other's identity, uniform over 000000-999999 and drawn as ``LinkSAS`` draws its
 /// digits, over the ordered transcript: the initiator's identity, commitment and
 /// nonce, then the responder's identity and nonce.
-public enum ContactSafetyCode {
+package enum ContactSafetyCode {
     /// "ddd ddd"; nil when the commitment or a nonce has the wrong length.
-    public static func compute(initiator: ContactIdentity, commitment: [UInt8], initiatorNonce: [UInt8],
+    package static func compute(initiator: ContactIdentity, commitment: [UInt8], initiatorNonce: [UInt8],
                                responder: ContactIdentity, responderNonce: [UInt8]) -> String? {
         guard commitment.count == 32, initiatorNonce.count == ContactCommitment.nonceByteCount,
               responderNonce.count == ContactCommitment.nonceByteCount else { return nil }
@@ -91,7 +91,7 @@ extension ShareBox {
     /// generation, grantee account, grantee identity generation, grant link and the
     /// box's hash, so a box cannot be moved to another member, grantee, grant,
     /// generation or sharer.
-    public func signedBytes(sharer: AccountID) -> [UInt8] {
+    package func signedBytes(sharer: AccountID) -> [UInt8] {
         var w = CanonicalWriter(domain: "keyvault/v1/share/box")
         w.short(sharer.rawValue)
         w.short(member.rawValue)
@@ -104,7 +104,7 @@ extension ShareBox {
     }
 
     /// Signs the box with the sharer's identity signing key (sets `signature`).
-    public mutating func sign(with identityKey: Ed25519.PrivateKey, sharer: AccountID) {
+    package mutating func sign(with identityKey: Ed25519.PrivateKey, sharer: AccountID) {
         signature = base64Encode(identityKey.signature(for: signedBytes(sharer: sharer)))
     }
 
@@ -116,7 +116,7 @@ extension ShareBox {
     /// - Throws: `ProtocolError` `malformed_box`, `unknown_member`, `wrong_generation`,
     ///   `unknown_grant`, `no_identity`, `bad_signature`, in that order
     ///   (docs/formats/member-sharing.md, "Share boxes").
-    public func verify(in sharer: ChainState) throws {
+    package func verify(in sharer: ChainState) throws {
         try checkSealedBox(box, "a share box")
         guard let current = sharer.members[member] else { throw ProtocolError(.unknownMember, "no such member in the sharer's account") }
         guard (1...current.generation).contains(memberGeneration) else {
@@ -154,7 +154,7 @@ extension ShareBox {
     /// - Throws: `ProtocolError` `unknown_contact`, `contact_changed`, then what
     ///   ``verify(in:)`` throws, then `unknown_grant` (another grantee) or
     ///   `wrong_generation` (another identity generation of this account).
-    public func verify(from sharer: ChainState, for grantee: ChainState) throws {
+    package func verify(from sharer: ChainState, for grantee: ChainState) throws {
         guard let pinned = grantee.contacts[sharer.account] else {
             throw ProtocolError(.unknownContact, "\(sharer.account) is not a contact this account verified")
         }
@@ -181,7 +181,7 @@ extension ChainState {
     /// after `identity` was set: the revoked device, or whoever has the old code (it
     /// opens the master key the identity was wrapped under), may hold the identity's
     /// private halves, so the identity is no longer to be trusted.
-    public func exposedSince(_ identity: Identity) -> Bool {
+    package func exposedSince(_ identity: Identity) -> Bool {
         devices.values.contains { ($0.revoked ?? 0) > identity.link }
             || recoveries.contains { $0.generation > 1 && $0.set > identity.link }
     }
@@ -189,7 +189,7 @@ extension ChainState {
 
 extension IdentityKeys {
     /// The public halves of `identity` as the relay carries them.
-    public init(_ identity: ContactIdentity) {
+    package init(_ identity: ContactIdentity) {
         self.init(generation: identity.generation, signingKey: Hex.encode(identity.signingKey.rawRepresentation),
                   boxKey: Hex.encode(identity.boxKey.rawRepresentation))
     }
