@@ -50,5 +50,5 @@ bad=$(grep -rnE '"[^"]*keyctl' Sources/KeyVault Sources/KeyVaultServer Sources/K
 if [ -n "$bad" ]; then
   echo "check-layers: a string of the library or the service names keyctl (hints are keyctl's, in Hints.swift):" >&2; echo "$bad" >&2; status=1
 fi
-[ $status -eq 0 ] && echo "check-layers: ok (C only in KeyVaultCrypto/Backend; the service links nothing that unwraps keys; keyctl's client commands link no server code; examples see only KeyVault; no library or service string names keyctl; KeyVaultMnemonic and KeyVaultVault are package-only)"
+[ $status -eq 0 ] && echo "check-layers: ok (C only in KeyVaultCrypto/Backend; the service links nothing that unwraps keys; keyctl's client commands link no server code; examples see only KeyVault; no library or service string names keyctl; KeyVaultMnemonic, KeyVaultVault and KeyVaultProtocol are package-only)"
 exit $status
