@@ -3,21 +3,21 @@
 
 /// A master key sealed to one recipient (a device's X25519 key, or the recovery
 /// key) for one generation, signed by the device that made it.
-public struct KeyBox: Sendable, Codable, Equatable {
-    public var generation: UInt32
+package struct KeyBox: Sendable, Codable, Equatable {
+    package var generation: UInt32
     /// The chain link the box was made at: it is judged by the chain as it stood
     /// there (docs/formats/account-chain.md, "Key boxes, version 2").
-    public var sequence: UInt64
+    package var sequence: UInt64
     /// A device id, or `recovery`.
-    public var recipient: String
+    package var recipient: String
     /// Base64 sealed box.
-    public var box: String
+    package var box: String
     /// The device (or `recovery`) that sealed it.
-    public var signer: String
+    package var signer: String
     /// Base64 Ed25519 signature (docs/formats/account-chain.md, "Key boxes, version 2").
-    public var signature: String
+    package var signature: String
 
-    public init(generation: UInt32, sequence: UInt64, recipient: String, box: String, signer: String, signature: String) {
+    package init(generation: UInt32, sequence: UInt64, recipient: String, box: String, signer: String, signature: String) {
         self.generation = generation
         self.sequence = sequence
         self.recipient = recipient
@@ -28,14 +28,14 @@ public struct KeyBox: Sendable, Codable, Equatable {
 }
 
 /// A member key of one generation wrapped (an envelope) under one master key generation.
-public struct MemberWrap: Sendable, Codable, Equatable {
-    public var member: MemberID
-    public var memberGeneration: UInt32
-    public var masterGeneration: UInt32
+package struct MemberWrap: Sendable, Codable, Equatable {
+    package var member: MemberID
+    package var memberGeneration: UInt32
+    package var masterGeneration: UInt32
     /// Base64 envelope (docs/formats/envelope.md).
-    public var envelope: String
+    package var envelope: String
 
-    public init(member: MemberID, memberGeneration: UInt32, masterGeneration: UInt32, envelope: String) {
+    package init(member: MemberID, memberGeneration: UInt32, masterGeneration: UInt32, envelope: String) {
         self.member = member
         self.memberGeneration = memberGeneration
         self.masterGeneration = masterGeneration
@@ -44,19 +44,19 @@ public struct MemberWrap: Sendable, Codable, Equatable {
 }
 
 /// What a recovery code needs to find its account (public, fetched before enrollment).
-public struct RecoverySlot: Sendable, Codable, Equatable {
+package struct RecoverySlot: Sendable, Codable, Equatable {
     /// Hex 16-byte Argon2id salt.
-    public var salt: String
-    public var iterations: UInt32
-    public var memoryKiB: UInt32
+    package var salt: String
+    package var iterations: UInt32
+    package var memoryKiB: UInt32
     /// Hex Ed25519 public key of the recovery auth key (RA).
-    public var authKey: String
+    package var authKey: String
     /// Hex X25519 public key of the recovery box key (RX).
-    public var boxKey: String
+    package var boxKey: String
     /// Base64 envelope under the recovery wrap key (RW): the account and genesis to expect.
-    public var anchor: String
+    package var anchor: String
 
-    public init(salt: String, iterations: UInt32, memoryKiB: UInt32, authKey: String, boxKey: String, anchor: String) {
+    package init(salt: String, iterations: UInt32, memoryKiB: UInt32, authKey: String, boxKey: String, anchor: String) {
         self.salt = salt
         self.iterations = iterations
         self.memoryKiB = memoryKiB
@@ -67,22 +67,22 @@ public struct RecoverySlot: Sendable, Codable, Equatable {
 }
 
 /// `POST /v1/accounts`: a self-signed genesis link and its first boxes.
-public struct CreateAccountRequest: Sendable, Codable {
-    public var genesis: ChainLink
-    public var boxes: [KeyBox]
-    public var recovery: RecoverySlot?
+package struct CreateAccountRequest: Sendable, Codable {
+    package var genesis: ChainLink
+    package var boxes: [KeyBox]
+    package var recovery: RecoverySlot?
 
-    public init(genesis: ChainLink, boxes: [KeyBox], recovery: RecoverySlot?) {
+    package init(genesis: ChainLink, boxes: [KeyBox], recovery: RecoverySlot?) {
         self.genesis = genesis
         self.boxes = boxes
         self.recovery = recovery
     }
 }
 
-public struct CreateAccountResponse: Sendable, Codable {
-    public var account: AccountID
-    public var head: String
-    public init(account: AccountID, head: String) {
+package struct CreateAccountResponse: Sendable, Codable {
+    package var account: AccountID
+    package var head: String
+    package init(account: AccountID, head: String) {
         self.account = account
         self.head = head
     }
@@ -91,21 +91,21 @@ public struct CreateAccountResponse: Sendable, Codable {
 /// `POST /v1/accounts/{account}/chain`: one link and the boxes, wraps and recovery
 /// slot that go with it, stored in one transaction. The link's `previous` is the
 /// head the writer expects; if it moved, the answer is 409 `stale_chain`.
-public struct AppendRequest: Sendable, Codable {
-    public var link: ChainLink
-    public var boxes: [KeyBox]
-    public var wraps: [MemberWrap]
-    public var recovery: RecoverySlot?
+package struct AppendRequest: Sendable, Codable {
+    package var link: ChainLink
+    package var boxes: [KeyBox]
+    package var wraps: [MemberWrap]
+    package var recovery: RecoverySlot?
     /// The sharing identity's private halves under the current master key: with an
     /// `identity.set` link, and re-wrapped with every `master.rotate`.
-    public var identityWraps: [IdentityWrap]
+    package var identityWraps: [IdentityWrap]
     /// Member keys sealed to grantees (docs/formats/member-sharing.md): with a
     /// `share.grant` link, and with every member rotation while grants are in force.
-    public var shareBoxes: [ShareBox]
+    package var shareBoxes: [ShareBox]
 
     enum CodingKeys: String, CodingKey { case link, boxes, wraps, recovery, identityWraps, shareBoxes }
 
-    public init(link: ChainLink, boxes: [KeyBox] = [], wraps: [MemberWrap] = [], recovery: RecoverySlot? = nil,
+    package init(link: ChainLink, boxes: [KeyBox] = [], wraps: [MemberWrap] = [], recovery: RecoverySlot? = nil,
                 identityWraps: [IdentityWrap] = [], shareBoxes: [ShareBox] = []) {
         self.link = link
         self.boxes = boxes
@@ -115,7 +115,7 @@ public struct AppendRequest: Sendable, Codable {
         self.shareBoxes = shareBoxes
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         link = try c.decode(ChainLink.self, forKey: .link)
         boxes = try c.decodeIfPresent([KeyBox].self, forKey: .boxes) ?? []
@@ -126,7 +126,7 @@ public struct AppendRequest: Sendable, Codable {
     }
 
     /// The sharing fields only when they carry something: an append without them is the bytes it always was.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(link, forKey: .link)
         try c.encode(boxes, forKey: .boxes)
@@ -137,29 +137,29 @@ public struct AppendRequest: Sendable, Codable {
     }
 }
 
-public struct ChainResponse: Sendable, Codable {
-    public var account: AccountID
-    public var links: [ChainLink]
-    public var head: String
-    public init(account: AccountID, links: [ChainLink], head: String) {
+package struct ChainResponse: Sendable, Codable {
+    package var account: AccountID
+    package var links: [ChainLink]
+    package var head: String
+    package init(account: AccountID, links: [ChainLink], head: String) {
         self.account = account
         self.links = links
         self.head = head
     }
 }
 
-public struct DeviceInfo: Sendable, Codable, Equatable {
-    public enum Status: String, Sendable, Codable { case active, revoked }
-    public var id: DeviceID
-    public var name: String
-    public var status: Status
+package struct DeviceInfo: Sendable, Codable, Equatable {
+    package enum Status: String, Sendable, Codable { case active, revoked }
+    package var id: DeviceID
+    package var name: String
+    package var status: Status
     /// Sequence of the link that added it.
-    public var added: UInt64
-    public var revoked: UInt64?
+    package var added: UInt64
+    package var revoked: UInt64?
     /// Unix seconds of its last signed request, when the server has seen one.
-    public var lastSeen: Int64?
+    package var lastSeen: Int64?
 
-    public init(id: DeviceID, name: String, status: Status, added: UInt64, revoked: UInt64? = nil, lastSeen: Int64? = nil) {
+    package init(id: DeviceID, name: String, status: Status, added: UInt64, revoked: UInt64? = nil, lastSeen: Int64? = nil) {
         self.id = id
         self.name = name
         self.status = status
@@ -169,14 +169,14 @@ public struct DeviceInfo: Sendable, Codable, Equatable {
     }
 }
 
-public struct AttachmentInfo: Sendable, Codable, Equatable {
-    public var address: String
-    public var size: Int
-    public var created: Int64
+package struct AttachmentInfo: Sendable, Codable, Equatable {
+    package var address: String
+    package var size: Int
+    package var created: Int64
     /// True when this upload stored nothing new (the address was already there).
-    public var existed: Bool?
+    package var existed: Bool?
 
-    public init(address: String, size: Int, created: Int64, existed: Bool? = nil) {
+    package init(address: String, size: Int, created: Int64, existed: Bool? = nil) {
         self.address = address
         self.size = size
         self.created = created
@@ -184,18 +184,18 @@ public struct AttachmentInfo: Sendable, Codable, Equatable {
     }
 }
 
-public struct AuditEntry: Sendable, Codable, Equatable {
-    public var id: Int64
-    public var time: Int64
+package struct AuditEntry: Sendable, Codable, Equatable {
+    package var id: Int64
+    package var time: Int64
     /// `link.<type>`, `refused.<code>`, `attachment.put`, `account.delete`, …
-    public var event: String
-    public var device: String?
+    package var event: String
+    package var device: String?
     /// The link's sequence number, for `link.*` events.
-    public var sequence: UInt64?
+    package var sequence: UInt64?
     /// What else the event concerns (an attachment's member and address), in words.
-    public var detail: String?
+    package var detail: String?
 
-    public init(id: Int64, time: Int64, event: String, device: String?, sequence: UInt64? = nil, detail: String?) {
+    package init(id: Int64, time: Int64, event: String, device: String?, sequence: UInt64? = nil, detail: String?) {
         self.id = id
         self.time = time
         self.event = event
@@ -206,36 +206,36 @@ public struct AuditEntry: Sendable, Codable, Equatable {
 }
 
 /// The error body of every 4xx and 5xx: `{"error": {"code", "message"}}`.
-public struct ErrorBody: Sendable, Codable, Equatable {
-    public struct Detail: Sendable, Codable, Equatable {
+package struct ErrorBody: Sendable, Codable, Equatable {
+    package struct Detail: Sendable, Codable, Equatable {
         /// A String, not an ``ErrorCode``: a client reads whatever a server sends and
         /// prints it only after making it terminal safe.
-        public var code: String
-        public var message: String
+        package var code: String
+        package var message: String
     }
-    public var error: Detail
-    public init(code: ErrorCode, message: String) { error = Detail(code: code.rawValue, message: message) }
+    package var error: Detail
+    package init(code: ErrorCode, message: String) { error = Detail(code: code.rawValue, message: message) }
 }
 
 // MARK: Recovery enrollment
 
-public struct RecoveryChallenge: Sendable, Codable, Equatable {
+package struct RecoveryChallenge: Sendable, Codable, Equatable {
     /// Hex 32 random bytes, single use.
-    public var challenge: String
+    package var challenge: String
     /// Unix seconds after which it is refused.
-    public var expires: Int64
-    public init(challenge: String, expires: Int64) {
+    package var expires: Int64
+    package init(challenge: String, expires: Int64) {
         self.challenge = challenge
         self.expires = expires
     }
 }
 
 /// Proof of the recovery code: the challenge signed by the recovery auth key (RA).
-public struct RecoveryProof: Sendable, Codable, Equatable {
-    public var challenge: String
+package struct RecoveryProof: Sendable, Codable, Equatable {
+    package var challenge: String
     /// Base64 Ed25519 signature (docs/formats/request-signature.md, "Recovery proof").
-    public var signature: String
-    public init(challenge: String, signature: String) {
+    package var signature: String
+    package init(challenge: String, signature: String) {
         self.challenge = challenge
         self.signature = signature
     }
@@ -243,14 +243,14 @@ public struct RecoveryProof: Sendable, Codable, Equatable {
 
 /// What a proven recovery code may read: the chain and the master key boxes sealed
 /// to the recovery key, with a token for one enrollment.
-public struct RecoverySession: Sendable, Codable, Equatable {
+package struct RecoverySession: Sendable, Codable, Equatable {
     /// Hex 32 random bytes: allows one `recovery/enroll` within five minutes.
-    public var token: String
-    public var expires: Int64
-    public var chain: ChainResponse
-    public var boxes: [KeyBox]
-    public var wraps: [MemberWrap]
-    public init(token: String, expires: Int64, chain: ChainResponse, boxes: [KeyBox], wraps: [MemberWrap]) {
+    package var token: String
+    package var expires: Int64
+    package var chain: ChainResponse
+    package var boxes: [KeyBox]
+    package var wraps: [MemberWrap]
+    package init(token: String, expires: Int64, chain: ChainResponse, boxes: [KeyBox], wraps: [MemberWrap]) {
         self.token = token
         self.expires = expires
         self.chain = chain
@@ -261,11 +261,11 @@ public struct RecoverySession: Sendable, Codable, Equatable {
 
 /// `POST …/recovery/enroll`: a device.add link signed with the recovery key, and
 /// master key boxes sealed to the new device.
-public struct RecoveryEnrollRequest: Sendable, Codable {
-    public var token: String
-    public var link: ChainLink
-    public var boxes: [KeyBox]
-    public init(token: String, link: ChainLink, boxes: [KeyBox]) {
+package struct RecoveryEnrollRequest: Sendable, Codable {
+    package var token: String
+    package var link: ChainLink
+    package var boxes: [KeyBox]
+    package init(token: String, link: ChainLink, boxes: [KeyBox]) {
         self.token = token
         self.link = link
         self.boxes = boxes
@@ -278,16 +278,16 @@ extension ChainResponse: Equatable {}
 
 /// `POST …/link-requests`: a new device asks to join, with its public keys and a
 /// commitment to its random value (docs/formats/device-link.md, version 2).
-public struct LinkRequestCreate: Sendable, Codable, Equatable {
-    public var device: DeviceID
-    public var name: String
+package struct LinkRequestCreate: Sendable, Codable, Equatable {
+    package var device: DeviceID
+    package var name: String
     /// Hex Ed25519 public key.
-    public var signingKey: String
+    package var signingKey: String
     /// Hex X25519 public key.
-    public var boxKey: String
+    package var boxKey: String
     /// Hex SHA-256 commitment to the keys, the name and the new device's 32 random bytes.
-    public var commitment: String
-    public init(device: DeviceID, name: String, signingKey: String, boxKey: String, commitment: String) {
+    package var commitment: String
+    package init(device: DeviceID, name: String, signingKey: String, boxKey: String, commitment: String) {
         self.device = device
         self.name = name
         self.signingKey = signingKey
@@ -296,20 +296,20 @@ public struct LinkRequestCreate: Sendable, Codable, Equatable {
     }
 }
 
-public struct LinkRequestInfo: Sendable, Codable, Equatable {
-    public enum Status: String, Sendable, Codable { case pending, approved, refused, expired }
+package struct LinkRequestInfo: Sendable, Codable, Equatable {
+    package enum Status: String, Sendable, Codable { case pending, approved, refused, expired }
     /// Short code the new device shows (10 characters of the Crockford base32 alphabet).
-    public var code: String
-    public var status: Status
-    public var expires: Int64
-    public var request: LinkRequestCreate
+    package var code: String
+    package var status: Status
+    package var expires: Int64
+    package var request: LinkRequestCreate
     /// Hex 32 bytes the approver posted (`respond`), once it has.
-    public var approverNonce: String?
+    package var approverNonce: String?
     /// Hex 32 bytes the new device revealed (`reveal`), once it has; they open `request.commitment`.
-    public var deviceNonce: String?
+    package var deviceNonce: String?
     /// The approving device, once it answered.
-    public var approver: DeviceID?
-    public init(code: String, status: Status, expires: Int64, request: LinkRequestCreate, approverNonce: String? = nil,
+    package var approver: DeviceID?
+    package init(code: String, status: Status, expires: Int64, request: LinkRequestCreate, approverNonce: String? = nil,
                 deviceNonce: String? = nil, approver: DeviceID? = nil) {
         self.code = code
         self.status = status
@@ -322,22 +322,22 @@ public struct LinkRequestInfo: Sendable, Codable, Equatable {
 }
 
 /// `POST …/link-requests/{code}/respond` (the approver's r_A) and `…/reveal` (the new device's r_N).
-public struct LinkNonce: Sendable, Codable, Equatable {
+package struct LinkNonce: Sendable, Codable, Equatable {
     /// Hex 32 random bytes.
-    public var nonce: String
-    public init(nonce: String) { self.nonce = nonce }
+    package var nonce: String
+    package init(nonce: String) { self.nonce = nonce }
 }
 
 // MARK: Sessions
 
 /// `POST …/sessions`: a session for MAC-authenticated requests.
-public struct SessionGrant: Sendable, Codable, Equatable {
+package struct SessionGrant: Sendable, Codable, Equatable {
     /// Hex 16 bytes.
-    public var session: String
+    package var session: String
     /// Base64 sealed box of the 32-byte session key, to the device's box key.
-    public var key: String
-    public var expires: Int64
-    public init(session: String, key: String, expires: Int64) {
+    package var key: String
+    package var expires: Int64
+    package init(session: String, key: String, expires: Int64) {
         self.session = session
         self.key = key
         self.expires = expires

@@ -1,5 +1,5 @@
 /// The kinds of link in an account chain.
-public enum LinkType: String, Sendable, Codable, CaseIterable {
+package enum LinkType: String, Sendable, Codable, CaseIterable {
     case genesis
     case deviceAdd = "device.add"
     case deviceRevoke = "device.revoke"
@@ -21,25 +21,25 @@ public enum LinkType: String, Sendable, Codable, CaseIterable {
 
 /// One link of an account chain, as it travels in JSON. The signed bytes and the
 /// hash are defined in docs/formats/account-chain.md (KeyVaultProtocol computes them).
-public struct ChainLink: Sendable, Codable, Equatable {
+package struct ChainLink: Sendable, Codable, Equatable {
     /// Format version: 1.
-    public var version: Int
+    package var version: Int
     /// 0 for the genesis link, then 1, 2, …
-    public var sequence: UInt64
+    package var sequence: UInt64
     /// Hex SHA-256 of the previous link (64 zeros for the genesis link).
-    public var previous: String
-    public var type: LinkType
+    package var previous: String
+    package var type: LinkType
     /// The device that signed (hex id), or `recovery` for a link signed with the
     /// recovery code's key.
-    public var signer: String
+    package var signer: String
     /// Unix time in seconds when the link was made (informational).
-    public var time: Int64
+    package var time: Int64
     /// Type-specific fields (docs/formats/account-chain.md), all strings.
-    public var body: [String: String]
+    package var body: [String: String]
     /// Base64 Ed25519 signature over the link's canonical bytes.
-    public var signature: String
+    package var signature: String
 
-    public init(version: Int = 1, sequence: UInt64, previous: String, type: LinkType, signer: String,
+    package init(version: Int = 1, sequence: UInt64, previous: String, type: LinkType, signer: String,
                 time: Int64, body: [String: String], signature: String = "") {
         self.version = version
         self.sequence = sequence
@@ -52,7 +52,7 @@ public struct ChainLink: Sendable, Codable, Equatable {
     }
 
     /// The signer value for links signed with the recovery auth key.
-    public static let recoverySigner = "recovery"
+    package static let recoverySigner = "recovery"
     /// `previous` of a genesis link.
-    public static let noPrevious = String(repeating: "0", count: 64)
+    package static let noPrevious = String(repeating: "0", count: 64)
 }

@@ -2,22 +2,22 @@
 /// signed by the sharer's identity (docs/formats/member-sharing.md, "Share boxes").
 /// The sharer's account is not a field: the box is judged against that account's
 /// chain, whose id goes into the signed bytes.
-public struct ShareBox: Sendable, Codable, Equatable {
-    public var member: MemberID
+package struct ShareBox: Sendable, Codable, Equatable {
+    package var member: MemberID
     /// The member key generation sealed in the box.
-    public var memberGeneration: UInt32
+    package var memberGeneration: UInt32
     /// The account the member is shared with.
-    public var grantee: AccountID
+    package var grantee: AccountID
     /// The grantee's identity generation the box is sealed to (the one its grant names).
-    public var granteeIdentityGeneration: UInt32
+    package var granteeIdentityGeneration: UInt32
     /// The sequence of the `share.grant` link the box belongs to.
-    public var grant: UInt64
+    package var grant: UInt64
     /// Base64 sealed box (to the grantee's identity box key).
-    public var box: String
+    package var box: String
     /// Base64 Ed25519 signature by the sharer's identity signing key.
-    public var signature: String
+    package var signature: String
 
-    public init(member: MemberID, memberGeneration: UInt32, grantee: AccountID, granteeIdentityGeneration: UInt32, grant: UInt64,
+    package init(member: MemberID, memberGeneration: UInt32, grantee: AccountID, granteeIdentityGeneration: UInt32, grant: UInt64,
                 box: String, signature: String = "") {
         self.member = member
         self.memberGeneration = memberGeneration

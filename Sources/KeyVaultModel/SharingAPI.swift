@@ -3,13 +3,13 @@
 
 /// The public halves of one generation of an account's sharing identity, as the
 /// contact exchange carries them. The account is the request's `from` or `to`.
-public struct IdentityKeys: Sendable, Codable, Equatable {
-    public var generation: UInt32
+package struct IdentityKeys: Sendable, Codable, Equatable {
+    package var generation: UInt32
     /// Hex Ed25519 public key (signs share boxes).
-    public var signingKey: String
+    package var signingKey: String
     /// Hex X25519 public key (receives member keys).
-    public var boxKey: String
-    public init(generation: UInt32, signingKey: String, boxKey: String) {
+    package var boxKey: String
+    package init(generation: UInt32, signingKey: String, boxKey: String) {
         self.generation = generation
         self.signingKey = signingKey
         self.boxKey = boxKey
@@ -19,12 +19,12 @@ public struct IdentityKeys: Sendable, Codable, Equatable {
 /// The private halves of one sharing identity generation, wrapped (an envelope) under
 /// one master key generation, as a member key is: every device of the account, and the
 /// recovery code, open it; the server cannot.
-public struct IdentityWrap: Sendable, Codable, Equatable {
-    public var identityGeneration: UInt32
-    public var masterGeneration: UInt32
+package struct IdentityWrap: Sendable, Codable, Equatable {
+    package var identityGeneration: UInt32
+    package var masterGeneration: UInt32
     /// Base64 envelope (docs/formats/envelope.md) of the 32-byte Ed25519 seed and the 32-byte X25519 private key.
-    public var envelope: String
-    public init(identityGeneration: UInt32, masterGeneration: UInt32, envelope: String) {
+    package var envelope: String
+    package init(identityGeneration: UInt32, masterGeneration: UInt32, envelope: String) {
         self.identityGeneration = identityGeneration
         self.masterGeneration = masterGeneration
         self.envelope = envelope
@@ -33,12 +33,12 @@ public struct IdentityWrap: Sendable, Codable, Equatable {
 
 /// `POST /v1/accounts/{A}/contact-requests`: A asks to verify B, sending its identity
 /// and a commitment to its random value r_A before it sees anything of B's.
-public struct ContactRequestCreate: Sendable, Codable, Equatable {
-    public var to: AccountID
-    public var identity: IdentityKeys
+package struct ContactRequestCreate: Sendable, Codable, Equatable {
+    package var to: AccountID
+    package var identity: IdentityKeys
     /// Hex SHA-256 commitment (``ContactCommitment`` in KeyVaultProtocol).
-    public var commitment: String
-    public init(to: AccountID, identity: IdentityKeys, commitment: String) {
+    package var commitment: String
+    package init(to: AccountID, identity: IdentityKeys, commitment: String) {
         self.to = to
         self.identity = identity
         self.commitment = commitment
@@ -46,11 +46,11 @@ public struct ContactRequestCreate: Sendable, Codable, Equatable {
 }
 
 /// `POST …/contact-requests/{id}/respond`: B's identity and random value r_B.
-public struct ContactResponse: Sendable, Codable, Equatable {
-    public var identity: IdentityKeys
+package struct ContactResponse: Sendable, Codable, Equatable {
+    package var identity: IdentityKeys
     /// Hex 32 random bytes.
-    public var nonce: String
-    public init(identity: IdentityKeys, nonce: String) {
+    package var nonce: String
+    package init(identity: IdentityKeys, nonce: String) {
         self.identity = identity
         self.nonce = nonce
     }
@@ -59,18 +59,18 @@ public struct ContactResponse: Sendable, Codable, Equatable {
 /// A contact request as both sides read it: A's part, B's answer once given, A's
 /// reveal once made. Nothing in it is trusted: each device computes the safety code
 /// from what it holds, and the people compare.
-public struct ContactRequestInfo: Sendable, Codable, Equatable {
+package struct ContactRequestInfo: Sendable, Codable, Equatable {
     /// Hex 16 random bytes.
-    public var id: String
-    public var from: AccountID
-    public var to: AccountID
-    public var expires: Int64
-    public var identity: IdentityKeys
-    public var commitment: String
-    public var response: ContactResponse?
+    package var id: String
+    package var from: AccountID
+    package var to: AccountID
+    package var expires: Int64
+    package var identity: IdentityKeys
+    package var commitment: String
+    package var response: ContactResponse?
     /// Hex r_A, once revealed (it opens `commitment`).
-    public var reveal: String?
-    public init(id: String, from: AccountID, to: AccountID, expires: Int64, identity: IdentityKeys, commitment: String,
+    package var reveal: String?
+    package init(id: String, from: AccountID, to: AccountID, expires: Int64, identity: IdentityKeys, commitment: String,
                 response: ContactResponse? = nil, reveal: String? = nil) {
         self.id = id
         self.from = from
@@ -84,10 +84,10 @@ public struct ContactRequestInfo: Sendable, Codable, Equatable {
 }
 
 /// `GET /v1/accounts/{G}/shared`: per sharer, the share boxes naming G of grants in force.
-public struct SharedWithAccount: Sendable, Codable, Equatable {
-    public var sharer: AccountID
-    public var boxes: [ShareBox]
-    public init(sharer: AccountID, boxes: [ShareBox]) {
+package struct SharedWithAccount: Sendable, Codable, Equatable {
+    package var sharer: AccountID
+    package var boxes: [ShareBox]
+    package init(sharer: AccountID, boxes: [ShareBox]) {
         self.sharer = sharer
         self.boxes = boxes
     }

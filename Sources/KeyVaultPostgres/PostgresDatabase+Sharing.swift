@@ -26,7 +26,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func putHeadStatement(_ statement: HeadStatement) async throws {
+    package func putHeadStatement(_ statement: HeadStatement) async throws {
         let json = try JSONEncoder().encode(statement)
         try await client.query("""
             INSERT INTO head_statements (account, device, time, statement)
@@ -36,7 +36,7 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger).collect()
     }
 
-    public func headStatements(_ account: AccountID) async throws -> [HeadStatement] {
+    package func headStatements(_ account: AccountID) async throws -> [HeadStatement] {
         let rows = try await client.query("""
             SELECT statement FROM head_statements WHERE account = \(account.rawValue) ORDER BY device
             """, logger: logger)
@@ -45,7 +45,7 @@ extension PostgresKeyVaultDatabase {
         return statements
     }
 
-    public func identityWraps(_ account: AccountID) async throws -> [IdentityWrap] {
+    package func identityWraps(_ account: AccountID) async throws -> [IdentityWrap] {
         let rows = try await client.query("""
             SELECT identity_generation, master_generation, envelope FROM identity_wraps WHERE account = \(account.rawValue)
             ORDER BY identity_generation, master_generation
@@ -57,7 +57,7 @@ extension PostgresKeyVaultDatabase {
         return wraps
     }
 
-    public func shareBoxes(grantee: AccountID) async throws -> [(sharer: AccountID, box: ShareBox)] {
+    package func shareBoxes(grantee: AccountID) async throws -> [(sharer: AccountID, box: ShareBox)] {
         let rows = try await client.query("""
             SELECT account, box FROM share_boxes WHERE grantee = \(grantee.rawValue)
             ORDER BY account COLLATE "C", member, member_generation, grant_seq
@@ -71,7 +71,7 @@ extension PostgresKeyVaultDatabase {
 
     // MARK: Contact requests
 
-    public func createContactRequest(_ info: ContactRequestInfo, maxOpenPerAccount: Int) async throws {
+    package func createContactRequest(_ info: ContactRequestInfo, maxOpenPerAccount: Int) async throws {
         let json = try JSONEncoder().encode(info)
         try await transaction { db in
             // Replicas count the same rows: the count and the insert run under a lock of the
@@ -96,11 +96,11 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func contactRequest(id: String) async throws -> ContactRequestInfo? {
+    package func contactRequest(id: String) async throws -> ContactRequestInfo? {
         try await contactRequests(client.query("SELECT info FROM contact_requests WHERE id = \(id)", logger: logger)).first
     }
 
-    public func contactRequests(of account: AccountID) async throws -> [ContactRequestInfo] {
+    package func contactRequests(of account: AccountID) async throws -> [ContactRequestInfo] {
         try await contactRequests(client.query("""
             SELECT info FROM contact_requests
             WHERE (from_account = \(account.rawValue) OR to_account = \(account.rawValue)) AND expires >= \(KeyVaultDatabase.now())
@@ -108,11 +108,11 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger))
     }
 
-    public func respondToContactRequest(id: String, to account: AccountID, response: ContactResponse) async throws {
+    package func respondToContactRequest(id: String, to account: AccountID, response: ContactResponse) async throws {
         try await updateContactRequest(id: id) { try ContactRequestStep.respond($0, to: account, response: response, now: KeyVaultDatabase.now()) }
     }
 
-    public func revealContactRequest(id: String, from account: AccountID, nonce: String) async throws {
+    package func revealContactRequest(id: String, from account: AccountID, nonce: String) async throws {
         try await updateContactRequest(id: id) { try ContactRequestStep.reveal($0, from: account, nonce: nonce, now: KeyVaultDatabase.now()) }
     }
 

@@ -10,7 +10,7 @@ import KeyVaultStore
 extension PostgresKeyVaultDatabase {
     // MARK: Accounts and the chain
 
-    public func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
+    package func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
         try await transaction { db in
             // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
@@ -27,7 +27,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func append(_ account: AccountID, _ write: ChainWrite) async throws {
+    package func append(_ account: AccountID, _ write: ChainWrite) async throws {
         try await transaction { db in
             // The compare-and-swap: the row lock makes a second writer wait for the first,
             // then find the head moved. (account, sequence) is also the links' primary key.
@@ -74,7 +74,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
+    package func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
         // One statement: the head and the links from one snapshot.
         let rows = try await client.query("""
             SELECT a.head, l.sequence, l.hash, l.json FROM accounts a
@@ -93,7 +93,7 @@ extension PostgresKeyVaultDatabase {
 
     /// Everything of the account goes by its foreign keys, but the share boxes naming
     /// it as grantee, which have none (a grantee may be deleted while the grant stands).
-    public func deleteAccount(_ account: AccountID) async throws {
+    package func deleteAccount(_ account: AccountID) async throws {
         try await transaction { db in
             guard try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue) RETURNING 1", logger: logger)
                 .collect().count == 1 else { throw StoreError.notFound }
@@ -103,7 +103,7 @@ extension PostgresKeyVaultDatabase {
 
     // MARK: Boxes, wraps, recovery
 
-    public func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data] {
+    package func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data] {
         // NULL parameters match everything: one statement whatever the filters.
         let rows = try await client.query("""
             SELECT json FROM key_boxes WHERE account = \(account.rawValue)
@@ -114,7 +114,7 @@ extension PostgresKeyVaultDatabase {
         return try await collect(rows, as: Data.self)
     }
 
-    public func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap] {
+    package func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap] {
         let rows = try await client.query("""
             SELECT member, member_generation, master_generation, envelope FROM member_wraps
             WHERE account = \(account.rawValue) AND (\(member?.rawValue)::TEXT IS NULL OR member = \(member?.rawValue))
@@ -128,23 +128,23 @@ extension PostgresKeyVaultDatabase {
         return wraps
     }
 
-    public func recoverySlot(_ account: AccountID) async throws -> RecoverySlot? {
+    package func recoverySlot(_ account: AccountID) async throws -> RecoverySlot? {
         let rows = try await client.query("SELECT json FROM recovery_slots WHERE account = \(account.rawValue)", logger: logger)
         return try await collect(rows, as: Data.self).first.map { try JSONDecoder().decode(RecoverySlot.self, from: $0) }
     }
 
     // MARK: Devices and nonces
 
-    public func device(_ id: DeviceID) async throws -> StoredDevice? {
+    package func device(_ id: DeviceID) async throws -> StoredDevice? {
         try await devices(client.query("\(unescaped: Self.deviceColumns) WHERE id = \(id.rawValue)", logger: logger)).first
     }
 
-    public func devices(_ account: AccountID) async throws -> [StoredDevice] {
+    package func devices(_ account: AccountID) async throws -> [StoredDevice] {
         try await devices(client.query("\(unescaped: Self.deviceColumns) WHERE account = \(account.rawValue) ORDER BY added",
                                        logger: logger))
     }
 
-    public func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
+    package func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
         try await client.query("DELETE FROM request_nonces WHERE time < \(forgetBefore)", logger: logger)
         // The primary key decides across replicas: one insert of a (device, nonce) wins.
         return try await client.query("""
@@ -153,7 +153,7 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger).collect().count == 1
     }
 
-    public func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
+    package func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
         try await client.query("DELETE FROM used_once WHERE expires < \(forgetBefore)", logger: logger)
         // The primary key decides across replicas: one insert of a (kind, value) wins.
         return try await client.query("""
@@ -162,7 +162,7 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger).collect().count == 1
     }
 
-    public func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts) {
+    package func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts) {
         try await transaction { db in
             // A lock per key (taken in one order, so two transactions never wait on each
             // other crosswise) makes the count and the insert one step across replicas.
@@ -191,7 +191,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func touch(_ id: DeviceID, at time: Int64) async throws {
+    package func touch(_ id: DeviceID, at time: Int64) async throws {
         try await client.query("""
             UPDATE devices SET last_seen = \(time) WHERE id = \(id.rawValue) AND (last_seen IS NULL OR last_seen < \(time - 60))
             """, logger: logger)
@@ -199,7 +199,7 @@ extension PostgresKeyVaultDatabase {
 
     // MARK: Attachments
 
-    public func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+    package func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
                               device: DeviceID) async throws -> AttachmentInfo {
         try await transaction { db in
             let now = KeyVaultDatabase.now()
@@ -221,7 +221,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+    package func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
                                   device: DeviceID) async throws -> AttachmentInfo {
         try await transaction { db in
             let now = KeyVaultDatabase.now()
@@ -236,20 +236,20 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
+    package func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
         let rows = try await client.query("""
             SELECT key, data FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
             """, logger: logger).collect()
         return try rows.first.map { try $0.decode((Data, Data).self) }
     }
 
-    public func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
+    package func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
         try await collect(client.query("""
             SELECT key FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
             """, logger: logger), as: Data.self).first
     }
 
-    public func replaceAttachmentKey(_ account: AccountID, member: MemberID, address: String, key: Data,
+    package func replaceAttachmentKey(_ account: AccountID, member: MemberID, address: String, key: Data,
                                      device: DeviceID) async throws -> Bool {
         try await transaction { db in
             guard try await db.query("""
@@ -261,7 +261,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
+    package func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
         let rows = try await client.query("""
             SELECT address, size, created FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue)
             ORDER BY created, address
@@ -275,7 +275,7 @@ extension PostgresKeyVaultDatabase {
 
     // MARK: Device-link requests
 
-    public func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
+    package func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
                                   client address: String, perClient: Int, total: Int, perAccountOverTotal: Int) async throws {
         let requestJSON = try JSONEncoder().encode(request)
         try await transaction { db in
@@ -312,7 +312,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    public func respondToLinkRequest(_ account: AccountID, code: String, nonce: String, by device: DeviceID) async throws {
+    package func respondToLinkRequest(_ account: AccountID, code: String, nonce: String, by device: DeviceID) async throws {
         guard try await client.query("""
             UPDATE link_requests SET approver_nonce = \(nonce), approver = \(device.rawValue)
             WHERE account = \(account.rawValue) AND code = \(code) AND status = \(LinkRequestStatus.pending.rawValue)
@@ -321,7 +321,7 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger).collect().count == 1 else { throw try await linkRequestRefusal(account, code) }
     }
 
-    public func revealLinkRequest(_ account: AccountID, code: String, nonce: String) async throws {
+    package func revealLinkRequest(_ account: AccountID, code: String, nonce: String) async throws {
         guard try await client.query("""
             UPDATE link_requests SET device_nonce = \(nonce)
             WHERE account = \(account.rawValue) AND code = \(code) AND status = \(LinkRequestStatus.pending.rawValue)
@@ -336,13 +336,13 @@ extension PostgresKeyVaultDatabase {
         return info.status == .pending ? .linkRequestOutOfTurn : .linkRequestClosed
     }
 
-    public func linkRequest(_ account: AccountID, code: String) async throws -> LinkRequestInfo? {
+    package func linkRequest(_ account: AccountID, code: String) async throws -> LinkRequestInfo? {
         try await linkRequests(client.query("""
             \(unescaped: Self.linkRequestColumns) WHERE account = \(account.rawValue) AND code = \(code)
             """, logger: logger)).first
     }
 
-    public func pendingLinkRequests(_ account: AccountID) async throws -> [LinkRequestInfo] {
+    package func pendingLinkRequests(_ account: AccountID) async throws -> [LinkRequestInfo] {
         // Bounded: strangers can post requests to any account (each address only a few).
         try await linkRequests(client.query("""
             \(unescaped: Self.linkRequestColumns) WHERE account = \(account.rawValue) AND status = \(LinkRequestStatus.pending.rawValue)
@@ -350,7 +350,7 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger))
     }
 
-    public func refuseLinkRequest(_ account: AccountID, code: String, by device: DeviceID) async throws {
+    package func refuseLinkRequest(_ account: AccountID, code: String, by device: DeviceID) async throws {
         try await transaction { db in
             guard try await db.query("""
                 UPDATE link_requests SET status = \(LinkRequestStatus.refused.rawValue), approver = \(device.rawValue)
@@ -363,13 +363,13 @@ extension PostgresKeyVaultDatabase {
 
     // MARK: Audit
 
-    public func recordAudit(_ account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws {
+    package func recordAudit(_ account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws {
         try await transaction { db in
             try await insertAudit(db, account: account, event: event, device: device, detail: detail)
         }
     }
 
-    public func audit(_ account: AccountID, after: Int64, limit: Int) async throws -> [AuditEntry] {
+    package func audit(_ account: AccountID, after: Int64, limit: Int) async throws -> [AuditEntry] {
         let rows = try await client.query("""
             SELECT id, time, event, device, sequence, detail FROM audit WHERE account = \(account.rawValue) AND id > \(after)
             ORDER BY id LIMIT \(Int64(limit))

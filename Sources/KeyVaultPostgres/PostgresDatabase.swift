@@ -13,11 +13,11 @@ import KeyVaultStore
 ///
 /// The pool only hands out connections while ``client`` runs: run it as a service
 /// (``run()``) for as long as the store is used.
-public struct PostgresKeyVaultDatabase: KeyVaultRepository {
+package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// Replicas share it: see ``KeyVaultRepository/isSharedWithOtherProcesses``.
-    public var isSharedWithOtherProcesses: Bool { true }
+    package var isSharedWithOtherProcesses: Bool { true }
 
-    public let client: PostgresClient
+    package let client: PostgresClient
     let logger: Logger
 
     /// Connects once to check that the database is there and to migrate it (under an
@@ -26,7 +26,7 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// - Parameter schema: the schema to use instead of the user's default (tests each take their own).
     /// - Throws: ``ConfigurationError`` (kind `database`) saying why the database cannot be used (never
     ///   quoting the password).
-    public static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20,
+    package static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20,
                                schema: String? = nil) async throws -> PostgresKeyVaultDatabase {
         try await migrate(url, logger: logger, schema: schema)
         var configuration = url.clientConfiguration
@@ -61,7 +61,7 @@ public struct PostgresKeyVaultDatabase: KeyVaultRepository {
     }
 
     /// Runs the pool until the task is cancelled (or a graceful shutdown, as a service).
-    public func run() async { await client.run() }
+    package func run() async { await client.run() }
 
     /// A PostgreSQL error as a sentence: the server's message and SQLSTATE, or the
     /// connection failure, without the query's arguments.

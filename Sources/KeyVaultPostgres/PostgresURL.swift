@@ -4,25 +4,25 @@ import KeyVaultStore
 /// Where a PostgreSQL database is: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, or on a
 /// unix socket `postgres://USER[:PASSWORD]@/DB?host=/socket/dir` (port 5432 unless given).
 /// `postgresql://` is accepted too. Parts are percent-decoded.
-public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
-    public enum Endpoint: Sendable, Equatable {
+package struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
+    package enum Endpoint: Sendable, Equatable {
         case tcp(host: String, port: Int)
         /// The directory holding the server's socket, and its port (the socket is `.s.PGSQL.<port>` there).
         case socket(directory: String, port: Int)
     }
 
-    public var endpoint: Endpoint
-    public var user: String
-    public var password: String?
-    public var database: String
+    package var endpoint: Endpoint
+    package var user: String
+    package var password: String?
+    package var database: String
 
     /// Whether `text` is meant as a PostgreSQL URL (rather than a SQLite path).
-    public static func isURL(_ text: String) -> Bool {
+    package static func isURL(_ text: String) -> Bool {
         text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
     }
 
     /// - Throws: ``ConfigurationError`` (kind `setting`) saying which part is wrong (never quoting the password).
-    public init(_ text: String) throws {
+    package init(_ text: String) throws {
         guard Self.isURL(text) else { throw ConfigurationError("it does not start with postgres:// or postgresql://") }
         guard let components = URLComponents(string: text) else {
             throw ConfigurationError("it is not a URL of the form postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
@@ -52,7 +52,7 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The URL without its password, for logs and messages.
-    public var description: String {
+    package var description: String {
         let credentials = user + (password == nil ? "" : ":…")
         switch endpoint {
         case .tcp(let host, let port): return "postgres://\(credentials)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"

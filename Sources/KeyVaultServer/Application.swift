@@ -18,7 +18,7 @@ private var eventLoops: MultiThreadedEventLoopGroup { .singleton }
 /// process that will serve, before anything uses Swift concurrency; elsewhere it
 /// does nothing useful. Returns false if it was too late.
 @discardableResult
-public func prepareServerProcess() -> Bool {
+package func prepareServerProcess() -> Bool {
     NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 }
 
@@ -59,7 +59,7 @@ func buildRoutes(_ service: ServiceState, metrics: ServiceMetrics = ServiceMetri
 ///
 /// - Parameter onServerRunning: called with the bound port once the server listens.
 /// - Throws: `ConfigurationError` for a bad setting; the database's error when it cannot be opened.
-public func buildApplication(
+package func buildApplication(
     _ configuration: ServerConfiguration, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
@@ -80,7 +80,7 @@ public func buildApplication(
 /// - Parameter secret: the replicas' shared secret; nil reads (or makes) the
 ///   configuration's secret file, or draws one for this process when none is set.
 /// - Throws: `ConfigurationError` when the secret file cannot be used.
-public func buildApplication(
+package func buildApplication(
     _ configuration: ServerConfiguration, database: any KeyVaultRepository, logger: Logger, services: [any Service] = [],
     secret: ServerSecret? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -119,7 +119,7 @@ func buildApplication(
 ///
 /// - Throws: ``ConfigurationError`` before listening (a setting, or the database);
 ///   afterwards, what the server throws.
-public func runServer(_ configuration: ServerConfiguration, logger: Logger,
+package func runServer(_ configuration: ServerConfiguration, logger: Logger,
                       onServerRunning: @escaping @Sendable (Int) async -> Void) async throws {
     try configuration.validate()
     let location = try configuration.databaseLocation()

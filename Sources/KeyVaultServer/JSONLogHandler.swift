@@ -8,20 +8,20 @@ import Logging
 /// it on every change, which cost several percent of a request); rendering happens
 /// when a line is actually written. The service never puts keys, boxes,
 /// signatures, bodies or header values into metadata.
-public struct JSONLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level = .info
+package struct JSONLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
     private let label: String
     private static let lock = NSLock()
 
-    public init(label: String) { self.label = label }
+    package init(label: String) { self.label = label }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var fields: [String: String] = ["time": Self.timestamp(), "level": event.level.rawValue, "message": event.message.description,
                                         "source": event.source, "logger": label]
         // An attached error is reported by type only: its description could carry request data.

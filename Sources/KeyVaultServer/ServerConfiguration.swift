@@ -5,44 +5,44 @@ import KeyVaultPostgres
 /// How `keyctl serve` runs. Built from options and `KEYVAULT_*` environment
 /// variables, and validated before the server starts: a bad value stops it with a
 /// message that names the setting.
-public struct ServerConfiguration: Sendable {
-    public var host = "127.0.0.1"
-    public var port = 8080
+package struct ServerConfiguration: Sendable {
+    package var host = "127.0.0.1"
+    package var port = 8080
     /// SQLite database file (WAL), created if missing; or a PostgreSQL URL,
     /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` or `postgres://USER@/DB?host=/socket/dir`.
-    public var databasePath = "keyvault.sqlite"
+    package var databasePath = "keyvault.sqlite"
     /// A file holding the PostgreSQL password (one trailing newline is ignored), so that
     /// it need not stand in the URL, where `ps` shows it.
-    public var databasePasswordFile: String?
+    package var databasePasswordFile: String?
     /// Largest attachment accepted, in bytes.
-    public var maxAttachmentBytes = 10 * 1024 * 1024
+    package var maxAttachmentBytes = 10 * 1024 * 1024
     /// Largest JSON body accepted, in bytes.
-    public var maxJSONBytes = 1024 * 1024
+    package var maxJSONBytes = 1024 * 1024
     /// Accepted clock difference for signed requests, in seconds.
-    public var signatureWindowSeconds: Int64 = 300
+    package var signatureWindowSeconds: Int64 = 300
     /// When set, creating an account needs `KeyVault-Invite: <token>`.
-    public var inviteToken: String?
+    package var inviteToken: String?
     /// A bearer token that opens GET /metrics to clients off this machine
     /// (`KEYVAULT_METRICS_TOKEN`, at least 16 characters). Without it, /metrics answers
     /// loopback clients only (as seen through trusted proxies).
-    public var metricsToken: String?
+    package var metricsToken: String?
     /// swift-log level: trace, debug, info, notice, warning, error, critical.
-    public var logLevel = "info"
+    package var logLevel = "info"
     /// Reverse proxies whose `X-Forwarded-For` names the client (for rate limits);
     /// from any other peer the header is ignored.
-    public var trustedProxies: [IPNetwork] = []
+    package var trustedProxies: [IPNetwork] = []
     /// The secret replicas share (``ServerSecret``): 64 hex digits, mode 0600, made on
     /// first start when missing. Unset: one of this process alone.
-    public var secretFile: String?
+    package var secretFile: String?
     /// HTTPS: a PEM file with the server's certificate (then its intermediates), and a
     /// PEM file with its private key. Both or neither; neither serves plain HTTP.
-    public var tlsCertificatePath: String?
-    public var tlsKeyPath: String?
+    package var tlsCertificatePath: String?
+    package var tlsKeyPath: String?
 
-    public init() {}
+    package init() {}
 
     /// The environment variables read, with what they set.
-    public static let environmentVariables: [(name: String, help: String)] = [
+    package static let environmentVariables: [(name: String, help: String)] = [
         ("KEYVAULT_HOST", "address to listen on (default 127.0.0.1)"),
         ("KEYVAULT_PORT", "port, 0-65535 (default 8080; 0 picks a free one)"),
         ("KEYVAULT_DATABASE", "SQLite file (default ./keyvault.sqlite), or postgres://USER[:PASSWORD]@HOST[:PORT]/DB or postgres://USER@/DB?host=/socket/dir"),
@@ -61,7 +61,7 @@ public struct ServerConfiguration: Sendable {
     /// Applies `KEYVAULT_*` variables from `environment`.
     ///
     /// - Throws: `ConfigurationError` naming the variable and what it accepts.
-    public mutating func apply(environment: [String: String]) throws {
+    package mutating func apply(environment: [String: String]) throws {
         if let value = environment["KEYVAULT_HOST"] { host = value }
         if let value = environment["KEYVAULT_PORT"] { port = try Self.integer(value, "KEYVAULT_PORT", 0...65535) }
         if let value = environment["KEYVAULT_DATABASE"] { databasePath = value }
@@ -86,7 +86,7 @@ public struct ServerConfiguration: Sendable {
     /// The secret of ``secretFile`` (read, or made there), or one of this process alone.
     ///
     /// - Throws: `ConfigurationError` naming the file.
-    public func secret() throws -> ServerSecret {
+    package func secret() throws -> ServerSecret {
         guard let secretFile else { return .ephemeral() }
         guard !secretFile.isEmpty else { throw ConfigurationError("the secret file path (--secret-file or KEYVAULT_SECRET_FILE) is empty") }
         do {
@@ -97,7 +97,7 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// - Throws: `ConfigurationError` for any value out of range.
-    public func validate() throws {
+    package func validate() throws {
         guard !host.isEmpty else { throw ConfigurationError("the host is empty") }
         guard (0...65535).contains(port) else { throw ConfigurationError("port \(port) is not between 0 and 65535") }
         guard !databasePath.isEmpty else { throw ConfigurationError("the database path is empty") }
@@ -132,7 +132,7 @@ public struct ServerConfiguration: Sendable {
     /// The database the setting names: a PostgreSQL URL, else a SQLite file.
     ///
     /// - Throws: `ConfigurationError` naming the setting for a PostgreSQL URL that does not parse.
-    public func databaseLocation() throws -> DatabaseLocation {
+    package func databaseLocation() throws -> DatabaseLocation {
         guard PostgresURL.isURL(databasePath) else {
             // A mistyped URL is not a file name to quote back: it may hold a password.
             if databasePath.lowercased().hasPrefix("postgres") || databasePath.contains("://") {
@@ -172,16 +172,16 @@ public struct ServerConfiguration: Sendable {
 }
 
 /// Where the service keeps its data.
-public enum DatabaseLocation: Sendable, Equatable {
+package enum DatabaseLocation: Sendable, Equatable {
     case sqlite(path: String)
     case postgres(PostgresURL)
 
-    public var isPostgres: Bool {
+    package var isPostgres: Bool {
         if case .postgres = self { true } else { false }
     }
 
     /// For messages and logs: never the password.
-    public var description: String {
+    package var description: String {
         switch self {
         case .sqlite(let path): path
         case .postgres(let url): url.description

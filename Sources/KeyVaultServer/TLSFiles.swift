@@ -10,7 +10,7 @@ extension ServerConfiguration {
     static let tlsKeySetting = "--tls-key (KEYVAULT_TLS_KEY)"
 
     /// Whether the service speaks HTTPS.
-    public var servesTLS: Bool { tlsCertificatePath != nil && tlsKeyPath != nil }
+    package var servesTLS: Bool { tlsCertificatePath != nil && tlsKeyPath != nil }
 
     /// Both files or neither; each a readable regular file; the key not open to others.
     ///

@@ -8,7 +8,7 @@ import KeyVaultModel
 /// This file owns the connection; the schema is in Migrations.swift, and the methods
 /// are grouped by concern in `KeyVaultDatabase+Chain`, `+Devices`, `+Attachments`,
 /// `+LinkRequests`, `+Sharing` and `+Audit`.
-public struct KeyVaultDatabase: KeyVaultRepository {
+package struct KeyVaultDatabase: KeyVaultRepository {
     /// Internal (not private) only so that the concern files can use it.
     let writer: any DatabaseWriter
     /// The point reads of the request path (a device, the boxes), which run
@@ -23,7 +23,7 @@ public struct KeyVaultDatabase: KeyVaultRepository {
     ///
     /// - Parameter syncChainWrites: sync the chain writes' commits (`synchronous = FULL`);
     ///   false only to measure what that costs (keyvault-bench chain-appends).
-    public static func open(path: String, syncChainWrites: Bool = true) throws -> KeyVaultDatabase {
+    package static func open(path: String, syncChainWrites: Bool = true) throws -> KeyVaultDatabase {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
@@ -70,7 +70,7 @@ public struct KeyVaultDatabase: KeyVaultRepository {
     }
 
     /// An empty database in memory, for tests.
-    public static func inMemory() throws -> KeyVaultDatabase {
+    package static func inMemory() throws -> KeyVaultDatabase {
         try KeyVaultDatabase(writer: DatabaseQueue())
     }
 

@@ -8,7 +8,7 @@ extension KeyVaultDatabase {
     /// Stores an attachment unless its address is already there for this member.
     ///
     /// - Returns: the stored attachment and whether it already existed.
-    public func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+    package func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
                               device: DeviceID) async throws -> AttachmentInfo {
         try await writer.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT size, created FROM attachments WHERE account = ? AND member = ? AND address = ?",
@@ -23,7 +23,7 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+    package func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
                                   device: DeviceID) async throws -> AttachmentInfo {
         try await writer.write { db in
             let now = Self.now()
@@ -38,7 +38,7 @@ extension KeyVaultDatabase {
     }
 
     /// The wrapped data key and the sealed content of an attachment.
-    public func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
+    package func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
         try await writer.read { db in
             try Row.fetchOne(db, sql: "SELECT key, data FROM attachments WHERE account = ? AND member = ? AND address = ?",
                              arguments: [account.rawValue, member.rawValue, address]).map { ($0["key"], $0["data"]) }
@@ -46,7 +46,7 @@ extension KeyVaultDatabase {
     }
 
     /// The wrapped data key of an attachment alone.
-    public func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
+    package func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
         try await writer.read { db in
             try Data.fetchOne(db, sql: "SELECT key FROM attachments WHERE account = ? AND member = ? AND address = ?",
                               arguments: [account.rawValue, member.rawValue, address])
@@ -56,7 +56,7 @@ extension KeyVaultDatabase {
     /// Replaces the wrapped data key of an attachment (re-wrapping under a newer member key).
     ///
     /// - Returns: false when there is no such attachment.
-    public func replaceAttachmentKey(_ account: AccountID, member: MemberID, address: String, key: Data,
+    package func replaceAttachmentKey(_ account: AccountID, member: MemberID, address: String, key: Data,
                                      device: DeviceID) async throws -> Bool {
         try await writer.write { db in
             try db.execute(sql: "UPDATE attachments SET key = ? WHERE account = ? AND member = ? AND address = ?",
@@ -67,7 +67,7 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
+    package func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT address, size, created FROM attachments WHERE account = ? AND member = ? ORDER BY created, address",
                              arguments: [account.rawValue, member.rawValue]).map {

@@ -4,32 +4,32 @@ import KeyVaultModel
 
 /// What an audit row records. The raw values are stored in the `audit.event` column
 /// and shown to the account's devices: never change one.
-public struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public var description: String { rawValue }
+package struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: String
+    package init(rawValue: String) { self.rawValue = rawValue }
+    package var description: String { rawValue }
 
     /// A chain link was appended: `link.<type>` (`link.genesis`, `link.device.add`, …).
-    public static func link(_ type: LinkType) -> AuditEvent { AuditEvent(rawValue: "link." + type.rawValue) }
+    package static func link(_ type: LinkType) -> AuditEvent { AuditEvent(rawValue: "link." + type.rawValue) }
     /// A request of a known device was refused: `refused.<code>`.
-    public static func refused(_ code: ErrorCode) -> AuditEvent { AuditEvent(rawValue: "refused." + code.rawValue) }
+    package static func refused(_ code: ErrorCode) -> AuditEvent { AuditEvent(rawValue: "refused." + code.rawValue) }
     /// A recovery proof failed (the row carries no device: none signed it).
-    public static let refusedRecoveryProof = AuditEvent(rawValue: "refused.recovery_proof")
-    public static let recoveryProven = AuditEvent(rawValue: "recovery.proven")
-    public static let attachmentPut = AuditEvent(rawValue: "attachment.put")
-    public static let attachmentRewrap = AuditEvent(rawValue: "attachment.rewrap")
-    public static let attachmentReplace = AuditEvent(rawValue: "attachment.replace")
-    public static let linkRequestRefused = AuditEvent(rawValue: "link_request.refused")
+    package static let refusedRecoveryProof = AuditEvent(rawValue: "refused.recovery_proof")
+    package static let recoveryProven = AuditEvent(rawValue: "recovery.proven")
+    package static let attachmentPut = AuditEvent(rawValue: "attachment.put")
+    package static let attachmentRewrap = AuditEvent(rawValue: "attachment.rewrap")
+    package static let attachmentReplace = AuditEvent(rawValue: "attachment.replace")
+    package static let linkRequestRefused = AuditEvent(rawValue: "link_request.refused")
 }
 
 extension KeyVaultDatabase {
-    public func recordAudit(_ account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws {
+    package func recordAudit(_ account: AccountID, event: AuditEvent, device: String?, detail: String?) async throws {
         try await writer.write { db in try Self.audit(db, account: account, event: event, device: device, detail: detail) }
     }
 
     /// One page of the audit log, oldest first, after entry `after` (ids are AUTOINCREMENT,
     /// given in commit order by the single writer).
-    public func audit(_ account: AccountID, after: Int64, limit: Int) async throws -> [AuditEntry] {
+    package func audit(_ account: AccountID, after: Int64, limit: Int) async throws -> [AuditEntry] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE account = ? AND id > ? ORDER BY id LIMIT ?",
                              arguments: [account.rawValue, after, limit]).map {

@@ -16,7 +16,7 @@ extension KeyVaultDatabase {
     ///
     /// - Throws: ``ConfigurationError`` (kind `backup`) for a missing source, an existing destination, or the
     ///   database's error.
-    public static func backup(from source: String, to destination: String) throws {
+    package static func backup(from source: String, to destination: String) throws {
         guard FileManager.default.fileExists(atPath: source) else {
             throw ConfigurationError.backup("there is no database at \(source)")
         }

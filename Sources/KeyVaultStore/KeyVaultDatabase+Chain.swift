@@ -8,7 +8,7 @@ extension KeyVaultDatabase {
     /// Creates an account from its genesis link, first device and boxes.
     ///
     /// - Throws: `StoreError.accountExists` when the account (or device) is already there.
-    public func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
+    package func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
         try await durableWrite { db in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
@@ -29,7 +29,7 @@ extension KeyVaultDatabase {
     ///
     /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`;
     ///   `.deviceExists` when a device the link adds is already in an account.
-    public func append(_ account: AccountID, _ write: ChainWrite) async throws {
+    package func append(_ account: AccountID, _ write: ChainWrite) async throws {
         try await durableWrite { db in
             guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
                 throw StoreError.notFound
@@ -73,7 +73,7 @@ extension KeyVaultDatabase {
     }
 
     /// The chain's links from `after` (exclusive), in order, and the head.
-    public func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
+    package func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
         try await writer.read { db in
             guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
                 return nil
@@ -90,7 +90,7 @@ extension KeyVaultDatabase {
     /// contact requests from or to it: by their foreign keys) in one transaction, and
     /// the share boxes naming it as grantee (which have none: a grantee may be deleted
     /// while the sharer's grant stands).
-    public func deleteAccount(_ account: AccountID) async throws {
+    package func deleteAccount(_ account: AccountID) async throws {
         try await durableWrite { db in
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
             guard db.changesCount > 0 else { throw StoreError.notFound }
@@ -102,7 +102,7 @@ extension KeyVaultDatabase {
 
     /// The stored JSON of each box, as this server encoded it when the box was
     /// written: the hot read path splices it into the response without decoding.
-    public func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) throws -> [Data] {
+    package func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) throws -> [Data] {
         try pointReader.unsafeReentrantRead { db in  // one statement: atomic without a transaction
             var sql = "SELECT json FROM key_boxes WHERE account = ?"
             var arguments: StatementArguments = [account.rawValue]
@@ -113,7 +113,7 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap] {
+    package func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap] {
         try await writer.read { db in
             var sql = "SELECT member, member_generation, master_generation, envelope FROM member_wraps WHERE account = ?"
             var arguments: StatementArguments = [account.rawValue]
@@ -126,7 +126,7 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func recoverySlot(_ account: AccountID) async throws -> RecoverySlot? {
+    package func recoverySlot(_ account: AccountID) async throws -> RecoverySlot? {
         try await writer.read { db in
             try Data.fetchOne(db, sql: "SELECT json FROM recovery_slots WHERE account = ?", arguments: [account.rawValue])
                 .map { try JSONDecoder().decode(RecoverySlot.self, from: $0) }

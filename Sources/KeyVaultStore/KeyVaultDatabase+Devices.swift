@@ -8,13 +8,13 @@ extension KeyVaultDatabase {
     /// A point read on the request path: synchronous (no hop to another thread;
     /// SQLite answers in microseconds), one statement (atomic by itself, so no
     /// wrapping transaction), a cached prepared statement.
-    public func device(_ id: DeviceID) throws -> StoredDevice? {
+    package func device(_ id: DeviceID) throws -> StoredDevice? {
         try pointReader.unsafeReentrantRead { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?"), arguments: [id.rawValue]).map(Self.device)
         }
     }
 
-    public func devices(_ account: AccountID) async throws -> [StoredDevice] {
+    package func devices(_ account: AccountID) async throws -> [StoredDevice] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE account = ? ORDER BY added", arguments: [account.rawValue]).map(Self.device)
         }
@@ -23,7 +23,7 @@ extension KeyVaultDatabase {
     /// Records the nonce of a signed request of `device`, with the request's
     /// timestamp; false when that device already used it. Rows with timestamps
     /// before `forgetBefore` go first: such requests are refused as stale anyway.
-    public func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
+    package func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
         try await writer.write { db in
             // The index on time makes this a short range delete, not a scan.
             try db.cachedStatement(sql: "DELETE FROM request_nonces WHERE time < ?").execute(arguments: [forgetBefore])
@@ -33,7 +33,7 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
+    package func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
         try await writer.write { db in
             try db.cachedStatement(sql: "DELETE FROM used_once WHERE expires < ?").execute(arguments: [forgetBefore])
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_once (kind, value, expires) VALUES (?, ?, ?)")
@@ -42,7 +42,7 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts) {
+    package func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts) {
         // One write transaction: SQLite's single writer makes the check and the insert one step.
         try await writer.write { db in
             try db.cachedStatement(sql: "DELETE FROM failures WHERE time < ?").execute(arguments: [since])
@@ -66,7 +66,7 @@ extension KeyVaultDatabase {
     }
 
     /// Records that a device made a signed request (at most once a minute per device).
-    public func touch(_ id: DeviceID, at time: Int64) async throws {
+    package func touch(_ id: DeviceID, at time: Int64) async throws {
         try await writer.write { db in
             try db.execute(sql: "UPDATE devices SET last_seen = ? WHERE id = ? AND (last_seen IS NULL OR last_seen < ?)",
                            arguments: [time, id.rawValue, time - 60])

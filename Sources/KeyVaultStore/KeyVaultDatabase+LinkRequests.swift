@@ -11,7 +11,7 @@ extension KeyVaultDatabase {
     /// server's share, but not stop an account that is not itself flooded, and rows
     /// stay bounded (`total`, plus a few per account). Counts use an index; long-expired
     /// requests are swept on the way.
-    public func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
+    package func createLinkRequest(_ account: AccountID, code: String, expires: Int64, request: LinkRequestCreate,
                                   client: String, perClient: Int, total: Int, perAccountOverTotal: Int) async throws {
         try await writer.write { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true else {
@@ -39,7 +39,7 @@ extension KeyVaultDatabase {
     }
 
     /// Records the approver's random value: once per request, while it is pending.
-    public func respondToLinkRequest(_ account: AccountID, code: String, nonce: String, by device: DeviceID) async throws {
+    package func respondToLinkRequest(_ account: AccountID, code: String, nonce: String, by device: DeviceID) async throws {
         try await writer.write { db in
             try db.execute(sql: """
                 UPDATE link_requests SET approver_nonce = ?, approver = ?
@@ -51,7 +51,7 @@ extension KeyVaultDatabase {
 
     /// Records the new device's revealed value: once, after the approver answered.
     /// The caller has checked that it opens the request's commitment.
-    public func revealLinkRequest(_ account: AccountID, code: String, nonce: String) async throws {
+    package func revealLinkRequest(_ account: AccountID, code: String, nonce: String) async throws {
         try await writer.write { db in
             try db.execute(sql: """
                 UPDATE link_requests SET device_nonce = ?
@@ -69,14 +69,14 @@ extension KeyVaultDatabase {
         return try linkRequest(row).status == .pending ? .linkRequestOutOfTurn : .linkRequestClosed
     }
 
-    public func linkRequest(_ account: AccountID, code: String) async throws -> LinkRequestInfo? {
+    package func linkRequest(_ account: AccountID, code: String) async throws -> LinkRequestInfo? {
         try await writer.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM link_requests WHERE account = ? AND code = ?", arguments: [account.rawValue, code])
                 .map(Self.linkRequest)
         }
     }
 
-    public func pendingLinkRequests(_ account: AccountID) async throws -> [LinkRequestInfo] {
+    package func pendingLinkRequests(_ account: AccountID) async throws -> [LinkRequestInfo] {
         try await writer.read { db in
             // Bounded: strangers can post requests to any account (each address only a few).
             try Row.fetchAll(db, sql: "SELECT * FROM link_requests WHERE account = ? AND status = ? AND expires >= ? ORDER BY expires LIMIT 100",
@@ -85,7 +85,7 @@ extension KeyVaultDatabase {
     }
 
     /// Refuses a pending request; it cannot be approved afterwards.
-    public func refuseLinkRequest(_ account: AccountID, code: String, by device: DeviceID) async throws {
+    package func refuseLinkRequest(_ account: AccountID, code: String, by device: DeviceID) async throws {
         try await writer.write { db in
             try db.execute(sql: "UPDATE link_requests SET status = ?, approver = ? WHERE account = ? AND code = ? AND status = ?",
                            arguments: [LinkRequestStatus.refused, device.rawValue, account.rawValue, code, LinkRequestStatus.pending])

@@ -20,7 +20,7 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func putHeadStatement(_ statement: HeadStatement) async throws {
+    package func putHeadStatement(_ statement: HeadStatement) async throws {
         let json = try JSONEncoder().encode(statement)
         try await writer.write { db in
             try db.execute(sql: """
@@ -31,14 +31,14 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func headStatements(_ account: AccountID) async throws -> [HeadStatement] {
+    package func headStatements(_ account: AccountID) async throws -> [HeadStatement] {
         try await writer.read { db in
             try Data.fetchAll(db, sql: "SELECT statement FROM head_statements WHERE account = ? ORDER BY device", arguments: [account.rawValue])
                 .map { try JSONDecoder().decode(HeadStatement.self, from: $0) }
         }
     }
 
-    public func identityWraps(_ account: AccountID) async throws -> [IdentityWrap] {
+    package func identityWraps(_ account: AccountID) async throws -> [IdentityWrap] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT identity_generation, master_generation, envelope FROM identity_wraps WHERE account = ?
@@ -50,7 +50,7 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func shareBoxes(grantee: AccountID) async throws -> [(sharer: AccountID, box: ShareBox)] {
+    package func shareBoxes(grantee: AccountID) async throws -> [(sharer: AccountID, box: ShareBox)] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT account, box FROM share_boxes WHERE grantee = ? ORDER BY account, member, member_generation, grant_seq
@@ -62,7 +62,7 @@ extension KeyVaultDatabase {
 
     // MARK: Contact requests
 
-    public func createContactRequest(_ info: ContactRequestInfo, maxOpenPerAccount: Int) async throws {
+    package func createContactRequest(_ info: ContactRequestInfo, maxOpenPerAccount: Int) async throws {
         try await writer.write { db in
             guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM accounts WHERE id IN (?, ?)",
                                    arguments: [info.from.rawValue, info.to.rawValue]) == 2 else { throw StoreError.notFound }
@@ -77,11 +77,11 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func contactRequest(id: String) async throws -> ContactRequestInfo? {
+    package func contactRequest(id: String) async throws -> ContactRequestInfo? {
         try await writer.read { db in try Self.contactRequest(id: id, db) }
     }
 
-    public func contactRequests(of account: AccountID) async throws -> [ContactRequestInfo] {
+    package func contactRequests(of account: AccountID) async throws -> [ContactRequestInfo] {
         try await writer.read { db in
             try Data.fetchAll(db, sql: """
                 SELECT info FROM contact_requests WHERE (from_account = ? OR to_account = ?) AND expires >= ? ORDER BY expires, id LIMIT 100
@@ -89,11 +89,11 @@ extension KeyVaultDatabase {
         }
     }
 
-    public func respondToContactRequest(id: String, to account: AccountID, response: ContactResponse) async throws {
+    package func respondToContactRequest(id: String, to account: AccountID, response: ContactResponse) async throws {
         try await updateContactRequest(id: id) { try ContactRequestStep.respond($0, to: account, response: response, now: Self.now()) }
     }
 
-    public func revealContactRequest(id: String, from account: AccountID, nonce: String) async throws {
+    package func revealContactRequest(id: String, from account: AccountID, nonce: String) async throws {
         try await updateContactRequest(id: id) { try ContactRequestStep.reveal($0, from: account, nonce: nonce, now: Self.now()) }
     }
 

@@ -10,7 +10,7 @@ import KeyVaultModel
 /// (the chain head, an account's existence, an attachment's address, the limits on
 /// pending link requests) hold in one transaction, whoever else writes at the same
 /// time. Refusals are ``StoreError``s; nothing else about the backend leaks out.
-public protocol KeyVaultRepository: Sendable {
+package protocol KeyVaultRepository: Sendable {
     /// Whether other service processes may write this store too (replicas on one
     /// PostgreSQL). Then a process's memory never stands in for the store where a
     /// write elsewhere must be seen at once: a device's revocation.
@@ -175,23 +175,23 @@ public protocol KeyVaultRepository: Sendable {
 }
 
 /// Entries per page of the audit log: a client reads on with `after` the last id until a page is empty.
-public let auditPageSize = 1000
+package let auditPageSize = 1000
 
 extension KeyVaultRepository {
     /// One process per store, unless the store says otherwise.
-    public var isSharedWithOtherProcesses: Bool { false }
+    package var isSharedWithOtherProcesses: Bool { false }
 
     /// The whole chain and the head.
-    public func links(_ account: AccountID) async throws -> (links: [StoredLink], head: String)? {
+    package func links(_ account: AccountID) async throws -> (links: [StoredLink], head: String)? {
         try await links(account, after: nil)
     }
 
-    public func boxes(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [KeyBox] {
+    package func boxes(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [KeyBox] {
         try await boxesJSON(account, recipient: recipient, generation: generation).map { try JSONDecoder().decode(KeyBox.self, from: $0) }
     }
 
     /// The first page of the audit log after `after`.
-    public func audit(_ account: AccountID, after: Int64 = 0) async throws -> [AuditEntry] {
+    package func audit(_ account: AccountID, after: Int64 = 0) async throws -> [AuditEntry] {
         try await audit(account, after: after, limit: auditPageSize)
     }
 }

@@ -2,21 +2,21 @@ import Foundation
 import KeyVaultModel
 
 /// A device as the server keeps it: what signed requests are checked against.
-public struct StoredDevice: Sendable, Equatable {
-    public var id: DeviceID
-    public var account: AccountID
-    public var name: String
-    public var signingKey: [UInt8]
-    public var boxKey: [UInt8]
-    public var added: UInt64
+package struct StoredDevice: Sendable, Equatable {
+    package var id: DeviceID
+    package var account: AccountID
+    package var name: String
+    package var signingKey: [UInt8]
+    package var boxKey: [UInt8]
+    package var added: UInt64
     /// The sequence of the link that revoked it.
-    public var revoked: UInt64?
-    public var lastSeen: Int64?
+    package var revoked: UInt64?
+    package var lastSeen: Int64?
 
     /// Revoked once a link revoked it (stored as that link's sequence, never as a string).
-    public var status: DeviceInfo.Status { revoked == nil ? .active : .revoked }
+    package var status: DeviceInfo.Status { revoked == nil ? .active : .revoked }
 
-    public init(id: DeviceID, account: AccountID, name: String, signingKey: [UInt8], boxKey: [UInt8],
+    package init(id: DeviceID, account: AccountID, name: String, signingKey: [UInt8], boxKey: [UInt8],
                 added: UInt64, revoked: UInt64? = nil, lastSeen: Int64? = nil) {
         self.id = id
         self.account = account
@@ -30,11 +30,11 @@ public struct StoredDevice: Sendable, Equatable {
 }
 
 /// One chain link as stored: its JSON, sequence and hash.
-public struct StoredLink: Sendable, Equatable {
-    public var sequence: UInt64
-    public var hash: String
-    public var json: Data
-    public init(sequence: UInt64, hash: String, json: Data) {
+package struct StoredLink: Sendable, Equatable {
+    package var sequence: UInt64
+    package var hash: String
+    package var json: Data
+    package init(sequence: UInt64, hash: String, json: Data) {
         self.sequence = sequence
         self.hash = hash
         self.json = json
@@ -42,28 +42,28 @@ public struct StoredLink: Sendable, Equatable {
 }
 
 /// Everything one chain append writes, in one transaction.
-public struct ChainWrite: Sendable {
-    public var link: StoredLink
+package struct ChainWrite: Sendable {
+    package var link: StoredLink
     /// The head the writer saw; the write is refused if the head moved.
-    public var expectedHead: String
-    public var newDevices: [StoredDevice] = []
-    public var revokedDevices: [DeviceID] = []
-    public var boxes: [KeyBox] = []
-    public var wraps: [MemberWrap] = []
+    package var expectedHead: String
+    package var newDevices: [StoredDevice] = []
+    package var revokedDevices: [DeviceID] = []
+    package var boxes: [KeyBox] = []
+    package var wraps: [MemberWrap] = []
     /// The account's sharing identity wrapped under a master key generation, replacing
     /// a stored wrap of the same identity and master generations.
-    public var identityWraps: [IdentityWrap] = []
+    package var identityWraps: [IdentityWrap] = []
     /// Member keys sealed to grantees (the account is the sharer), replacing a stored
     /// box of the same grantee, member, member generation and grant.
-    public var shareBoxes: [ShareBox] = []
-    public var recovery: RecoverySlot?
+    package var shareBoxes: [ShareBox] = []
+    package var recovery: RecoverySlot?
     /// A pending link request this write approves (single use: it must still be pending).
-    public var approvesLinkRequest: (code: String, approver: DeviceID)?
+    package var approvesLinkRequest: (code: String, approver: DeviceID)?
     /// The audit row: its event and the device that signed (or `recovery`); the row
     /// carries the link's sequence.
-    public var audit: (event: AuditEvent, device: String?)
+    package var audit: (event: AuditEvent, device: String?)
 
-    public init(link: StoredLink, expectedHead: String, audit: (event: AuditEvent, device: String?)) {
+    package init(link: StoredLink, expectedHead: String, audit: (event: AuditEvent, device: String?)) {
         self.link = link
         self.expectedHead = expectedHead
         self.audit = audit
@@ -71,23 +71,23 @@ public struct ChainWrite: Sendable {
 }
 
 /// Failures counted in a window (``KeyVaultRepository/recordFailure(_:at:since:limit:cap:)``).
-public struct FailureCounts: Sendable, Equatable {
+package struct FailureCounts: Sendable, Equatable {
     /// Rows across every key, counted only up to the cap (and not at all when a key
     /// was at its limit, which decides first).
-    public var total: Int
+    package var total: Int
     /// Per key asked about: how many, and the time of the oldest. Keys with none are absent.
-    public var byKey: [String: Counted]
+    package var byKey: [String: Counted]
 
-    public struct Counted: Sendable, Equatable {
-        public var count: Int
-        public var oldest: Int64
-        public init(count: Int, oldest: Int64) {
+    package struct Counted: Sendable, Equatable {
+        package var count: Int
+        package var oldest: Int64
+        package init(count: Int, oldest: Int64) {
             self.count = count
             self.oldest = oldest
         }
     }
 
-    public init(total: Int, byKey: [String: Counted]) {
+    package init(total: Int, byKey: [String: Counted]) {
         self.total = total
         self.byKey = byKey
     }

@@ -1,7 +1,7 @@
 import KeyVaultModel
 
 /// Why the store refused a write. The server maps each case to an HTTP answer.
-public enum StoreError: Error, Sendable, Equatable {
+package enum StoreError: Error, Sendable, Equatable {
     /// The chain head moved since the writer read it.
     case staleChain(currentHead: String)
     case accountExists

@@ -3,24 +3,24 @@ import KeyVaultModel
 import KeyVaultStore
 
 /// The request context: Hummingbird's core storage, with this service's limits.
-public struct KeyVaultRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
+package struct KeyVaultRequestContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
     /// The TCP peer's IP address (nil in in-process tests).
-    public let peerAddress: String?
+    package let peerAddress: String?
     /// The client's IP address, for rate limits: the peer's, or behind a trusted
     /// proxy the one its `X-Forwarded-For` names (``ClientAddressMiddleware``).
-    public internal(set) var clientAddress: String
+    package internal(set) var clientAddress: String
     /// Who signed the request, once ``SignatureMiddleware`` has checked it; what
     /// ``SignedRequestContext`` is made from.
     var caller: SignedCaller?
 
-    public init(source: Source) {
+    package init(source: Source) {
         coreContext = .init(source: source)
         peerAddress = source.channel.remoteAddress?.ipAddress
         clientAddress = peerAddress ?? "local"
     }
     /// Bodies are collected explicitly with per-route limits; this is the ceiling.
-    public var maxUploadSize: Int { 1 << 30 }
+    package var maxUploadSize: Int { 1 << 30 }
 
     /// The key rate limits count this client under (``IPNetwork/bucket(_:)``).
     var clientBucket: String { IPNetwork.bucket(clientAddress) }

@@ -10,13 +10,13 @@ import Darwin
 
 /// An IPv4 or IPv6 network: an address and a prefix length (`10.0.0.0/8`,
 /// `2001:db8::/32`; a bare address is the one address).
-public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
+package struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     /// 4 or 16 bytes, the bits past the prefix cleared.
     let bytes: [UInt8]
     let prefix: Int
 
     /// nil unless `text` is an address with an optional `/prefix` in range.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let address = Self.parse(String(parts[0])) else { return nil }
         let bits = address.count * 8
@@ -30,7 +30,7 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
         bytes = Self.masked(address, prefix)
     }
 
-    public var description: String { "\(Self.format(bytes))/\(prefix)" }
+    package var description: String { "\(Self.format(bytes))/\(prefix)" }
 
     /// The key a client is counted under by rate limits: an IPv4 address (also one
     /// mapped into IPv6, as a server bound to `::` sees IPv4 peers), else the IPv6 /56
@@ -76,7 +76,7 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     /// A comma-separated list of networks.
     ///
     /// - Throws: `ConfigurationError` naming `setting` and the value it cannot read.
-    public static func list(_ text: String, setting: String) throws -> [IPNetwork] {
+    package static func list(_ text: String, setting: String) throws -> [IPNetwork] {
         try text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map {
             guard let network = IPNetwork($0) else {
                 throw ConfigurationError("\(setting): '\($0)' is not an IPv4 or IPv6 address with an optional /prefix (like 10.0.0.0/8 or fd00::/8)")

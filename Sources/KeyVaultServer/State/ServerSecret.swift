@@ -14,7 +14,7 @@ import KeyVaultProtocol
 /// Whoever holds it can make session requests as any device of any account (read
 /// ciphertext, upload); never a key event, which only a device's own key signs. Keep
 /// it as the database's credentials are kept.
-public struct ServerSecret: Sendable {
+package struct ServerSecret: Sendable {
     /// 32 bytes.
     let key: SymmetricKey
     /// Whether it outlives this process (it came from a file): then sessions do too, so
@@ -27,7 +27,7 @@ public struct ServerSecret: Sendable {
     }
 
     /// A secret of this process alone.
-    public static func ephemeral() -> ServerSecret { ServerSecret(key: SymmetricKey(), isPersistent: false) }
+    package static func ephemeral() -> ServerSecret { ServerSecret(key: SymmetricKey(), isPersistent: false) }
 
     /// A secret of the caller's choosing, kept by nothing (the fuzz targets need the
     /// same session tag in every run).
@@ -47,7 +47,7 @@ public struct ServerSecret: Sendable {
     ///
     /// - Throws: `ConfigurationError` naming the file: unreadable, a symbolic link or
     ///   not a regular file, another user's, readable by group or others, or not 64 hex digits.
-    public static func load(orCreateAt path: String) throws -> ServerSecret {
+    package static func load(orCreateAt path: String) throws -> ServerSecret {
         var fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0, errno == ENOENT {
             try create(path)
