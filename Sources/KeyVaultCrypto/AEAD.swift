@@ -1,19 +1,19 @@
 /// The authenticated ciphers KeyVault seals with. The raw value is the algorithm
 /// byte of the envelope format (docs/formats/envelope.md).
-public enum AEADAlgorithm: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+package enum AEADAlgorithm: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     /// XChaCha20-Poly1305 (IETF), libsodium. The default: 24-byte random nonces never repeat in practice.
     case xchacha20Poly1305 = 1
     /// AES-256-GCM, OpenSSL, 12-byte random nonces; for interoperability with CryptoKit.
     case aes256GCM = 2
 
-    public var nonceByteCount: Int { self == .xchacha20Poly1305 ? 24 : 12 }
-    public var tagByteCount: Int { 16 }
-    public static let keyByteCount = 32
+    package var nonceByteCount: Int { self == .xchacha20Poly1305 ? 24 : 12 }
+    package var tagByteCount: Int { 16 }
+    package static let keyByteCount = 32
 
-    public var description: String { self == .xchacha20Poly1305 ? "XChaCha20-Poly1305" : "AES-256-GCM" }
+    package var description: String { self == .xchacha20Poly1305 ? "XChaCha20-Poly1305" : "AES-256-GCM" }
 
     /// Seals with a fresh random nonce.
-    public func seal(_ plaintext: some RawBytes, using key: SymmetricKey,
+    package func seal(_ plaintext: some RawBytes, using key: SymmetricKey,
                      authenticating aad: some RawBytes) throws -> SealedBox {
         try seal(plaintext, using: key, nonce: SystemRandom.bytes(count: nonceByteCount), authenticating: aad)
     }
@@ -56,7 +56,7 @@ public enum AEADAlgorithm: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     ///
     /// - Throws: `authentication_failure` for a wrong key, wrong associated data or
     ///   any altered byte; `invalid_key` for a key that is not 32 bytes.
-    public func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes) throws -> SecureBytes {
+    package func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes) throws -> SecureBytes {
         try checkKey(key)
         guard box.algorithm == self else {
             throw CryptoError(.unsupportedAlgorithm, "this box was sealed with \(box.algorithm), not \(self)")
@@ -94,11 +94,11 @@ public enum AEADAlgorithm: UInt8, Sendable, CaseIterable, CustomStringConvertibl
 ///
 /// ``combined`` is nonce ‖ ciphertext ‖ tag, the layout of CryptoKit's
 /// `AES.GCM.SealedBox.combined` (and `ChaChaPoly.SealedBox.combined` with a 24-byte nonce).
-public struct SealedBox: Sendable, Equatable {
-    public let algorithm: AEADAlgorithm
-    public let nonce: [UInt8]
+package struct SealedBox: Sendable, Equatable {
+    package let algorithm: AEADAlgorithm
+    package let nonce: [UInt8]
     /// Ciphertext followed by the 16-byte tag.
-    public let ciphertextAndTag: [UInt8]
+    package let ciphertextAndTag: [UInt8]
 
     init(unchecked algorithm: AEADAlgorithm, nonce: [UInt8], ciphertextAndTag: [UInt8]) {
         self.algorithm = algorithm
@@ -109,7 +109,7 @@ public struct SealedBox: Sendable, Equatable {
     /// Reads nonce ‖ ciphertext ‖ tag.
     ///
     /// - Throws: `malformed` when the bytes are too short to hold a nonce and a tag.
-    public init(combined: some RawBytes, algorithm: AEADAlgorithm) throws {
+    package init(combined: some RawBytes, algorithm: AEADAlgorithm) throws {
         let bytes = combined.withUnsafeBytes { Array($0) }
         guard bytes.count >= algorithm.nonceByteCount + algorithm.tagByteCount else {
             throw CryptoError(.malformed, "a \(algorithm) box needs at least \(algorithm.nonceByteCount + algorithm.tagByteCount) bytes, got \(bytes.count)")
@@ -118,31 +118,31 @@ public struct SealedBox: Sendable, Equatable {
                   ciphertextAndTag: Array(bytes[algorithm.nonceByteCount...]))
     }
 
-    public var ciphertext: ArraySlice<UInt8> { ciphertextAndTag.dropLast(algorithm.tagByteCount) }
-    public var tag: ArraySlice<UInt8> { ciphertextAndTag.suffix(algorithm.tagByteCount) }
-    public var combined: [UInt8] { nonce + ciphertextAndTag }
+    package var ciphertext: ArraySlice<UInt8> { ciphertextAndTag.dropLast(algorithm.tagByteCount) }
+    package var tag: ArraySlice<UInt8> { ciphertextAndTag.suffix(algorithm.tagByteCount) }
+    package var combined: [UInt8] { nonce + ciphertextAndTag }
 }
 
 /// XChaCha20-Poly1305 (IETF variant, libsodium), the default AEAD.
-public enum XChaCha20Poly1305 {
-    public static func seal(_ plaintext: some RawBytes, using key: SymmetricKey,
+package enum XChaCha20Poly1305 {
+    package static func seal(_ plaintext: some RawBytes, using key: SymmetricKey,
                             authenticating aad: some RawBytes) throws -> SealedBox {
         try AEADAlgorithm.xchacha20Poly1305.seal(plaintext, using: key, authenticating: aad)
     }
 
-    public static func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes) throws -> SecureBytes {
+    package static func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes) throws -> SecureBytes {
         try AEADAlgorithm.xchacha20Poly1305.open(box, using: key, authenticating: aad)
     }
 }
 
 /// AES-256-GCM (OpenSSL) with 12-byte nonces and 16-byte tags, CryptoKit-compatible.
-public enum AES256GCM {
-    public static func seal(_ plaintext: some RawBytes, using key: SymmetricKey,
+package enum AES256GCM {
+    package static func seal(_ plaintext: some RawBytes, using key: SymmetricKey,
                             authenticating aad: some RawBytes) throws -> SealedBox {
         try AEADAlgorithm.aes256GCM.seal(plaintext, using: key, authenticating: aad)
     }
 
-    public static func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes) throws -> SecureBytes {
+    package static func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes) throws -> SecureBytes {
         try AEADAlgorithm.aes256GCM.open(box, using: key, authenticating: aad)
     }
 }

@@ -1,32 +1,32 @@
 /// Argon2id (libsodium `crypto_pwhash`, version 0x13, one lane).
-public enum Argon2id {
+package enum Argon2id {
     /// Salts are exactly 16 bytes (`crypto_pwhash_SALTBYTES`).
-    public static let saltByteCount = 16
+    package static let saltByteCount = 16
 
     /// Cost parameters. They travel with what they protect and are authenticated there.
     ///
-    /// The public initialiser and `Decodable` refuse anything below ``floor``, so
+    /// The package initialiser and `Decodable` refuse anything below ``floor``, so
     /// parameters that arrive from a server cannot lower the cost unnoticed.
-    public struct Parameters: Sendable, Hashable, Codable, CustomStringConvertible {
+    package struct Parameters: Sendable, Hashable, Codable, CustomStringConvertible {
         /// Passes over memory (libsodium's `opslimit`, Argon2's `t`).
-        public let iterations: UInt32
+        package let iterations: UInt32
         /// Memory in KiB (Argon2's `m`; libsodium's `memlimit` is this times 1024).
-        public let memoryKiB: UInt32
+        package let memoryKiB: UInt32
 
         /// The compiled-in floor: t = 2, m = 19 MiB, the smallest Argon2id
         /// configuration OWASP's password-storage guidance accepts.
-        public static let floor = Parameters(unchecked: 2, memoryKiB: 19 * 1024)
+        package static let floor = Parameters(unchecked: 2, memoryKiB: 19 * 1024)
         /// Below a second on a phone: t = 2, 64 MiB (libsodium's INTERACTIVE).
-        public static let interactive = Parameters(unchecked: 2, memoryKiB: 64 * 1024)
+        package static let interactive = Parameters(unchecked: 2, memoryKiB: 64 * 1024)
         /// The default for recovery codes: t = 3, 64 MiB.
-        public static let recovery = Parameters(unchecked: 3, memoryKiB: 64 * 1024)
+        package static let recovery = Parameters(unchecked: 3, memoryKiB: 64 * 1024)
         /// t = 3, 256 MiB (libsodium's MODERATE).
-        public static let moderate = Parameters(unchecked: 3, memoryKiB: 256 * 1024)
+        package static let moderate = Parameters(unchecked: 3, memoryKiB: 256 * 1024)
         /// t = 4, 1 GiB (libsodium's SENSITIVE).
-        public static let sensitive = Parameters(unchecked: 4, memoryKiB: 1024 * 1024)
+        package static let sensitive = Parameters(unchecked: 4, memoryKiB: 1024 * 1024)
 
         /// The named presets, for command lines and docs.
-        public static let presets: [(name: String, parameters: Parameters)] = [
+        package static let presets: [(name: String, parameters: Parameters)] = [
             ("floor", .floor), ("interactive", .interactive), ("recovery", .recovery),
             ("moderate", .moderate), ("sensitive", .sensitive),
         ]
@@ -36,16 +36,16 @@ public enum Argon2id {
         /// server hands out (a recovery slot) or a file holds (a sealed device home):
         /// without a ceiling, a dishonest server could make a device spend minutes and
         /// gigabytes on each derivation. Every preset is at or below it.
-        public static let ceiling = Parameters(unchecked: 10, memoryKiB: 1024 * 1024)
+        package static let ceiling = Parameters(unchecked: 10, memoryKiB: 1024 * 1024)
 
         /// Largest memory accepted from outside: ``ceiling``'s, 1 GiB.
-        public static let maximumMemoryKiB: UInt32 = ceiling.memoryKiB
+        package static let maximumMemoryKiB: UInt32 = ceiling.memoryKiB
         /// Largest pass count accepted from outside: ``ceiling``'s, 10.
-        public static let maximumIterations: UInt32 = ceiling.iterations
+        package static let maximumIterations: UInt32 = ceiling.iterations
 
         /// - Throws: `parameters_below_floor` below ``floor`` (the message names the
         ///   floor); `parameters_above_ceiling` above ``ceiling`` (the message names it).
-        public init(iterations: UInt32, memoryKiB: UInt32) throws {
+        package init(iterations: UInt32, memoryKiB: UInt32) throws {
             guard iterations >= Self.floor.iterations, memoryKiB >= Self.floor.memoryKiB else {
                 throw CryptoError(
                     .parametersBelowFloor,
@@ -66,20 +66,20 @@ public enum Argon2id {
             self.memoryKiB = memoryKiB
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             try self.init(iterations: container.decode(UInt32.self, forKey: .iterations),
                           memoryKiB: container.decode(UInt32.self, forKey: .memoryKiB))
         }
 
-        public var description: String { "t=\(iterations), m=\(memoryKiB) KiB, p=1" }
+        package var description: String { "t=\(iterations), m=\(memoryKiB) KiB, p=1" }
     }
 
     /// Derives `outputByteCount` secret bytes from `password`.
     ///
     /// - Throws: `invalid_parameter` for a salt that is not 16 bytes or an output
     ///   under 16 bytes; `backend_failure` when the memory cannot be had.
-    public static func deriveKey(from password: some RawBytes, salt: [UInt8], parameters: Parameters,
+    package static func deriveKey(from password: some RawBytes, salt: [UInt8], parameters: Parameters,
                                  outputByteCount: Int = 32) throws -> SecureBytes {
         guard salt.count == saltByteCount else {
             throw CryptoError(.invalidParameter, "an Argon2id salt has \(saltByteCount) bytes, not \(salt.count)")

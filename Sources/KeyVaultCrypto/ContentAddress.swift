@@ -9,21 +9,21 @@ import Darwin
 /// The key that content addresses are computed under: HKDF-SHA256 of a member
 /// key with its own label, so addresses reveal nothing about the member key and
 /// the server cannot compute one for content it guesses. docs/formats/content-address.md.
-public struct ContentAddressKey: Sendable {
+package struct ContentAddressKey: Sendable {
     static let info = Array("keyvault/v1/content-address".utf8)
 
     let key: SymmetricKey
     /// The member key generation this key (and every address it makes) belongs to.
-    public let generation: UInt32
+    package let generation: UInt32
 
     /// Derives the content-address key of one member key generation.
-    public init(memberKey: SymmetricKey, generation: UInt32) throws {
+    package init(memberKey: SymmetricKey, generation: UInt32) throws {
         key = try HKDF.deriveKey(from: memberKey, info: Self.info)
         self.generation = generation
     }
 
     /// The address of bytes in memory.
-    public func address(of content: some RawBytes) throws -> ContentAddress {
+    package func address(of content: some RawBytes) throws -> ContentAddress {
         var hasher = try ContentAddressHasher(key: self)
         try hasher.update(content)
         return try hasher.finalize()
@@ -33,7 +33,7 @@ public struct ContentAddressKey: Sendable {
     ///
     /// - Parameter progress: called after each chunk with the bytes read so far.
     /// - Throws: `io` when the file cannot be opened or read.
-    public func address(ofFileAt path: String, progress: ((UInt64) -> Void)? = nil) throws -> ContentAddress {
+    package func address(ofFileAt path: String, progress: ((UInt64) -> Void)? = nil) throws -> ContentAddress {
         var hasher = try ContentAddressHasher(key: self)
         try forEachChunk(ofFileAt: path) { chunk, total in
             try hasher.update(chunk)
@@ -51,7 +51,7 @@ public struct ContentAddressKey: Sendable {
 /// HMAC-SHA256's time) overlaps with `body` instead of adding to it.
 ///
 /// - Throws: `io` with the path and the system's reason, or what `body` throws.
-public func forEachChunk(ofFileAt path: String, chunkSize: Int = 1 << 20,
+package func forEachChunk(ofFileAt path: String, chunkSize: Int = 1 << 20,
                          _ body: (UnsafeRawBufferPointer, UInt64) throws -> Void) throws {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw ioError("cannot open", path) }
@@ -174,19 +174,19 @@ private func ioError(_ what: String, _ path: String) -> CryptoError {
 }
 
 /// Streaming computation of one content address.
-public struct ContentAddressHasher: ~Copyable {
+package struct ContentAddressHasher: ~Copyable {
     private var mac: HMACSHA256
     private let generation: UInt32
 
-    public init(key: ContentAddressKey) throws {
+    package init(key: ContentAddressKey) throws {
         mac = try HMACSHA256(key: key.key)
         generation = key.generation
     }
 
-    public mutating func update(_ data: some RawBytes) throws { try mac.update(data) }
-    public mutating func update(_ data: UnsafeRawBufferPointer) throws { try mac.update(data) }
+    package mutating func update(_ data: some RawBytes) throws { try mac.update(data) }
+    package mutating func update(_ data: UnsafeRawBufferPointer) throws { try mac.update(data) }
 
-    public consuming func finalize() throws -> ContentAddress {
+    package consuming func finalize() throws -> ContentAddress {
         ContentAddress(generation: generation, mac: try mac.finalize())
     }
 }

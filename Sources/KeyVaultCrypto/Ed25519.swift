@@ -1,16 +1,16 @@
 /// Ed25519 signatures (RFC 8032, libsodium).
-public enum Ed25519 {
-    public static let signatureByteCount = 64
+package enum Ed25519 {
+    package static let signatureByteCount = 64
 
     /// A signing key. The 32-byte seed and libsodium's expanded key sit in guarded memory.
-    public struct PrivateKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    package struct PrivateKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         /// The RFC 8032 private key (the seed).
         package let seed: SecureBytes
         private let expanded: SecureBytes
-        public let publicKey: PublicKey
+        package let publicKey: PublicKey
 
         /// A fresh random key.
-        public init() { try! self.init(seed: SecureBytes(randomCount: 32)) }
+        package init() { try! self.init(seed: SecureBytes(randomCount: 32)) }
 
         /// The key for an RFC 8032 32-byte private key (seed).
         ///
@@ -30,7 +30,7 @@ public enum Ed25519 {
         }
 
         /// The 64-byte signature of `message`.
-        public func signature(for message: some RawBytes) -> [UInt8] {
+        package func signature(for message: some RawBytes) -> [UInt8] {
             var signature = [UInt8](repeating: 0, count: signatureByteCount)
             message.withUnsafeBytes { message in
                 expanded.withUnsafeBytes { secret in
@@ -43,19 +43,19 @@ public enum Ed25519 {
             return signature
         }
 
-        public var description: String { "Ed25519.PrivateKey(public: \(publicKey), secret redacted)" }
-        public var debugDescription: String { description }
-        public var customMirror: Mirror { Mirror(self, children: ["publicKey": publicKey], displayStyle: .struct) }
+        package var description: String { "Ed25519.PrivateKey(public: \(publicKey), secret redacted)" }
+        package var debugDescription: String { description }
+        package var customMirror: Mirror { Mirror(self, children: ["publicKey": publicKey], displayStyle: .struct) }
     }
 
     /// A verifying key: 32 public bytes.
-    public struct PublicKey: Sendable, Hashable, CustomStringConvertible {
-        public let rawRepresentation: [UInt8]
+    package struct PublicKey: Sendable, Hashable, CustomStringConvertible {
+        package let rawRepresentation: [UInt8]
 
         init(unchecked bytes: [UInt8]) { rawRepresentation = bytes }
 
         /// - Throws: `invalid_key` when `rawRepresentation` is not 32 bytes.
-        public init(rawRepresentation: [UInt8]) throws {
+        package init(rawRepresentation: [UInt8]) throws {
             guard rawRepresentation.count == Sodium.ed25519PublicKeyBytes else {
                 throw CryptoError(.invalidKey, "an Ed25519 public key has 32 bytes, not \(rawRepresentation.count)")
             }
@@ -63,7 +63,7 @@ public enum Ed25519 {
         }
 
         /// Whether `signature` is a valid signature of `message` by this key.
-        public func isValidSignature(_ signature: some RawBytes, for message: some RawBytes) -> Bool {
+        package func isValidSignature(_ signature: some RawBytes, for message: some RawBytes) -> Bool {
             signature.withUnsafeBytes { signature in
                 message.withUnsafeBytes { message in
                     rawRepresentation.withUnsafeBytes { Sodium.ed25519Verify(signature: signature, message: message, publicKey: $0) }
@@ -71,21 +71,21 @@ public enum Ed25519 {
             }
         }
 
-        public var description: String { Hex.encode(rawRepresentation) }
+        package var description: String { Hex.encode(rawRepresentation) }
     }
 }
 
 /// X25519 key agreement (RFC 7748) and anonymous sealed boxes (libsodium `crypto_box_seal`).
-public enum X25519 {
+package enum X25519 {
     /// Bytes a sealed box adds to its message: an ephemeral public key and a tag.
-    public static let sealedBoxOverhead = 48
+    package static let sealedBoxOverhead = 48
 
-    public struct PrivateKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    package struct PrivateKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         package let rawRepresentation: SecureBytes
-        public let publicKey: PublicKey
+        package let publicKey: PublicKey
 
         /// A fresh random key.
-        public init() { try! self.init(rawRepresentation: SecureBytes(randomCount: 32)) }
+        package init() { try! self.init(rawRepresentation: SecureBytes(randomCount: 32)) }
 
         /// - Throws: `invalid_key` when `rawRepresentation` is not 32 bytes.
         package init(rawRepresentation: SecureBytes) throws {
@@ -116,7 +116,7 @@ public enum X25519 {
         ///
         /// - Throws: `authentication_failure` when the box was not sealed to this key
         ///   or was altered; `malformed` when it is shorter than the overhead.
-        public func openSealedBox(_ box: some RawBytes) throws -> SecureBytes {
+        package func openSealedBox(_ box: some RawBytes) throws -> SecureBytes {
             try box.withUnsafeBytes { box in
                 guard box.count >= sealedBoxOverhead else {
                     throw CryptoError(.malformed, "a sealed box has at least \(sealedBoxOverhead) bytes, got \(box.count)")
@@ -131,18 +131,18 @@ public enum X25519 {
             }
         }
 
-        public var description: String { "X25519.PrivateKey(public: \(publicKey), secret redacted)" }
-        public var debugDescription: String { description }
-        public var customMirror: Mirror { Mirror(self, children: ["publicKey": publicKey], displayStyle: .struct) }
+        package var description: String { "X25519.PrivateKey(public: \(publicKey), secret redacted)" }
+        package var debugDescription: String { description }
+        package var customMirror: Mirror { Mirror(self, children: ["publicKey": publicKey], displayStyle: .struct) }
     }
 
-    public struct PublicKey: Sendable, Hashable, CustomStringConvertible {
-        public let rawRepresentation: [UInt8]
+    package struct PublicKey: Sendable, Hashable, CustomStringConvertible {
+        package let rawRepresentation: [UInt8]
 
         init(unchecked bytes: [UInt8]) { rawRepresentation = bytes }
 
         /// - Throws: `invalid_key` when `rawRepresentation` is not 32 bytes.
-        public init(rawRepresentation: [UInt8]) throws {
+        package init(rawRepresentation: [UInt8]) throws {
             guard rawRepresentation.count == Sodium.x25519Bytes else {
                 throw CryptoError(.invalidKey, "an X25519 public key has 32 bytes, not \(rawRepresentation.count)")
             }
@@ -151,7 +151,7 @@ public enum X25519 {
 
         /// Seals `message` so that only the holder of this key's private half can open it.
         /// The sender stays anonymous: sign separately to prove who sealed it.
-        public func sealedBox(for message: some RawBytes) throws -> [UInt8] {
+        package func sealedBox(for message: some RawBytes) throws -> [UInt8] {
             try message.withUnsafeBytes { message in
                 var out = [UInt8](repeating: 0, count: message.count + sealedBoxOverhead)
                 try out.withUnsafeMutableBytes { out in
@@ -161,6 +161,6 @@ public enum X25519 {
             }
         }
 
-        public var description: String { Hex.encode(rawRepresentation) }
+        package var description: String { Hex.encode(rawRepresentation) }
     }
 }

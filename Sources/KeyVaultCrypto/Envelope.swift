@@ -3,18 +3,18 @@ import Foundation
 /// What an envelope is for and where it belongs. It is bound into the associated
 /// data, so an envelope moved to another slot (another member, generation,
 /// purpose or object) fails to open. Encoding: docs/formats/envelope.md.
-public struct EnvelopeContext: Sendable, Equatable, CustomStringConvertible {
+package struct EnvelopeContext: Sendable, Equatable, CustomStringConvertible {
     /// A short lowercase name such as `member-key` or `attachment-dek`.
-    public let purpose: String
+    package let purpose: String
     /// Named values (account, member, generation, object, …), compared by name.
-    public let fields: [String: String]
+    package let fields: [String: String]
 
-    public static let maximumFields = 16
-    public static let maximumValueBytes = 1024
+    package static let maximumFields = 16
+    package static let maximumValueBytes = 1024
 
     /// - Throws: `invalid_parameter` for a purpose or field name outside
     ///   `[a-z0-9.-]`, more than 16 fields, or a value over 1024 bytes.
-    public init(purpose: String, _ fields: [String: String] = [:]) throws {
+    package init(purpose: String, _ fields: [String: String] = [:]) throws {
         guard Self.isName(purpose, maxLength: 64, extra: [UInt8(ascii: ".")]) else {
             throw CryptoError(.invalidParameter, "an envelope purpose is 1-64 characters of a-z, 0-9, '.' and '-'")
         }
@@ -59,7 +59,7 @@ public struct EnvelopeContext: Sendable, Equatable, CustomStringConvertible {
         return out
     }
 
-    public var description: String {
+    package var description: String {
         ([purpose] + fields.keys.sorted().map { "\($0)=\(fields[$0]!)" }).joined(separator: " ")
     }
 }
@@ -70,18 +70,18 @@ public struct EnvelopeContext: Sendable, Equatable, CustomStringConvertible {
 /// ```
 /// version(1) ‖ algorithm(1) ‖ keyID(16) ‖ generation(4, big-endian) ‖ nonce ‖ ciphertext ‖ tag(16)
 /// ```
-public struct Envelope: Sendable, Equatable {
+package struct Envelope: Sendable, Equatable {
     /// The only format version this build writes and reads.
-    public static let currentVersion: UInt8 = 1
+    package static let currentVersion: UInt8 = 1
     static let headerByteCount = 22
     static let domain = Array("keyvault/v1/envelope".utf8) + [0]
 
-    public let version: UInt8
-    public let algorithm: AEADAlgorithm
+    package let version: UInt8
+    package let algorithm: AEADAlgorithm
     /// Which key sealed it (``SymmetricKey/keyID``).
-    public let keyID: KeyID
+    package let keyID: KeyID
     /// The generation of that key (a master or member key generation; 0 when the key has none).
-    public let generation: UInt32
+    package let generation: UInt32
     let box: SealedBox
 
     /// Seals `plaintext` under `key` with a fresh nonce.
@@ -89,7 +89,7 @@ public struct Envelope: Sendable, Equatable {
     /// - Parameters:
     ///   - generation: the generation of `key`, recorded and authenticated.
     ///   - context: what this envelope is and where it belongs; opening needs the same.
-    public static func seal(_ plaintext: some RawBytes, under key: SymmetricKey, generation: UInt32,
+    package static func seal(_ plaintext: some RawBytes, under key: SymmetricKey, generation: UInt32,
                             context: EnvelopeContext, algorithm: AEADAlgorithm = .xchacha20Poly1305) throws -> Envelope {
         try seal(plaintext, under: key, generation: generation, context: context, algorithm: algorithm,
                  nonce: SystemRandom.bytes(count: algorithm.nonceByteCount))
@@ -117,7 +117,7 @@ public struct Envelope: Sendable, Equatable {
     ///
     /// - Throws: `malformed` for a truncated or short envelope; `unsupported_version`
     ///   or `unsupported_algorithm` for identifiers this build does not know.
-    public init(bytes: some RawBytes) throws {
+    package init(bytes: some RawBytes) throws {
         let bytes = bytes.withUnsafeBytes { Array($0) }
         guard bytes.count >= 2 else {
             throw CryptoError(.malformed, "an envelope has at least a version and an algorithm byte; got \(bytes.count) bytes")
@@ -139,7 +139,7 @@ public struct Envelope: Sendable, Equatable {
     }
 
     /// Parses standard base64 (the JSON form).
-    public init(base64: String) throws {
+    package init(base64: String) throws {
         guard let data = Data(base64Encoded: base64) else {
             throw CryptoError(.malformed, "an envelope is not valid base64")
         }
@@ -147,18 +147,18 @@ public struct Envelope: Sendable, Equatable {
     }
 
     /// The binary form.
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         Self.header(version: version, algorithm: algorithm, keyID: keyID, generation: generation) + box.combined
     }
 
     /// Standard base64 with padding, for JSON.
-    public var base64: String { Data(bytes).base64EncodedString() }
+    package var base64: String { Data(bytes).base64EncodedString() }
 
     /// Opens the envelope into guarded memory.
     ///
     /// - Throws: `key_mismatch` when `key` is not the key the envelope names;
     ///   `authentication_failure` for another context or any altered byte.
-    public func open(using key: SymmetricKey, context: EnvelopeContext) throws -> SecureBytes {
+    package func open(using key: SymmetricKey, context: EnvelopeContext) throws -> SecureBytes {
         guard key.keyID == keyID else {
             throw CryptoError(.keyMismatch, "this envelope was sealed under key \(keyID), not the key offered (\(key.keyID))")
         }

@@ -1,8 +1,8 @@
 /// Lowercase hexadecimal, the form every vector and JSON field of KeyVault uses.
-public enum Hex {
+package enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
-    public static func encode(_ bytes: some RawBytes) -> String {
+    package static func encode(_ bytes: some RawBytes) -> String {
         bytes.withUnsafeBytes { buffer in
             String(unsafeUninitializedCapacity: buffer.count * 2) { out in
                 for (i, byte) in buffer.enumerated() {
@@ -17,11 +17,11 @@ public enum Hex {
     /// - Throws: `malformed` for an odd length or a non-hex character.
     /// Whether `text` is exactly `byteCount` bytes as lowercase hex (the form ids, keys
     /// and nonces travel in).
-    public static func isLowercase(_ text: some StringProtocol, byteCount: Int) -> Bool {
+    package static func isLowercase(_ text: some StringProtocol, byteCount: Int) -> Bool {
         text.utf8.count == byteCount * 2 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
-    public static func decode(_ text: some StringProtocol) throws -> [UInt8] {
+    package static func decode(_ text: some StringProtocol) throws -> [UInt8] {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { throw CryptoError(.malformed, "hex text has an odd number of digits") }
         var out = [UInt8]()

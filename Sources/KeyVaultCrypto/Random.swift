@@ -1,23 +1,23 @@
 /// The system CSPRNG (libsodium `randombytes`), for values that are not secret
 /// (nonces, salts, ids). Secrets come from ``SecureBytes/init(randomCount:)``.
-public struct SystemRandom: RandomNumberGenerator, Sendable {
-    public init() {}
+package struct SystemRandom: RandomNumberGenerator, Sendable {
+    package init() {}
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         var value: UInt64 = 0
         withUnsafeMutableBytes(of: &value) { Sodium.randomFill($0) }
         return value
     }
 
     /// `count` random bytes.
-    public static func bytes(count: Int) -> [UInt8] {
+    package static func bytes(count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         out.withUnsafeMutableBytes { Sodium.randomFill($0) }
         return out
     }
 
     /// A uniform value in `0..<upperBound`, without modulo bias.
-    public static func uniform(below upperBound: UInt32) -> UInt32 {
+    package static func uniform(below upperBound: UInt32) -> UInt32 {
         Sodium.randomUniform(upperBound)
     }
 }

@@ -163,17 +163,17 @@ public struct SecureBytes: RawBytes, Sendable, Equatable, CustomStringConvertibl
 }
 
 /// Constant-time comparison of two byte strings (for tags, MACs and addresses).
-public func constantTimeEquals(_ lhs: some RawBytes, _ rhs: some RawBytes) -> Bool {
+package func constantTimeEquals(_ lhs: some RawBytes, _ rhs: some RawBytes) -> Bool {
     lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
 }
 
 /// Overwrites an array of plain values (bytes, word indices) with zeros in a way
 /// the optimiser does not remove.
-public func secureWipe<T: BitwiseCopyable>(_ values: inout [T]) {
+package func secureWipe<T: BitwiseCopyable>(_ values: inout [T]) {
     values.withUnsafeMutableBytes { Sodium.wipe($0) }
 }
 
 /// Overwrites a buffer with zeros in a way the optimiser does not remove.
-public func secureWipe(_ buffer: UnsafeMutableRawBufferPointer) {
+package func secureWipe(_ buffer: UnsafeMutableRawBufferPointer) {
     Sodium.wipe(buffer)
 }
