@@ -40,7 +40,7 @@ fi
 # Apps import KeyVault only: every module below it is `package`, but for the few types
 # the library's public API shows (the ids, ContentAddress, SecureBytes), so nothing else
 # of theirs is an app's to import.
-bad=$(grep -rnE '^\s*(@[A-Za-z]+ )*public ' Sources/KeyVaultMnemonic Sources/KeyVaultVault Sources/KeyVaultProtocol \
+bad=$(grep -rnE '^\s*(@[A-Za-z_]+(\([^)]*\))? )*((final|nonisolated) )*(public|open) ' Sources/KeyVaultMnemonic Sources/KeyVaultVault Sources/KeyVaultProtocol \
       Sources/KeyVaultModel Sources/KeyVaultCrypto Sources/KeyVaultStore Sources/KeyVaultPostgres Sources/KeyVaultServer --include=*.swift \
       | grep -vE '^Sources/(KeyVaultModel/Identifiers|KeyVaultCrypto/SecureBytes)\.swift:' \
       | grep -vE '^Sources/KeyVaultCrypto/ContentAddress\.swift:[0-9]+:(public struct ContentAddress:|    public )' || true)

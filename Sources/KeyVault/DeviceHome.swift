@@ -154,7 +154,7 @@ package final class DeviceHome: Sendable {
                                     }
                                 })
             record.seenChains = seen
-            record.chain = stored.chain ?? []
+            record.chain = stored.chain?.links ?? []
             return record
         } catch {
             throw corrupt("its keys are damaged (\(error))")
@@ -185,7 +185,7 @@ package final class DeviceHome: Sendable {
                                 linkCode: record.linkCode,
                                 seenChains: record.seenChains.isEmpty ? nil
                                     : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }),
-                                chain: record.chain.isEmpty ? nil : record.chain)
+                                chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain))
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
@@ -278,7 +278,24 @@ struct StoredHome: Codable {
     var enrolled: Bool
     var linkCode: String?
     var seenChains: [String: DeviceRecord.SeenHead]?
-    var chain: [ChainLink]?
+    var chain: KeptChain?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
+}
+
+/// The chain a device keeps for opening offline: a cache. One that does not decode (a
+/// link type of a newer version, a hand edit) is no copy at all, never a damaged home.
+struct KeptChain: Codable {
+    var links: [ChainLink]
+
+    init(links: [ChainLink]) { self.links = links }
+
+    init(from decoder: any Decoder) throws {
+        links = (try? decoder.singleValueContainer().decode([ChainLink].self)) ?? []
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(links)
+    }
 }

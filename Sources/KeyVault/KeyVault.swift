@@ -120,8 +120,8 @@ extension Vault {
     /// Calls that need the server still try it; call ``sync()`` when it is reachable.
     ///
     /// - Throws: ``KeyVaultError`` `not_initialized` when `storage` holds no device;
-    ///   `device_revoked` when this device was revoked; offline, `network` when the
-    ///   device keeps no copy of the chain yet.
+    ///   `device_revoked` when this device was revoked; offline, `invalid_input` when
+    ///   the device keeps no copy of the chain yet.
     public static func open(storage: any DeviceStorage, transport: (any HTTPTransport)? = nil, offline: Bool = false,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await open(home: DeviceHome(storage: storage), transport: { server in

@@ -200,7 +200,10 @@ public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible
     /// The HTTP status, when the server refused.
     public let status: Int?
 
-    package init(_ code: Code, _ message: String, kind: Kind? = nil, status: Int? = nil) {
+    /// An error with `code` (its kind by default the code's). Public for an app's own
+    /// ``HTTPTransport`` or ``DeviceStorage``, which report `network`,
+    /// `response_too_large` or `device_busy` as the library's own do.
+    public init(_ code: Code, _ message: String, kind: Kind? = nil, status: Int? = nil) {
         self.code = code
         self.message = message
         self.status = status
@@ -215,7 +218,7 @@ public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible
         case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal,
              .contactStale: .verification
         case .sasMismatch, .linkRequestClosed, .contactRequestClosed, .wrongPassphrase: .rejected
-        case .io, .invalidInput, .noSuchMember, .noSuchDevice, .insecureHTTP: .input
+        case .io, .invalidInput, .invalidRecoveryCode, .noSuchMember, .noSuchDevice, .insecureHTTP: .input
         default: .server
         }
     }

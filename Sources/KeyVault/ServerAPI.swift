@@ -72,7 +72,10 @@ package struct ServerAPI: Sendable {
             return KeyVaultError(.badResponse, "the server answered HTTP \(reply.status) without a KeyVault error body")
         }
         let text = error.error.code.printable, message = error.error.message.printable
-        let code = KeyVaultError.Code(rawValue: text) ?? .unrecognized  // the default case quotes the text
+        // Only the service's own codes: a server naming one of the client's (`home_damaged`,
+        // `wrong_passphrase`, …) would borrow its kind and its advice. The default case quotes the text.
+        let wire = ErrorCode(rawValue: text)
+        let code = ErrorCode.wireCodes.contains(wire) ? KeyVaultError.Code(wire) : .unrecognized
         switch code {
         case .deviceRevoked:
             return KeyVaultError(.deviceRevoked, "this device was revoked from the account; the server refuses it",

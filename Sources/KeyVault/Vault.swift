@@ -126,9 +126,9 @@ public actor Vault {
             let vault = Vault(home: home, record: record, transport: try transport(record.server), progress: progress)
             if offline {
                 guard !record.chain.isEmpty else {
-                    throw KeyVaultError(.network, "this device keeps no copy of the account's chain yet: open it online once")
+                    throw KeyVaultError(.invalidInput, "this device keeps no copy of the account's chain yet: open it online once")
                 }
-                try await vault.adopt(record.chain)
+                try await vault.adopt(record.chain, from: "this device's kept copy")
             } else {
                 try await vault.sync()
             }
@@ -164,8 +164,8 @@ public actor Vault {
     /// Replays `chain` from genesis, checks it against the newest head this device has
     /// seen and that it holds this device, active and with its keys; then uses it.
     @discardableResult
-    func adopt(_ chain: [ChainLink]) throws -> ChainState {
-        let verified = try Self.verify(chain, account: record.account, seenHead: record.head, seenSequence: record.sequence)
+    func adopt(_ chain: [ChainLink], from source: String = "the server") throws -> ChainState {
+        let verified = try Self.verify(chain, account: record.account, seenHead: record.head, seenSequence: record.sequence, from: source)
         guard let me = verified.devices[record.device] else {
             throw KeyVaultError(.chainInvalid, "the account chain does not contain this device", kind: .verification)
         }
@@ -204,22 +204,23 @@ public actor Vault {
     /// - Throws: `KeyVaultError` `chain_invalid` for a link that does not follow,
     ///   `wrong_account`, `chain_rollback` (shorter than seen), `chain_fork` (a
     ///   different link where this device saw another).
-    package static func verify(_ links: [ChainLink], account: AccountID, seenHead: String, seenSequence: UInt64) throws -> ChainState {
+    package static func verify(_ links: [ChainLink], account: AccountID, seenHead: String, seenSequence: UInt64,
+                               from source: String = "the server") throws -> ChainState {
         let state: ChainState
         do {
             state = try ChainState(links: links)
         } catch {
-            throw KeyVaultError.verification(error, "the account chain from the server does not verify")
+            throw KeyVaultError.verification(error, "the account chain from \(source) does not verify")
         }
         guard state.account == account else {
-            throw KeyVaultError(.wrongAccount, "the server sent the chain of account \(state.account), not \(account)", kind: .verification)
+            throw KeyVaultError(.wrongAccount, "\(source) holds the chain of account \(state.account), not \(account)", kind: .verification)
         }
         guard !seenHead.isEmpty else { return state }
         guard state.sequence >= seenSequence else {
-            throw KeyVaultError(.chainRollback, "the server's chain ends at link \(state.sequence), but this device has already seen link \(seenSequence): the server rolled the account back", kind: .verification)
+            throw KeyVaultError(.chainRollback, "the chain from \(source) ends at link \(state.sequence), but this device has already seen link \(seenSequence): it was rolled back", kind: .verification)
         }
         guard links[Int(seenSequence)].hash == seenHead else {
-            throw KeyVaultError(.chainFork, "the server's chain differs from the one this device saw at link \(seenSequence): the chain forked", kind: .verification)
+            throw KeyVaultError(.chainFork, "the chain from \(source) differs from the one this device saw at link \(seenSequence): the chain forked", kind: .verification)
         }
         return state
     }

@@ -27,8 +27,8 @@ extension Vault.Progress {
             return "ending the share of member \(short(member)) with \(grantee), made by a revoked device"
         case .endingShare(let member, let grantee, .granteeIdentityChanged):
             return "\(grantee)'s sharing identity changed since it was verified: ending its share of \(short(member)) (verify it again, then share again)"
-        case .endingShare(let member, _, .granteeNotVerifiable(let error)):
-            return "\(error.message): ending its share of \(short(member)) (share again once it checks)"
+        case .endingShare(let member, let grantee, .granteeNotVerifiable(let error)):
+            return "\(grantee)'s chain cannot be checked now (\(error.message)): ending its share of \(short(member)) (share again once it checks)"
         case .endingPin(let contact): return "ending the pin of contact \(contact), made by a revoked device"
         case .keepingShare(let member, let grantee): return "keeping the share of member \(short(member)) with \(grantee): signing it again"
         case .shareNotKept(let member, let grantee, let reason):

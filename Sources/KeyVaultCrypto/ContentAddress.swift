@@ -220,7 +220,7 @@ public struct ContentAddress: Sendable, Hashable, Codable, CustomStringConvertib
     }
 
     /// Parses, throwing `malformed` with the expected shape.
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         guard let address = ContentAddress(text) else {
             throw CryptoError(.malformed, "not a content address: expected ca1.<generation>.<64 lowercase hex digits>")
         }

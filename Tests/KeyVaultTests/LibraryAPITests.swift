@@ -206,7 +206,7 @@ extension LibraryAPITests {
             let fresh = fixture.home("fresh")
             record.chain = []
             try fresh.save(record)
-            await expectRefusal("network", kind: .network) {
+            await expectRefusal("invalid_input", kind: .input) {
                 _ = try await Vault.open(home: fresh, transport: { _ in Unreachable() }, offline: true)
             }
         }
@@ -265,5 +265,37 @@ extension LibraryAPITests {
             #expect(KeyVaultError.Code(wire) != .unrecognized, "\(wire) is not a code of the library")
         }
         #expect(KeyVaultError.Code(ErrorCode(rawValue: "from_a_newer_server")) == .unrecognized)
+    }
+}
+
+extension LibraryAPITests {
+    /// A server that answers with one of the client's own codes (`home_damaged`,
+    /// `wrong_passphrase`) borrows neither its kind nor the advice that goes with it:
+    /// only the service's codes pass, anything else is `unrecognized`.
+    @Test func aServerCannotSpeakWithTheClientsOwnCodes() async throws {
+        try await Fixture.run { fixture, laptop in
+            for code in ["home_damaged", "wrong_passphrase", "chain_fork"] {
+                fixture.transport.answer { _ in
+                    HTTPReply(status: 400, headers: [:], body: Array(#"{"error":{"code":"\#(code)","message":"move your keys away"}}"#.utf8))
+                }
+                await expectRefusal("unrecognized", kind: .server) { _ = try await laptop.api.audit() }
+            }
+        }
+    }
+
+    /// The kept chain is a cache: one that does not decode (a newer version's link
+    /// type, a hand edit) leaves the home readable, with no copy to open offline.
+    @Test func aKeptChainThatDoesNotDecodeIsNoCopyNotADamagedHome() async throws {
+        try await Fixture.run { fixture, laptop in
+            laptop.home.unlock()
+            let file = fixture.root.appendingPathComponent("laptop/device.json")
+            var json = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as! [String: Any]
+            #expect((json["chain"] as? [Any])?.isEmpty == false)
+            json["chain"] = [["type": "from.a.newer.version"]]
+            try JSONSerialization.data(withJSONObject: json).write(to: file)
+            #expect(try fixture.home("laptop").load().chain.isEmpty)
+            let online = try await Vault.open(home: fixture.home("laptop"), transport: { _ in fixture.transport })
+            #expect(online.account == laptop.account)
+        }
     }
 }
