@@ -11,6 +11,10 @@ reports="$PWD/.build-tsan/reports"
 rm -rf "$reports"; mkdir -p "$reports"
 # halt_on_error=0: finish the run and list every report; exitcode 66 marks a process that had one.
 export TSAN_OPTIONS="log_path=$reports/tsan halt_on_error=0 exitcode=66 ${TSAN_OPTIONS:-}"
+# The kill-under-load and stop stress tests run their full rounds in CI's test step;
+# here a few rounds reach the same code paths for the race detector (set the variables
+# to run more).
+export KEYVAULT_CRASH_ROUNDS="${KEYVAULT_CRASH_ROUNDS:-3}" KEYVAULT_STOP_ROUNDS="${KEYVAULT_STOP_ROUNDS:-4}"
 set +e
 swift test --sanitize=thread --scratch-path .build-tsan "$@"
 code=$?
