@@ -376,7 +376,7 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger)
         var entries: [AuditEntry] = []
         for try await (id, time, event, device, sequence, detail) in rows.decode((Int64, Int64, String, String?, Int64?, String?).self) {
-            entries.append(AuditEntry(id: id, time: time, event: event, device: device, sequence: sequence.map(UInt64.init), detail: detail))
+            entries.append(AuditEntry(id: id, time: time, event: event, device: device, sequence: sequence.flatMap { UInt64(exactly: $0) }, detail: detail))
         }
         return entries
     }

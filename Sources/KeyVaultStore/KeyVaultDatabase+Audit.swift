@@ -34,7 +34,7 @@ extension KeyVaultDatabase {
             try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE account = ? AND id > ? ORDER BY id LIMIT ?",
                              arguments: [account.rawValue, after, limit]).map {
                 AuditEntry(id: $0["id"], time: $0["time"], event: $0["event"], device: $0["device"],
-                           sequence: ($0["sequence"] as Int64?).map(UInt64.init), detail: $0["detail"])
+                           sequence: ($0["sequence"] as Int64?).flatMap { UInt64(exactly: $0) }, detail: $0["detail"])
             }
         }
     }
