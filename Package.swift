@@ -72,7 +72,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ], resources: [.embedInCode("openapi.json")]),  // compiled into the binary (PackageResources.openapi_json): no bundle to lose
         .target(name: "KeyVaultCommands", dependencies: [
-            "KeyVaultCrypto", "KeyVaultMnemonic", "KeyVault",
+            "KeyVaultMnemonic", "KeyVault",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             // --ca-cert: URLSession on Linux cannot trust an extra CA (TrustingTransport.swift).
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

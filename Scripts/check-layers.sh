@@ -8,7 +8,10 @@
 # - keyctl's client commands (KeyVaultCommands) or the KeyVault library import server code
 #   (KeyVaultServer, KeyVaultStore) or Package.swift gives them such a dependency: only the
 #   keyctl executable, where `serve` lives, links both;
-# - Examples/ imports anything but KeyVault and Foundation (an app's view of the library).
+# - Examples/ imports anything but KeyVault and Foundation (an app's view of the library);
+# - keyctl's client commands (KeyVaultCommands) import a module of ours but KeyVault and
+#   KeyVaultMnemonic (the BIP39 tools): they are written as an app would write them, and
+#   Scripts/check-public-api.sh (after a build) checks they use only the public API.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -33,16 +36,19 @@ refuse() {
 refuse "code that handles recovery codes or unwraps keys" 'KeyVaultMnemonic|KeyVaultVault|KeyVault|KeyVaultCommands' \
   KeyVaultServer KeyVaultStore KeyVaultPostgres KeyVaultModel KeyVaultProtocol
 refuse "server code" 'KeyVaultServer|KeyVaultStore|KeyVaultPostgres' KeyVaultCommands KeyVault
+refuse "a module below the library (keyctl uses the public API: KeyVault, KeyVaultMnemonic)" \
+  'KeyVaultCrypto|KeyVaultModel|KeyVaultProtocol|KeyVaultVault' KeyVaultCommands
 bad=$(grep -rhE "${imports}" Examples | grep -vE "${imports}(KeyVault|Foundation)\s*$" || true)
 if [ -n "$bad" ]; then
   echo "check-layers: an example imports more than KeyVault and Foundation:" >&2; echo "$bad" >&2; status=1
 fi
 # Apps import KeyVault only: every module below it is `package`, but for the few types
-# the library's public API shows (the ids, ContentAddress, SecureBytes), so nothing else
-# of theirs is an app's to import.
+# the library's public API shows (the ids, ContentAddress, SecureBytes) and the BIP39
+# tools of KeyVaultMnemonic (any word count and wordlist, for `keyctl recovery`), so
+# nothing else of theirs is an app's to import.
 bad=$(grep -rnE '^\s*(@[A-Za-z_]+(\([^)]*\))? )*((final|nonisolated) )*(public|open) ' Sources/KeyVaultMnemonic Sources/KeyVaultVault Sources/KeyVaultProtocol \
       Sources/KeyVaultModel Sources/KeyVaultCrypto Sources/KeyVaultStore Sources/KeyVaultPostgres Sources/KeyVaultServer --include=*.swift \
-      | grep -vE '^Sources/(KeyVaultModel/Identifiers|KeyVaultCrypto/SecureBytes)\.swift:' \
+      | grep -vE '^Sources/(KeyVaultModel/Identifiers|KeyVaultCrypto/SecureBytes|KeyVaultMnemonic/Mnemonic(Error|Language)?)\.swift:' \
       | grep -vE '^Sources/KeyVaultCrypto/ContentAddress\.swift:[0-9]+:(public struct ContentAddress:|    public )' || true)
 if [ -n "$bad" ]; then
   echo "check-layers: a public declaration in a package-only module (make it package):" >&2; echo "$bad" >&2; status=1

@@ -9,7 +9,9 @@ extension Vault {
     func owner(of member: Member) -> AccountID { member.sharer ?? account }
 
     /// The content address of a file under the member's newest key (nothing is uploaded).
-    package func address(ofFileAt path: String, member: Member) async throws -> ContentAddress {
+    ///
+    /// - Throws: ``KeyVaultError`` `io` when the file cannot be read.
+    public func address(ofFileAt path: String, member: Member) async throws -> ContentAddress {
         try await exclusively {
             let keys = try await memberKeys(member, generation: member.generation)
             do {
@@ -26,8 +28,11 @@ extension Vault {
         public let existed: Bool
     }
 
-    /// Seals a file for a member and uploads it under its content address.
-    package func put(fileAt path: String, member: Member) async throws -> PutResult {
+    /// Seals a file for a member and uploads it under its content address
+    /// (``put(_:member:)`` with the file's content).
+    ///
+    /// - Throws: ``KeyVaultError`` `io` when the file cannot be read.
+    public func put(fileAt path: String, member: Member) async throws -> PutResult {
         try await exclusively {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw KeyVaultError(.io, "cannot read \(path)")
@@ -122,6 +127,25 @@ extension Vault {
                 throw KeyVaultError.verification(error, "the attachment is refused")
             }
         }
+    }
+
+    /// Downloads an attachment, opens it, checks it against its address, and only
+    /// then writes it to `path`: through a new temporary file beside it (created
+    /// exclusively, never through a symlink, mode 0600), synced, then renamed over
+    /// `path`. Content that does not match its address writes nothing; a failed
+    /// write leaves no temporary file behind.
+    ///
+    /// - Returns: the number of bytes written.
+    /// - Throws: as ``get(_:member:)``; ``KeyVaultError`` `io` when the file cannot be written.
+    @discardableResult
+    public func get(_ address: ContentAddress, member: Member, toFileAt path: String) async throws -> Int {
+        let content = try await get(address, member: member)
+        do {
+            try content.withUnsafeBytes { try AtomicFile.write($0, to: path) }
+        } catch let error as AtomicFile.Failure {
+            throw KeyVaultError(.io, error.message)
+        }
+        return content.count
     }
 
     /// An attachment the server lists: where it is, how large its sealed object is, and

@@ -30,6 +30,12 @@ public protocol DeviceStorage: AnyObject, Sendable {
 extension DeviceStorage {
     public func lock() throws {}
     public func unlock() {}
+
+    /// Whether a device is stored here. A storage that cannot be read throws: that
+    /// is not "no device".
+    public var holdsDevice: Bool {
+        get throws { try DeviceHome(storage: self).exists }
+    }
 }
 
 /// A device kept in memory only: for tests, and for previews of an app. The

@@ -299,6 +299,15 @@ extension Vault {
         return LinkCandidate(code: code, request: info.request, sas: nil)
     }
 
+    /// The link requests waiting for a device of this account to answer them (a new
+    /// device shows its code; ``linkCandidate(code:)`` fetches one by that code).
+    /// Those another device is already answering are left out.
+    public func pendingLinkRequests() async throws -> [LinkCandidate] {
+        try await api.pendingLinkRequests()
+            .filter { $0.status == .pending && $0.approverNonce == nil && $0.request.isWellFormed }
+            .map { LinkCandidate(code: $0.code, request: $0.request, sas: nil) }
+    }
+
     /// Posts this device's random value r_A, waits for the new device to reveal r_N,
     /// checks r_N against the commitment fetched before r_A was drawn, and computes the
     /// SAS. A reveal that does not open the commitment refuses the request. It touches

@@ -63,13 +63,17 @@ extension Vault {
     ///   - storage: where the device keeps its keys; it must hold no device yet.
     ///   - transport: how to reach `server` (default: `URLSession`).
     ///   - parameters: what guessing the code costs (default `.recovery`).
+    ///   - passphrase: seals the device's secrets in `storage` under this passphrase
+    ///     (Argon2id; docs/formats/device-home.md); ``open(storage:offline:passphrase:progress:transport:)``
+    ///     then needs it. At least 8 bytes.
     ///   - progress: a line for each long step (key derivation, the server round trips).
     /// - Throws: ``KeyVaultError`` `already_initialized` when `storage` holds a
     ///   device; `wrong_account` when the server answers for another account.
     public static func create(server: URL, deviceName: String, recoveryCode: RecoveryCode, storage: any DeviceStorage,
                               transport: (any HTTPTransport)? = nil, parameters: RecoveryCost = .recovery,
+                              passphrase: SecureBytes? = nil,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await createAccount(home: DeviceHome(storage: storage), server: server.absoluteString,
+        try await createAccount(home: try home(storage, sealedUnder: passphrase), server: server.absoluteString,
                                 transport: transport ?? defaultTransport(server), name: deviceName,
                                 code: recoveryCode.mnemonic, parameters: parameters.parameters, progress: progress)
     }
@@ -85,9 +89,9 @@ extension Vault {
     ///   the account's anchor; a `verification` kind error when the server's data
     ///   does not match what the code names.
     public static func enroll(server: URL, account: AccountID, deviceName: String, recoveryCode: RecoveryCode,
-                              storage: any DeviceStorage, transport: (any HTTPTransport)? = nil,
+                              storage: any DeviceStorage, transport: (any HTTPTransport)? = nil, passphrase: SecureBytes? = nil,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await enrollWithRecoveryCode(home: DeviceHome(storage: storage), server: server.absoluteString,
+        try await enrollWithRecoveryCode(home: try home(storage, sealedUnder: passphrase), server: server.absoluteString,
                                          transport: transport ?? defaultTransport(server), account: account,
                                          name: deviceName, code: recoveryCode.mnemonic, progress: progress)
     }
@@ -103,9 +107,9 @@ extension Vault {
     /// - Throws: ``KeyVaultError`` `link_request_closed` when the request is refused
     ///   or expires.
     public static func link(server: URL, account: AccountID, deviceName: String, storage: any DeviceStorage,
-                            transport: (any HTTPTransport)? = nil, pollInterval: Duration = .seconds(1),
+                            transport: (any HTTPTransport)? = nil, passphrase: SecureBytes? = nil, pollInterval: Duration = .seconds(1),
                             events: (LinkEvent) -> Void, progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await link(home: DeviceHome(storage: storage), server: server.absoluteString,
+        try await link(home: try home(storage, sealedUnder: passphrase), server: server.absoluteString,
                        transport: transport ?? defaultTransport(server), account: account, name: deviceName,
                        pollInterval: pollInterval, events: events, progress: progress)
     }
@@ -124,11 +128,49 @@ extension Vault {
     ///   the device keeps no copy of the chain yet.
     public static func open(storage: any DeviceStorage, transport: (any HTTPTransport)? = nil, offline: Bool = false,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await open(home: DeviceHome(storage: storage), transport: { server in
-            if let transport { return transport }
+        try await open(storage: storage, offline: offline, progress: progress) { server in transport ?? defaultTransport(server) }
+    }
+
+    /// Opens the device kept in `storage` as ``open(storage:transport:offline:progress:)``
+    /// does, with a transport made for the server the device is stored with (a
+    /// command line's, say, which trusts a private CA), and a passphrase asked for
+    /// only when the device's secrets are sealed under one.
+    ///
+    /// - Parameters:
+    ///   - passphrase: called when `storage` is sealed under a passphrase (a prompt);
+    ///     nil: such a device is refused with `passphrase_required`.
+    ///   - transport: the transport for the stored server's URL.
+    /// - Throws: as ``open(storage:transport:offline:progress:)``; `wrong_passphrase`
+    ///   when the passphrase does not open the secrets.
+    public static func open(storage: any DeviceStorage, offline: Bool = false,
+                            passphrase: (@Sendable () throws -> SecureBytes)? = nil,
+                            progress: @escaping ProgressReporter = { _ in },
+                            transport: (URL) throws -> any HTTPTransport) async throws -> Vault {
+        let home = DeviceHome(storage: storage)
+        home.passphraseProvider = passphrase
+        return try await open(home: home, transport: { server in
             guard let url = URL(string: server) else { throw KeyVaultError(.homeDamaged, "the stored server \(server.printable) is not a URL") }
-            return defaultTransport(url)
+            return try transport(url)
         }, offline: offline, progress: progress)
+    }
+
+    /// Whether the server at `server` answers as a KeyVault service: an app asks
+    /// before it shows a new recovery code for an account it cannot create there.
+    ///
+    /// - Throws: ``KeyVaultError`` of kind `network` when nothing answers; the
+    ///   server's refusal otherwise.
+    public static func checkServer(_ server: URL, transport: (any HTTPTransport)? = nil) async throws {
+        try await ServerAPI(transport: transport ?? defaultTransport(server)).health()
+    }
+
+    /// The home of a new device, its secrets sealed under `passphrase` when one is given.
+    private static func home(_ storage: any DeviceStorage, sealedUnder passphrase: SecureBytes?) throws -> DeviceHome {
+        let home = DeviceHome(storage: storage)
+        if let passphrase {
+            guard passphrase.count >= 8 else { throw KeyVaultError(.invalidInput, "a passphrase has at least 8 characters") }
+            home.passphrase = passphrase
+        }
+        return home
     }
 
     // MARK: The account at a glance
@@ -145,9 +187,14 @@ extension Vault {
         public var masterKeyGeneration: UInt32
         public var activeDevices: Int
         public var members: Int
+        /// Every member's id and current key generation, from the chain (their names
+        /// need the member keys: ``members()``).
+        public var memberGenerations: [MemberID: UInt32]
         /// The recovery code's state: set (and its generation), missing, or
         /// compromised (the device that set it was revoked: set a new one).
         public var recovery: Recovery
+        /// The generation of the newest recovery code set (0: none ever was).
+        public var recoveryGeneration: UInt32
         /// Rotations a revocation left undone (``finishPendingRotations()`` does them).
         public var pendingRotation: PendingRotation
 
@@ -169,12 +216,27 @@ extension Vault {
         return Status(account: account, device: device, deviceName: deviceName, server: server,
                       chainLength: state.sequence + 1, head: state.head, masterKeyGeneration: state.masterGeneration,
                       activeDevices: state.activeDevices.count, members: state.members.count,
-                      recovery: recovery, pendingRotation: try pendingRotation())
+                      memberGenerations: state.members.mapValues(\.generation),
+                      recovery: recovery, recoveryGeneration: state.recovery?.generation ?? 0, pendingRotation: try pendingRotation())
     }
 
     /// Every device the chain knows, the active ones first.
     public func devices() throws -> [Device] {
         try chain.devices.values.map(Device.init).sorted { ($0.isActive ? 0 : 1, $0.added) < ($1.isActive ? 0 : 1, $1.added) }
+    }
+
+    /// When the server last saw each device make a signed request. The server says
+    /// so and nothing checks it: show it, decide nothing on it (revocation is the
+    /// chain's, ``devices()``).
+    public func lastSeen() async throws -> [DeviceID: Date] {
+        Dictionary(try await api.devices().compactMap { info in info.lastSeen.map { (info.id, Date(timeIntervalSince1970: TimeInterval($0))) } },
+                   uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The contact pins and share grants in force, each with the link that made it
+    /// and the device that signed it (what revoking that device would end).
+    public func standing() throws -> [Standing] {
+        try chain.standing.map(Standing.init)
     }
 
     // MARK: Attachments from memory

@@ -38,6 +38,15 @@ public struct RecoveryCode: Sendable, CustomStringConvertible, CustomDebugString
         }
     }
 
+    /// A BIP39 phrase read with the KeyVaultMnemonic module's own checks (its
+    /// candidate words for a typo, say), taken as a recovery code.
+    ///
+    /// - Throws: ``Problem`` `wordCount` unless it has 24 words.
+    public init(bip39 mnemonic: Mnemonic) throws {
+        guard mnemonic.wordCount == Self.wordCount else { throw Problem(.wordCount, position: nil) }
+        self.init(mnemonic)
+    }
+
     /// The words, in order. This is the secret in plain text: show it, never log it.
     public var words: [String] { mnemonic.words }
     /// The words joined as the list's language shows them (U+3000 for Japanese).

@@ -328,13 +328,13 @@ extension String {
     /// escape sequence could rewrite what the person sees) and bidirectional
     /// overrides (which make text read other than it is) become "?", and it is cut
     /// at 500 characters.
-    package var printable: String {
+    var printable: String {
         String(prefix(500)).terminalSafe()
     }
 
     /// The whole text made safe for a terminal, as ``printable`` without the cut;
     /// with `keepingNewlines`, line feeds stay (for output this program laid out).
-    package func terminalSafe(keepingNewlines: Bool = false) -> String {
+    func terminalSafe(keepingNewlines: Bool = false) -> String {
         String(String.UnicodeScalarView(unicodeScalars.map {
             ($0.properties.generalCategory == .control && !(keepingNewlines && $0 == "\n")) || $0.properties.isBidiControl ? "?" : $0
         }))

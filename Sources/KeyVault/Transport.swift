@@ -56,8 +56,9 @@ public protocol HTTPTransport: Sendable {
 }
 
 extension KeyVaultError {
-    /// An answer beyond the limit the client set for it.
-    package static func tooLarge(_ limit: Int, _ what: String) -> KeyVaultError {
+    /// An answer beyond the limit the client set for it (`response_too_large`): what
+    /// a transport of the app's own throws for a reply past `maxReplyBytes`.
+    public static func tooLarge(_ limit: Int, _ what: String) -> KeyVaultError {
         KeyVaultError(.responseTooLarge, "the server's answer to \(what) is larger than the \(limit) bytes (\(limit >> 20) MiB) the client accepts for it; it was not read")
     }
 }
@@ -100,7 +101,7 @@ public struct URLSessionTransport: HTTPTransport {
     /// exchange in particular must not cross a network in the clear.
     ///
     /// - Throws: `insecure_http` (kind input).
-    package static func checkCleartext(_ url: URL, allowInsecureHTTP: Bool) throws {
+    public static func checkCleartext(_ url: URL, allowInsecureHTTP: Bool) throws {
         guard url.scheme?.lowercased() == "http", !allowInsecureHTTP, !isLoopback(url) else { return }
         throw KeyVaultError(.insecureHTTP, "refusing plain http:// to \(url.host ?? url.absoluteString): only loopback (127.0.0.0/8, ::1, localhost) is reached without TLS",
                           kind: .input)

@@ -1,17 +1,9 @@
 import ArgumentParser
 import Foundation
 import KeyVault
-import KeyVaultCrypto
 import KeyVaultMnemonic
-import KeyVaultModel
 
-extension Argon2id.Parameters: ExpressibleByArgument {
-    public init?(argument: String) {
-        guard let preset = Self.presets.first(where: { $0.name == argument }) else { return nil }
-        self = preset.parameters
-    }
-    public static var allValueStrings: [String] { presets.map(\.name) }
-}
+extension RecoveryCost: ExpressibleByArgument {}
 
 // MARK: init
 
@@ -41,15 +33,15 @@ struct Init: AsyncParsableCommand {
 
     func run() async throws {
         let transport = try options.transport(for: server.server)  // before any prompt
-        let home = options.deviceHome()
-        if try home.exists {
-            throw KeyctlError(.invalidInput, "\(home.directory) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
+        let storage = options.storage
+        if try storage.holdsDevice {
+            throw KeyctlError(.invalidInput, "\(storage.location) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
         }
-        try seal.apply(to: home)
-        try await ServerAPI(transport: transport).health()
+        let passphrase = try seal.newPassphrase()
+        try await Vault.checkServer(try server.url, transport: transport)
         let code = try recovery.newCode(json: options.json)
-        let vault = try await Vault.createAccount(home: home, server: server.server, transport: transport, name: name, code: code.mnemonic,
-                                                  parameters: recovery.kdf, progress: options.progress)
+        let vault = try await Vault.create(server: try server.url, deviceName: name, recoveryCode: code, storage: storage,
+                                           transport: transport, parameters: recovery.kdf, passphrase: passphrase, progress: options.progress)
         options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "server": server.server], """
             Account \(vault.account) created; this device is \(vault.device) (\(name)).
             Add another device with:  keyctl device link --server \(server.server)\(options.insecureHTTP ? " --insecure-http" : "") --account \(vault.account) --name NAME
@@ -75,43 +67,53 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let vault = try await options.openVault()
-        let state = try await vault.chain
-        let pending = try await vault.api.pendingLinkRequests()
-        let rotation = try await vault.pendingRotation()
+        let state = try await vault.status()
+        let pending = try await vault.pendingLinkRequests()
+        let rotation = state.pendingRotation
         // Names need the member keys; where they do not open (an unfinished rotation) ids stand in, and `audit` says why.
-        let members = ((try? await vault.members())?.map { (id: $0.id.rawValue, name: Optional($0.name), generation: $0.generation) }
-            ?? state.members.values.map { (id: $0.id.rawValue, name: nil, generation: $0.generation) })
+        typealias Listed = (id: String, name: String?, generation: UInt32)
+        let named: [Listed]? = (try? await vault.members())?.map { (id: $0.id.rawValue, name: $0.name, generation: $0.generation) }
+        let members = (named ?? state.memberGenerations.map { (id: $0.key.rawValue, name: nil, generation: $0.value) })
             .sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
-        let devices = state.activeDevices.filter { $0.id == vault.device } + state.activeDevices.filter { $0.id != vault.device }
+        let active = try await vault.devices().filter(\.isActive)
+        let devices = active.filter { $0.id == state.device } + active.filter { $0.id != state.device }
+        let sequence = state.chainLength - 1
         var object: [String: Any] = [
-            "account": vault.account.rawValue, "device": vault.device.rawValue, "name": vault.deviceName,
-            "server": vault.server, "head": state.head, "sequence": state.sequence,
-            "masterGeneration": state.masterGeneration, "recoveryGeneration": state.recovery?.generation ?? 0,
+            "account": state.account.rawValue, "device": state.device.rawValue, "name": state.deviceName,
+            "server": state.server, "head": state.head, "sequence": sequence,
+            "masterGeneration": state.masterKeyGeneration, "recoveryGeneration": state.recoveryGeneration,
             "members": members.map { ["id": $0.id, "name": $0.name.map { $0 as Any } ?? NSNull(), "generation": $0.generation] },
             "devices": devices.count,
             "activeDevices": devices.map { ["id": $0.id.rawValue, "name": $0.name, "current": $0.id == vault.device] },
-            "pendingLinkRequests": pending.map { ["code": $0.code, "name": $0.request.name, "device": $0.request.device.rawValue] },
+            "pendingLinkRequests": pending.map { ["code": $0.code, "name": $0.deviceName, "device": $0.device.rawValue] },
             "pendingRotation": ["master": rotation.master, "members": rotation.members.map(\.rawValue), "identity": rotation.identity,
                                 "ends": rotation.ends.map(\.account.rawValue)],
         ]
-        if state.recovery == nil { object["warning"] = "no recovery code is set" }
-        if let link = state.recovery?.compromised {
+        let recovery: String
+        switch state.recovery {
+        case .missing:
+            object["warning"] = "no recovery code is set"
+            recovery = "NOT SET: run `keyctl recovery rotate` to set a recovery code"
+        case .compromised(let link):
             object["recoveryCompromised"] = link
             object["warning"] = "the recovery code was compromised at link \(link): set a new one with `keyctl recovery rotate`"
+            recovery = "COMPROMISED at link \(link) (the device that set it was revoked): run `keyctl recovery rotate` to set a new code"
+        case .set(let generation):
+            recovery = "generation \(generation)"
         }
         var text = """
-            account     \(vault.account)
-            device      \(vault.device) (\(vault.deviceName))
-            server      \(vault.server)
-            chain head  \(state.head.prefix(16))… at link \(state.sequence)
-            master key  generation \(state.masterGeneration)
-            recovery    \(state.recovery.map { $0.compromised.map { "COMPROMISED at link \($0) (the device that set it was revoked): run `keyctl recovery rotate` to set a new code" } ?? "generation \($0.generation)" } ?? "NOT SET: run `keyctl recovery rotate` to set a recovery code")
-            devices     \(devices.count) active: \(StatusSummary.list(devices.map { $0.name.printable + ($0.id == vault.device ? " (this device)" : "") }, more: "`keyctl device list`"))
+            account     \(state.account)
+            device      \(state.device) (\(state.deviceName))
+            server      \(state.server)
+            chain head  \(state.head.prefix(16))… at link \(sequence)
+            master key  generation \(state.masterKeyGeneration)
+            recovery    \(recovery)
+            devices     \(devices.count) active: \(StatusSummary.list(devices.map { $0.name.printable + ($0.id == state.device ? " (this device)" : "") }, more: "`keyctl device list`"))
             members     \(members.isEmpty ? "none" : "\(members.count): " + StatusSummary.list(members.map { ($0.name?.printable ?? "\($0.id.prefix(8))…") + ($0.generation > 1 ? " (generation \($0.generation))" : "") }, more: "`keyctl member list`"))
 
             """
         for request in pending {
-            text += "link request \(request.code) from \(request.request.name.printable.debugDescription): approve with `keyctl device approve \(request.code)`\n"
+            text += "link request \(request.code) from \(request.deviceName.printable.debugDescription): approve with `keyctl device approve \(request.code)`\n"
         }
         if !rotation.ends.isEmpty {
             text += "a revoked device pinned or shared with \(Set(rotation.ends.map(\.account.rawValue)).sorted().joined(separator: ", ")), still in force: run `keyctl master rotate` to end it\n"

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
 import KeyVault
-import KeyVaultCrypto
-import KeyVaultModel
 
 struct Attachment: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -76,25 +74,14 @@ struct Attachment: AsyncParsableCommand {
         func run() async throws {
             let vault = try await options.openVault()
             let address = ContentAddress(address)!
-            let content = try await vault.get(address, member: try await vault.member(named: member.member))
+            let owner = try await vault.member(named: member.member)
             if let output {
-                try writeNewFile(output, content)
-                options.result(["address": address.description, "size": content.count, "output": output],
-                               "Wrote \(content.count) bytes to \(output); the content matches its address.\n")
+                let size = try await vault.get(address, member: owner, toFileAt: output)
+                options.result(["address": address.description, "size": size, "output": output],
+                               "Wrote \(size) bytes to \(output); the content matches its address.\n")
             } else {
+                let content = try await vault.get(address, member: owner)
                 content.withUnsafeBytes { KeyctlMain.console.writeBytes(Array($0)) }
-            }
-        }
-
-        /// Writes `content` to `path` through a fresh temporary file beside it
-        /// (``AtomicFile/write(_:to:)``: no planted file or symlink redirects it).
-        func writeNewFile(_ path: String, _ content: SecureBytes) throws {
-            do {
-                try content.withUnsafeBytes { try AtomicFile.write($0, to: path) }
-            } catch let error as AtomicFile.Failure {
-                throw KeyctlError(.io, error.message,
-                                  hint: error.created ? "check the free space and that \(path) is not a directory"
-                                                      : "check that the directory exists and that you may write there")
             }
         }
     }

@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeyVault
-import KeyVaultCrypto
 import KeyVaultMnemonic
-import KeyVaultModel
 
 /// Options of every command that works on a device home.
 struct HomeOptions: ParsableArguments {
@@ -57,13 +55,15 @@ struct HomeOptions: ParsableArguments {
         }
     }
 
-    /// The device home, with a passphrase prompt for sealed keys on a terminal
-    /// (or the file named by KEYCTL_PASSPHRASE_FILE).
-    func deviceHome() -> DeviceHome {
-        let home = DeviceHome(directory: directory)
+    /// Where this device is kept: the home directory.
+    var storage: FileDeviceStorage { FileDeviceStorage(directory: directory) }
+
+    /// Asked for the passphrase of a device whose keys are sealed under one: on a
+    /// terminal, or from the file named by KEYCTL_PASSPHRASE_FILE.
+    var passphrasePrompt: @Sendable () throws -> SecureBytes {
         let console = KeyctlMain.console
-        let directory = directory  // not `home`: the provider must not keep the home (and its lock) alive
-        home.passphraseProvider = {
+        let directory = directory
+        return {
             if let path = ProcessInfo.processInfo.environment["KEYCTL_PASSPHRASE_FILE"] {
                 return SecureBytes(copying: Array(try Recovery.readPassphrase(at: path).utf8))
             }
@@ -72,10 +72,9 @@ struct HomeOptions: ParsableArguments {
                                   hint: "run on a terminal to be asked for it, or set KEYCTL_PASSPHRASE_FILE to a file holding it")
             }
             var line = try console.readSecretLine(prompt: "Passphrase for \(directory) (input hidden): ") ?? []
-            defer { secureWipe(&line) }
+            defer { SecureBytes.wipe(&line) }
             return SecureBytes(copying: line)
         }
-        return home
     }
 
     /// Progress lines on a terminal's standard error; nothing with --json or when piped.
@@ -86,7 +85,7 @@ struct HomeOptions: ParsableArguments {
     }
 
     func openVault() async throws -> Vault {
-        try await Vault.open(home: deviceHome(), transport: { try transport(for: $0) }, progress: progress)
+        try await Vault.open(storage: storage, passphrase: passphrasePrompt, progress: progress) { try transport(for: $0.absoluteString) }
     }
 
     /// Writes the result: JSON with --json, else the text.
@@ -105,6 +104,14 @@ struct ServerOptions: ParsableArguments {
     func validate() throws {
         guard let url = URL(string: server), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
             throw ValidationError("--server must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080")
+        }
+    }
+
+    /// --server as the URL `validate()` checked.
+    var url: URL {
+        get throws {
+            guard let url = URL(string: server) else { throw KeyctlError(.invalidInput, "\(server) is not a URL", exitCode: .usage) }
+            return url
         }
     }
 }
@@ -159,22 +166,29 @@ func confirm(_ question: String, assumeYes: Bool, what: String) throws {
 }
 
 /// Reads a recovery code from standard input or a hidden prompt.
-func readRecoveryCode(prompt: String = "Recovery code (input hidden): ") throws -> Mnemonic {
+func readRecoveryCode(prompt: String = "Recovery code (input hidden): ") throws -> RecoveryCode {
     var phrase = try Recovery.readPhrase(from: KeyctlMain.console, prompt: prompt)
-    defer { secureWipe(&phrase) }
+    defer { SecureBytes.wipe(&phrase) }
+    let code: Mnemonic
     do {
-        return try Mnemonic(utf8: phrase)
+        code = try Mnemonic(utf8: phrase)
     } catch let error as MnemonicError {
         // Positions only: the candidate words `recovery verify` shows are likely words of
         // this code, which is being used here, not checked (SECURITY.md).
         throw KeyctlError(.invalidRecoveryCode, "that is not a valid recovery code: \(error.message)",
                           hint: Recovery.positionHint(for: error), exitCode: .rejected)
     }
+    do {
+        return try RecoveryCode(bip39: code)
+    } catch {
+        throw KeyctlError(.invalidRecoveryCode, "a recovery code has \(RecoveryCode.wordCount) words; this one has \(code.wordCount)",
+                          hint: "type every word of the code, in order, separated by spaces", exitCode: .rejected)
+    }
 }
 
 /// Shows a new recovery code once, or writes it to a file (0600); then, unless
 /// `skipQuiz`, asks for a few of its words back.
-func deliverRecoveryCode(_ code: Mnemonic, file: String?, json: Bool, skipQuiz: Bool) throws {
+func deliverRecoveryCode(_ code: RecoveryCode, file: String?, json: Bool, skipQuiz: Bool) throws {
     let console = KeyctlMain.console
     if let file {
         let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -183,7 +197,7 @@ func deliverRecoveryCode(_ code: Mnemonic, file: String?, json: Bool, skipQuiz: 
                               hint: "the file must not exist yet (a recovery code is never overwritten)")
         }
         var bytes = Array((code.phrase + "\n").utf8)
-        defer { secureWipe(&bytes) }
+        defer { SecureBytes.wipe(&bytes) }
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)
@@ -213,14 +227,13 @@ struct PassphraseOption: ParsableArguments {
     @Flag(name: .long, help: "Seal this device's keys under a passphrase (asked on the terminal, or read from the file in KEYCTL_PASSPHRASE_FILE).")
     var passphrase = false
 
-    /// Asks for the passphrase (twice on a terminal) and sets it on `home`.
-    func apply(to home: DeviceHome) throws {
-        guard passphrase else { return }
+    /// Asks for the passphrase (twice on a terminal); nil without --passphrase.
+    func newPassphrase() throws -> SecureBytes? {
+        guard passphrase else { return nil }
         if let path = ProcessInfo.processInfo.environment["KEYCTL_PASSPHRASE_FILE"] {
             let text = try Recovery.readPassphrase(at: path)
             guard text.count >= 8 else { throw KeyctlError(.invalidInput, "the passphrase in \(path) is shorter than 8 characters") }
-            home.passphrase = SecureBytes(copying: Array(text.utf8))
-            return
+            return SecureBytes(copying: Array(text.utf8))
         }
         let console = KeyctlMain.console
         guard console.inputIsTerminal else {
@@ -228,10 +241,10 @@ struct PassphraseOption: ParsableArguments {
         }
         var first = try console.readSecretLine(prompt: "New passphrase for this device's keys (input hidden): ") ?? []
         var second = try console.readSecretLine(prompt: "Once more: ") ?? []
-        defer { secureWipe(&first); secureWipe(&second) }
+        defer { SecureBytes.wipe(&first); SecureBytes.wipe(&second) }
         guard first.count >= 8 else { throw KeyctlError(.invalidInput, "a passphrase has at least 8 characters", exitCode: .rejected) }
-        guard constantTimeEquals(first, second) else { throw KeyctlError(.invalidInput, "the two passphrases differ; nothing was changed", exitCode: .rejected) }
-        home.passphrase = SecureBytes(copying: first)
+        guard SecureBytes.constantTimeEquals(first, second) else { throw KeyctlError(.invalidInput, "the two passphrases differ; nothing was changed", exitCode: .rejected) }
+        return SecureBytes(copying: first)
     }
 }
 
@@ -244,12 +257,12 @@ struct NewCodeOptions: ParsableArguments {
     var yes = false
 
     @Option(name: .long, help: "Argon2id cost of the recovery code: interactive, recovery, moderate or sensitive.")
-    var kdf: Argon2id.Parameters = .recovery
+    var kdf: RecoveryCost = .recovery
 
     /// Generates a code, then shows it or writes it, and quizzes unless --yes.
     func newCode(json: Bool) throws -> RecoveryCode {
         let code = try RecoveryCode.generate()
-        try deliverRecoveryCode(code.mnemonic, file: recoveryFile, json: json, skipQuiz: yes)
+        try deliverRecoveryCode(code, file: recoveryFile, json: json, skipQuiz: yes)
         return code
     }
 }

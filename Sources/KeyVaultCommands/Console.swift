@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import KeyVaultCrypto
+import Synchronization
 
 /// Where a command reads and writes. Commands never touch the process's standard
 /// streams directly, so tests drive them in-process with a ``BufferConsole``.
@@ -148,13 +148,13 @@ public final class BufferConsole: Console, Sendable {
         var output = ""
         var errorOutput = ""
     }
-    private let buffers: Locked<Buffers>
+    private let buffers: Mutex<Buffers>
     public let inputIsTerminal: Bool
     public let outputIsTerminal: Bool
     public let errorIsTerminal: Bool
 
     public init(input: String = "", terminal: Bool = false) {
-        buffers = Locked(Buffers(input: Array(input.utf8)))
+        buffers = Mutex(Buffers(input: Array(input.utf8)))
         inputIsTerminal = terminal
         outputIsTerminal = terminal
         errorIsTerminal = terminal

@@ -1,9 +1,6 @@
 import ArgumentParser
 import Foundation
 import KeyVault
-import KeyVaultCrypto
-import KeyVaultModel
-import KeyVaultProtocol
 
 struct Device: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -64,12 +61,11 @@ extension Device {
 
         func run() async throws {
             let transport = try options.transport(for: server.server)  // before any prompt
-            let home = options.deviceHome()
-            try seal.apply(to: home)
+            let passphrase = try seal.newPassphrase()
             let code = try readRecoveryCode()
-            let vault = try await Vault.enrollWithRecoveryCode(
-                home: home, server: server.server, transport: transport,
-                account: target.accountID, name: target.name, code: code, progress: options.progress)
+            let vault = try await Vault.enroll(
+                server: try server.url, account: target.accountID, deviceName: target.name, recoveryCode: code,
+                storage: options.storage, transport: transport, passphrase: passphrase, progress: options.progress)
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue],
                            "This device (\(vault.device)) joined account \(vault.account).\n")
         }
@@ -107,11 +103,10 @@ extension Device {
             let console = KeyctlMain.console
             let json = options.json
             let transport = try options.transport(for: server.server)  // before any prompt
-            let home = options.deviceHome()
-            try seal.apply(to: home)
+            let passphrase = try seal.newPassphrase()
             let vault = try await Vault.link(
-                home: home, server: server.server, transport: transport,
-                account: target.accountID, name: target.name, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
+                server: try server.url, account: target.accountID, deviceName: target.name, storage: options.storage,
+                transport: transport, passphrase: passphrase, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
                 events: { event in
                     switch (event, json) {
                     case (.requested(let code, let expires), true):
@@ -166,9 +161,9 @@ extension Device {
             let console = KeyctlMain.console
             let vault = try await options.openVault()
             let candidate = try await vault.linkCandidate(code: code)
-            let name = candidate.request.name.printable
+            let name = candidate.deviceName.printable
             if !options.json {
-                console.writeError("New device \(name.debugDescription) (\(candidate.request.device)) asks to join; waiting for it to show its code…\n")
+                console.writeError("New device \(name.debugDescription) (\(candidate.device)) asks to join; waiting for it to show its code…\n")
             }
             let exchanged = try await vault.exchange(candidate, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)))
             let typed: String
@@ -183,7 +178,7 @@ extension Device {
             }
             typed = String(decoding: line, as: UTF8.self)
             try await vault.approve(exchanged, typedSAS: typed)
-            options.result(["approved": true, "device": candidate.request.device.rawValue, "name": candidate.request.name],
+            options.result(["approved": true, "device": candidate.device.rawValue, "name": candidate.deviceName],
                            "Approved \(name.debugDescription); it now has the account's keys.\n")
         }
     }
@@ -200,14 +195,13 @@ extension Device {
 
         func run() async throws {
             let vault = try await options.openVault()
-            let state = try await vault.chain
-            let seen = Dictionary(try await vault.api.devices().map { ($0.id, $0.lastSeen) }, uniquingKeysWith: { a, _ in a })
-            let devices = state.devices.values.sorted { $0.added < $1.added }
+            let seen = try await vault.lastSeen()
+            let devices = try await vault.devices().sorted { $0.added < $1.added }
             let objects: [[String: Any]] = devices.map { device in
                 var object: [String: Any] = ["id": device.id.rawValue, "name": device.name, "status": device.isActive ? "active" : "revoked",
                                              "added": device.added, "current": device.id == vault.device]
                 if let revoked = device.revoked { object["revoked"] = revoked }
-                if let last = seen[device.id] ?? nil { object["lastSeen"] = last }
+                if let last = seen[device.id] { object["lastSeen"] = Int64(last.timeIntervalSince1970) }
                 return object
             }
             options.result(["devices": objects], devices.map { device in
@@ -265,7 +259,7 @@ extension Device {
             let vault = try await options.openVault()
             let target = try await vault.device(matching: device)
             var keeping = Set<DeviceID>(), keepingContacts = Set<AccountID>()
-            let standing = try await vault.chain.standing
+            let standing = try await vault.standing()
             for text in keep {
                 if let account = AccountID(rawValue: text), standing.contains(where: { $0.account == account }) {
                     keepingContacts.insert(account)
@@ -309,12 +303,12 @@ extension Device {
             let done = try await vault.revoke(plan, newRecoveryCode: {
                 if code == nil { code = try recovery.newCode(json: json) }
                 return code
-            }, argon2: recovery.kdf)
+            }, parameters: recovery.kdf)
             let also = Array(done.targets.dropFirst())
-            let after = try await vault.chain
+            let after = try await vault.status()
             var text = "Revoked \(target.name.debugDescription)"
             if !also.isEmpty { text += " and the devices it added (\(also.map { $0.name.printable }.joined(separator: ", ")))" }
-            text += "; master key is now generation \(after.masterGeneration) and every member key was rotated.\n"
+            text += "; master key is now generation \(after.masterKeyGeneration) and every member key was rotated.\n"
             if !done.ended.isEmpty {
                 text += "Ended what it signed: " + done.ended.map { Self.describe($0, names) }.joined(separator: ", ") + ".\n"
             }
@@ -322,7 +316,7 @@ extension Device {
                 text += "Kept, signed again by this device: " + done.keptStanding.map { Self.describe($0, names) }.joined(separator: ", ") + ".\n"
             }
             if done.replacedRecoveryCode {
-                text += "The new recovery code is set (generation \(after.recovery?.generation ?? 0)); the old one no longer works.\n"
+                text += "The new recovery code is set (generation \(after.recoveryGeneration)); the old one no longer works.\n"
             }
             let ended: [[String: Any]] = done.ended.map { item in
                 var object: [String: Any] = ["kind": "pin", "account": item.account.rawValue]
@@ -331,9 +325,9 @@ extension Device {
             }
             options.result(["revoked": target.id.rawValue, "alsoRevoked": also.map(\.id.rawValue), "kept": done.kept.map(\.id.rawValue),
                             "ended": ended, "keptContacts": Array(Set(done.keptStanding.map(\.account.rawValue))).sorted(),
-                            "newRecoveryCode": done.replacedRecoveryCode, "recoveryGeneration": after.recovery?.generation ?? 0,
-                            "masterGeneration": after.masterGeneration,
-                            "members": after.members.values.map { ["id": $0.id.rawValue, "generation": $0.generation] }], text)
+                            "newRecoveryCode": done.replacedRecoveryCode, "recoveryGeneration": after.recoveryGeneration,
+                            "masterGeneration": after.masterKeyGeneration,
+                            "members": after.memberGenerations.map { ["id": $0.key.rawValue, "generation": $0.value] }], text)
         }
 
         /// A pin or a share in words: "the pin of contact ACCOUNT" or "the share of

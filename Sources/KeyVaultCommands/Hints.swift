@@ -1,7 +1,5 @@
 import ArgumentParser
 import KeyVault
-import KeyVaultModel
-import KeyVaultVault
 
 /// What to do next, in `keyctl`'s words, for a library error. The library says what
 /// happened in terms any app can show, and never what to run: that is keyctl's, here
@@ -25,7 +23,7 @@ enum Hints {
         case .home:
             return "choose another directory with --home or KEYCTL_HOME"
         case .io:
-            return "check the path and its permissions"
+            return "check the path, its permissions and the free space (a file is written only into a directory that exists)"
         case .enrollmentIncomplete:
             return "run `keyctl device enroll` or `keyctl device link` again with the same --home: a link request approved meanwhile is picked up"
         case .deviceRevoked:

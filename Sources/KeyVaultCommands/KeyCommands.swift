@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeyVault
-import KeyVaultCrypto
 import KeyVaultMnemonic
-import KeyVaultModel
 
 struct Member: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -98,7 +96,7 @@ struct Master: AsyncParsableCommand {
             } else {
                 try await vault.finishPendingRotations()
             }
-            let generation = try await vault.chain.masterGeneration
+            let generation = try await vault.status().masterKeyGeneration
             options.result(["masterGeneration": generation], "The master key is now generation \(generation).\n")
         }
     }
@@ -124,20 +122,20 @@ extension Recovery {
 
         func run() async throws {
             let vault = try await options.openVault()
-            let before = try await vault.chain.recovery?.generation ?? 0
+            let before = try await vault.status().recoveryGeneration
             let code = try recovery.newCode(json: options.json)
             do {
-                try await vault.setRecoveryCode(code, argon2: recovery.kdf)
+                try await vault.setRecoveryCode(code, parameters: recovery.kdf)
             } catch let error as KeyVaultError {
-                let set = (try? await vault.chain.recovery?.generation ?? 0) ?? 0 > before
+                let set = (try? await vault.status().recoveryGeneration) ?? 0 > before
                 throw KeyctlError(KeyVaultError(error.code, set ? "the new recovery code is set, but rotating the master key after it failed: \(error.message)"
                                                                 : "the new recovery code was not set (the old one still works): \(error.message)",
                                                 kind: error.kind, status: error.status),
                                   hint: set ? "run `keyctl master rotate` to finish" : "run `keyctl recovery rotate` again\(recovery.recoveryFile.map { " after deleting \($0)" } ?? "")")
             }
-            let state = try await vault.chain
-            options.result(["recoveryGeneration": state.recovery?.generation ?? 0, "masterGeneration": state.masterGeneration],
-                           "The new recovery code is set (generation \(state.recovery?.generation ?? 0)); the old one no longer works.\n")
+            let state = try await vault.status()
+            options.result(["recoveryGeneration": state.recoveryGeneration, "masterGeneration": state.masterKeyGeneration],
+                           "The new recovery code is set (generation \(state.recoveryGeneration)); the old one no longer works.\n")
         }
     }
 }

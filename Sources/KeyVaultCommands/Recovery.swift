@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeyVaultCrypto
+import KeyVault
 import KeyVaultMnemonic
 
 struct Recovery: AsyncParsableCommand {
@@ -133,7 +133,7 @@ extension Recovery {
             var passphrase = ""
             if let passphraseFile { passphrase = try Recovery.readPassphrase(at: passphraseFile) }
             var phrase = try Recovery.readPhrase(from: console)
-            defer { secureWipe(&phrase) }
+            defer { SecureBytes.wipe(&phrase) }
             let code: Mnemonic
             do {
                 code = try Mnemonic(utf8: phrase, language: language)
@@ -153,8 +153,8 @@ extension Recovery {
                 if let hint = Recovery.hint(for: error) { console.writeError("keyctl: hint: \(hint)\n") }
                 throw ExitCode(KeyctlError.ExitCode.rejected.rawValue)
             }
-            let entropy = showEntropy ? Hex.encode(code.entropy) : nil
-            let seedHex = seed ? Hex.encode(try code.seed(passphrase: passphrase)) : nil
+            let entropy = showEntropy ? Recovery.hex(code.entropy) : nil
+            let seedHex = seed ? Recovery.hex(try code.seed(passphrase: passphrase)) : nil
             if output.json {
                 var object: [String: Any] = ["valid": true, "language": code.language.rawValue, "words": code.wordCount]
                 if let entropy { object["entropy"] = entropy }
@@ -166,6 +166,14 @@ extension Recovery {
                 if let seedHex { console.write("seed: \(seedHex)\n") }
             }
         }
+    }
+
+    /// Lowercase hex of secret bytes the person asked to see (--show-entropy, --seed).
+    static func hex(_ bytes: SecureBytes) -> String {
+        var plain = bytes.unprotectedCopy()
+        defer { SecureBytes.wipe(&plain) }
+        let digits = Array("0123456789abcdef")
+        return String(plain.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] })
     }
 
     static func hint(for error: MnemonicError) -> String? {
@@ -208,7 +216,7 @@ extension Recovery {
     /// Numbering tokens ("1.", "12)") from the generate grid are dropped.
     static func readPhrase(from console: any Console, prompt: String = "Recovery code (input hidden): ") throws -> [UInt8] {
         var raw = console.inputIsTerminal ? (try console.readSecretLine(prompt: prompt) ?? []) : try console.readToEnd()
-        defer { secureWipe(&raw) }
+        defer { SecureBytes.wipe(&raw) }
         return dropNumbering(raw)
     }
 
@@ -221,7 +229,7 @@ extension Recovery {
             let isNumber = digits > 0 && (digits == token.count
                 || (digits == token.count - 1 && (token.last == UInt8(ascii: ".") || token.last == UInt8(ascii: ")"))))
             if !isNumber { out += token }
-            secureWipe(&token)
+            SecureBytes.wipe(&token)
             token.removeAll(keepingCapacity: true)
         }
         for byte in bytes {
@@ -241,7 +249,7 @@ extension Recovery {
             throw KeyctlError(.io, "cannot read the passphrase file \(path)", hint: "check the path and its permissions")
         }
         var bytes = [UInt8](data)
-        defer { secureWipe(&bytes) }
+        defer { SecureBytes.wipe(&bytes) }
         if bytes.last == 10 { bytes.removeLast() }
         if bytes.last == 13 { bytes.removeLast() }
         guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -276,7 +284,7 @@ extension Recovery {
         func run() async throws {
             let console = KeyctlMain.console
             var raw = try console.readSecretLine(prompt: "Recovery code to check (input hidden): ") ?? []
-            defer { secureWipe(&raw) }
+            defer { SecureBytes.wipe(&raw) }
             let code: Mnemonic
             do {
                 code = try Mnemonic(utf8: Recovery.dropNumbering(raw))
@@ -285,13 +293,13 @@ extension Recovery {
                                   hint: "run `keyctl recovery verify` to find the mistyped word", exitCode: .rejected)
             }
             var positions = Array(1...code.wordCount)
-            var rng = SystemRandom()
+            var rng = SystemRandomNumberGenerator()
             positions.shuffle(using: &rng)
             let asked = positions.prefix(min(count, code.wordCount)).sorted()
             var wrong = [Int]()
             for position in asked {
                 var answer = try console.readSecretLine(prompt: "Word #\(position): ") ?? []
-                defer { secureWipe(&answer) }
+                defer { SecureBytes.wipe(&answer) }
                 if !code.isWord(String(decoding: answer, as: UTF8.self), at: position) { wrong.append(position) }
             }
             if output.json {

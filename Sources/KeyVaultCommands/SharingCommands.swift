@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
 import KeyVault
-import KeyVaultModel
-import KeyVaultProtocol
 
 /// An account id argument (32 lowercase hex digits).
 struct AccountArgument: ParsableArguments {

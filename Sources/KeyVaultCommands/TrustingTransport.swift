@@ -58,7 +58,8 @@ struct TrustingTransport: HTTPTransport {
     }
 
     private func send(_ exchange: HTTPExchange, with client: HTTPClient) async throws -> HTTPReply {
-        var request = HTTPClientRequest(url: baseURL.absoluteString.trimmingSuffix("/") + exchange.target)
+        let base = baseURL.absoluteString
+        var request = HTTPClientRequest(url: (base.hasSuffix("/") ? String(base.dropLast()) : base) + exchange.target)
         request.method = HTTPMethod(rawValue: exchange.method)
         for (name, value) in exchange.headers { request.headers.add(name: name, value: value) }
         if !exchange.body.isEmpty { request.body = .bytes(ByteBuffer(bytes: exchange.body)) }

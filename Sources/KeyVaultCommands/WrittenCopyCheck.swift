@@ -1,4 +1,4 @@
-import KeyVaultCrypto
+import KeyVault
 import KeyVaultMnemonic
 
 /// The check that a new recovery code was written down (`init`, `recovery rotate`,
@@ -22,16 +22,16 @@ enum WrittenCopyCheck {
     ///   - wasShown: whether the words were just written to standard output (not to a file).
     /// - Throws: `invalid_recovery_code` (exit 1) when a word is still wrong after its
     ///   last attempt; the caller has changed nothing yet.
-    static func ask(_ code: Mnemonic, wasShown: Bool, console: any Console) throws {
+    static func ask(_ code: RecoveryCode, wasShown: Bool, console: any Console) throws {
         let interactive = console.inputIsTerminal
         if wasShown, interactive, console.outputIsTerminal {
             // Nothing typed here is kept or shown: a person may start typing words.
             var enter = try console.readSecretLine(prompt: "When the words are on paper, press Enter to clear them from the screen. ") ?? []
-            secureWipe(&enter)
+            SecureBytes.wipe(&enter)
             console.write(clearScreen)
         }
-        var positions = Array(1...code.wordCount)
-        var rng = SystemRandom()
+        var positions = Array(1...code.words.count)
+        var rng = SystemRandomNumberGenerator()
         positions.shuffle(using: &rng)
         for position in positions.prefix(questions).sorted() {
             let mismatch = KeyctlError(.invalidRecoveryCode, "word #\(position) does not match; nothing was changed",
@@ -39,7 +39,7 @@ enum WrittenCopyCheck {
             for attempt in 1...(interactive ? attempts : 1) {
                 // End of input (Ctrl-D) ends the check: no further answer can come.
                 guard var answer = try console.readSecretLine(prompt: "To check your copy, word #\(position): ") else { throw mismatch }
-                defer { secureWipe(&answer) }
+                defer { SecureBytes.wipe(&answer) }
                 if code.isWord(String(decoding: answer, as: UTF8.self), at: position) { break }
                 let left = (interactive ? attempts : 1) - attempt
                 guard left > 0 else { throw mismatch }

@@ -4,16 +4,20 @@ import KeyVaultCrypto
 /// A BIP39 mnemonic: entropy shown as words of one of the 10 official lists.
 ///
 /// The entropy lives in guarded memory. Printing a value shows only its shape.
-package struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+///
+/// This module is public as BIP39 tools (any word count, candidate words for a
+/// typo, the entropy and the seed: `keyctl recovery generate` and `verify`). An
+/// account's recovery code is KeyVault's `RecoveryCode`, which shows none of that.
+public struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Word counts BIP39 defines; 24 (256 bits) is KeyVault's recovery code.
-    package static let allowedWordCounts = [12, 15, 18, 21, 24]
+    public static let allowedWordCounts = [12, 15, 18, 21, 24]
 
-    package let language: MnemonicLanguage
+    public let language: MnemonicLanguage
     /// 16 to 32 bytes.
-    package let entropy: SecureBytes
+    public let entropy: SecureBytes
     private let indices: [UInt16]
 
-    package var wordCount: Int { indices.count }
+    public var wordCount: Int { indices.count }
 
     /// Words for given entropy.
     ///
@@ -30,7 +34,7 @@ package struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringCon
     /// A fresh code from the system CSPRNG.
     ///
     /// - Parameter wordCount: 12, 15, 18, 21 or 24.
-    package static func generate(wordCount: Int = 24, language: MnemonicLanguage = .english) throws -> Mnemonic {
+    public static func generate(wordCount: Int = 24, language: MnemonicLanguage = .english) throws -> Mnemonic {
         guard allowedWordCounts.contains(wordCount) else {
             throw MnemonicError(.wordCount, "a recovery code has 12, 15, 18, 21 or 24 words, not \(wordCount)", wordCount: wordCount)
         }
@@ -41,14 +45,14 @@ package struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringCon
     /// prefixes, and the language detected unless given.
     ///
     /// - Throws: `MnemonicError` (`word_count`, `unknown_word`, `checksum`) with suggestions.
-    package init(phrase: String, language: MnemonicLanguage? = nil) throws {
+    public init(phrase: String, language: MnemonicLanguage? = nil) throws {
         var bytes = Array(phrase.utf8)
         defer { secureWipe(&bytes) }
         try self.init(utf8: bytes, language: language)
     }
 
     /// Reads a typed phrase from UTF-8 bytes (for example standard input).
-    package init(utf8 phrase: some RawBytes, language: MnemonicLanguage? = nil) throws {
+    public init(utf8 phrase: some RawBytes, language: MnemonicLanguage? = nil) throws {
         let parsed = try phrase.withUnsafeBytes { try MnemonicCodec.parse($0, language: language) }
         self.language = parsed.language
         self.indices = parsed.indices
@@ -63,7 +67,7 @@ package struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringCon
 
     /// Whether `typed` names the word at a 1-based `position`, by the same rules as
     /// parsing (case, NFKD, unique 4-letter prefixes). For quizzes.
-    package func isWord(_ typed: String, at position: Int) -> Bool {
+    public func isWord(_ typed: String, at position: Int) -> Bool {
         guard (1...wordCount).contains(position) else { return false }
         let table = WordTable.table(for: language)
         var bytes = Array(typed.utf8)
@@ -77,7 +81,7 @@ package struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringCon
     }
 
     /// The words, in order.
-    package var words: [String] {
+    public var words: [String] {
         let table = WordTable.table(for: language)
         return indices.map { table.words[Int($0)] }
     }
@@ -85,11 +89,11 @@ package struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringCon
     /// The words joined the way the list's language shows them (U+3000 for Japanese).
     ///
     /// - Important: this is the secret in plain text. Show it, never log it.
-    package var phrase: String { words.joined(separator: language.wordSeparator) }
+    public var phrase: String { words.joined(separator: language.wordSeparator) }
 
     /// The 64-byte BIP39 seed: PBKDF2-HMAC-SHA512 over the NFKD sentence (words
     /// joined by U+0020), salt "mnemonic" + NFKD(passphrase), 2048 rounds.
-    package func seed(passphrase: String = "") throws -> SecureBytes {
+    public func seed(passphrase: String = "") throws -> SecureBytes {
         var sentence = Array(words.joined(separator: " ").utf8)
         defer { secureWipe(&sentence) }
         var salt = Array(("mnemonic" + NFKD.normalize(passphrase)).utf8)
@@ -97,9 +101,9 @@ package struct Mnemonic: Sendable, CustomStringConvertible, CustomDebugStringCon
         return try PBKDF2SHA512.deriveKey(from: sentence, salt: salt, rounds: 2048, outputByteCount: 64)
     }
 
-    package var description: String { "Mnemonic(\(wordCount) \(language) words, redacted)" }
-    package var debugDescription: String { description }
-    package var customMirror: Mirror {
+    public var description: String { "Mnemonic(\(wordCount) \(language) words, redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
         Mirror(self, children: ["language": language, "wordCount": wordCount], displayStyle: .struct)
     }
 }

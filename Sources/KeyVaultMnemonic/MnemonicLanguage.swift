@@ -1,6 +1,6 @@
 /// The 10 official BIP39 wordlists. The raw value is the list's file name
 /// without `.txt` (`chinese_simplified`), as JSON output names it.
-package enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
+public enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
     // Order matters: when a phrase is valid in two lists (English and French share
     // 100 words; the Chinese lists share most characters) the first one wins.
     case english, japanese, korean, spanish
@@ -9,7 +9,7 @@ package enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomSt
     case french, italian, czech, portuguese
 
     /// What people read: "English", "Chinese (simplified)", …
-    package var displayName: String {
+    public var displayName: String {
         switch self {
         case .english: "English"
         case .japanese: "Japanese"
@@ -24,15 +24,15 @@ package enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomSt
         }
     }
 
-    package var description: String { rawValue }
+    public var description: String { rawValue }
 
     /// Between words when shown: U+3000 (ideographic space) for Japanese, as the
     /// BIP's wordlist notes ask, otherwise U+0020.
-    package var wordSeparator: String { self == .japanese ? "\u{3000}" : " " }
+    public var wordSeparator: String { self == .japanese ? "\u{3000}" : " " }
 
     /// Accepts the file name (`chinese_simplified`), with `-` for `_`, any case,
     /// or a common language tag (`en`, `ja`, `ko`, `es`, `zh-hans`, `zh-hant`, `fr`, `it`, `cs`, `pt`).
-    package init?(name: String) {
+    public init?(name: String) {
         let key = name.lowercased().replacingOccurrences(of: "-", with: "_")
         if let exact = MnemonicLanguage(rawValue: key) {
             self = exact
@@ -49,5 +49,5 @@ package enum MnemonicLanguage: String, CaseIterable, Sendable, Codable, CustomSt
     }
 
     /// The built-in list, in order: index i is the word for the 11-bit value i.
-    package var words: [String] { WordTable.table(for: self).words }
+    public var words: [String] { WordTable.table(for: self).words }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import KeyVault
+@testable import KeyVault
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol

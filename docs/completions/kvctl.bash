@@ -203,6 +203,7 @@ _kvctl_init() {
         return
         ;;
     '--kdf')
+        __kvctl_add_completions -W 'floor'$'\n''interactive'$'\n''recovery'$'\n''moderate'$'\n''sensitive'
         return
         ;;
     '--home')
@@ -367,6 +368,7 @@ _kvctl_device_revoke() {
         return
         ;;
     '--kdf')
+        __kvctl_add_completions -W 'floor'$'\n''interactive'$'\n''recovery'$'\n''moderate'$'\n''sensitive'
         return
         ;;
     '--home')
@@ -733,6 +735,7 @@ _kvctl_recovery_rotate() {
         return
         ;;
     '--kdf')
+        __kvctl_add_completions -W 'floor'$'\n''interactive'$'\n''recovery'$'\n''moderate'$'\n''sensitive'
         return
         ;;
     '--home')
