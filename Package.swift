@@ -51,6 +51,7 @@ let package = Package(
         .target(name: "KeyVaultPostgres", dependencies: [
             "KeyVaultModel", "KeyVaultStore",
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The service. It depends on nothing that unwraps keys (no KeyVaultMnemonic,

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import NIOSSL
 import PostgresNIO
 import KeyVaultModel
 import KeyVaultStore
@@ -29,7 +30,7 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     package static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20,
                                schema: String? = nil) async throws -> PostgresKeyVaultDatabase {
         try await migrate(url, logger: logger, schema: schema)
-        var configuration = url.clientConfiguration
+        var configuration = try url.clientConfiguration
         configuration.options.maximumConnections = maximumConnections
         configuration.options.additionalStartupParameters = startupParameters(schema)
         return PostgresKeyVaultDatabase(client: PostgresClient(configuration: configuration, backgroundLogger: logger), logger: logger)
@@ -39,7 +40,7 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     ///
     /// - Throws: ``ConfigurationError`` (kind `database`).
     package static func migrate(_ url: PostgresURL, logger: Logger = quietLogger, schema: String? = nil) async throws {
-        var configuration = url.connectionConfiguration
+        var configuration = try url.connectionConfiguration
         configuration.options.additionalStartupParameters = startupParameters(schema)
         let connection: PostgresConnection
         do {
@@ -318,7 +319,7 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
         _ url: PostgresURL, logger: Logger, create: (String) -> String, drop: (String) -> String, _ body: (String) async throws -> T
     ) async throws -> T {
         let name = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try await PostgresConnection.connect(configuration: url.connectionConfiguration, id: 0, logger: logger)
+        let admin = try await PostgresConnection.connect(configuration: try url.connectionConfiguration, id: 0, logger: logger)
         let result: Result<T, any Error>
         do {
             try await admin.query(PostgresQuery(unsafeSQL: create(name)), logger: logger)
@@ -333,7 +334,7 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
 }
 
 /// Tests' logger: the pool's connection churn as schemas come and go is not news.
-private let quietLogger: Logger = {
+let quietLogger: Logger = {
     var logger = Logger(label: "keyvault-postgres-test")
     logger.logLevel = .error
     return logger
@@ -347,14 +348,50 @@ extension ConfigurationError {
 }
 
 extension PostgresURL {
+    /// - Throws: ``ConfigurationError`` (kind `database`) when the CA file cannot be read.
     var connectionConfiguration: PostgresConnection.Configuration {
-        configuration(tcp: { .init(host: $0, port: $1, username: user, password: password, database: database, tls: .disable) },
-                      socket: { .init(unixSocketPath: $0, username: user, password: password, database: database) })
+        get throws {
+            let tls: PostgresConnection.Configuration.TLS
+            if let configuration = try tlsConfiguration {
+                do {
+                    tls = .require(try NIOSSLContext(configuration: configuration))
+                } catch {
+                    throw ConfigurationError.postgres(self, "its TLS settings cannot be used (is sslrootcert a PEM certificate file?): \(error)")
+                }
+            } else {
+                tls = .disable
+            }
+            return configuration(tcp: { .init(host: $0, port: $1, username: user, password: password, database: database, tls: tls) },
+                                 socket: { .init(unixSocketPath: $0, username: user, password: password, database: database) })
+        }
     }
 
     var clientConfiguration: PostgresClient.Configuration {
-        configuration(tcp: { .init(host: $0, port: $1, username: user, password: password, database: database, tls: .disable) },
-                      socket: { .init(unixSocketPath: $0, username: user, password: password, database: database) })
+        get throws {
+            let tls: PostgresClient.Configuration.TLS = try tlsConfiguration.map { .require($0) } ?? .disable
+            return configuration(tcp: { .init(host: $0, port: $1, username: user, password: password, database: database, tls: tls) },
+                                 socket: { .init(unixSocketPath: $0, username: user, password: password, database: database) })
+        }
+    }
+
+    /// What `sslmode` and `sslrootcert` ask for; nil without TLS.
+    private var tlsConfiguration: TLSConfiguration? {
+        get throws {
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            switch tls {
+            case .disable: return nil
+            case .require: configuration.certificateVerification = .none
+            case .verifyCA: configuration.certificateVerification = .noHostnameVerification
+            case .verifyFull: configuration.certificateVerification = .fullVerification
+            }
+            if let rootCertificate {
+                guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
+                    throw ConfigurationError.postgres(self, "its sslrootcert \(rootCertificate) cannot be read")
+                }
+                configuration.trustRoots = .file(rootCertificate)
+            }
+            return configuration
+        }
     }
 
     /// The socket of a directory is `.s.PGSQL.<port>` there, as libpq names it.

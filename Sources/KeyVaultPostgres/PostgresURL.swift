@@ -4,6 +4,15 @@ import KeyVaultStore
 /// Where a PostgreSQL database is: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`, or on a
 /// unix socket `postgres://USER[:PASSWORD]@/DB?host=/socket/dir` (port 5432 unless given).
 /// `postgresql://` is accepted too. Parts are percent-decoded.
+///
+/// Over TCP, `sslmode` says whether the connection is encrypted, with libpq's names:
+/// `disable`, `require` (encrypted, the server's certificate not checked),
+/// `verify-ca` (checked against the CA) or `verify-full` (and its name against the
+/// host); `sslrootcert=/path/ca.pem` names the CA (else the system's). `prefer` and
+/// `allow` are refused: anyone on the path could make them fall back to cleartext.
+/// Without `sslmode`, TCP to this machine is unencrypted and TCP to another host is
+/// refused, so that no connection crosses a network in the clear unless the URL says
+/// `sslmode=disable`. A unix socket has no TLS.
 package struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     package enum Endpoint: Sendable, Equatable {
         case tcp(host: String, port: Int)
@@ -11,10 +20,21 @@ package struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         case socket(directory: String, port: Int)
     }
 
+    /// TLS to the server (`sslmode`).
+    package enum TLSMode: String, Sendable, Equatable {
+        case disable
+        case require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+    }
+
     package var endpoint: Endpoint
     package var user: String
     package var password: String?
     package var database: String
+    package var tls: TLSMode
+    /// The CA certificate file (PEM) that `verify-ca` and `verify-full` check against; nil: the system's.
+    package var rootCertificate: String?
 
     /// Whether `text` is meant as a PostgreSQL URL (rather than a SQLite path).
     package static func isURL(_ text: String) -> Bool {
@@ -32,12 +52,15 @@ package struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         guard !database.isEmpty, !database.contains("/") else { throw ConfigurationError("it names no database (…/DB at the end of the path)") }
         if let port = components.port, !(1...65535).contains(port) { throw ConfigurationError("port \(port) is not between 1 and 65535") }
         let port = components.port ?? 5432
-        var socketDirectory: String?
+        var socketDirectory: String?, mode: String?, rootCertificate: String?
         for item in components.queryItems ?? [] {
-            guard item.name == "host", let value = item.value, value.hasPrefix("/") else {
-                throw ConfigurationError("the only query parameter accepted is host=/socket/directory (an absolute path)")
+            switch (item.name, item.value) {
+            case ("host", let value?) where value.hasPrefix("/"): socketDirectory = value
+            case ("sslmode", let value?): mode = value
+            case ("sslrootcert", let value?) where value.hasPrefix("/"): rootCertificate = value
+            default:
+                throw ConfigurationError("the query parameters accepted are host=/socket/directory, sslmode=MODE and sslrootcert=/path/ca.pem (absolute paths)")
             }
-            socketDirectory = value
         }
         let host = components.host ?? ""
         switch (host.isEmpty, socketDirectory) {
@@ -49,13 +72,49 @@ package struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         self.user = user
         self.password = components.password
         self.database = database
+        self.rootCertificate = rootCertificate
+        tls = try Self.tlsMode(mode, endpoint: endpoint, rootCertificate: rootCertificate)
+    }
+
+    private static func tlsMode(_ mode: String?, endpoint: Endpoint, rootCertificate: String?) throws -> TLSMode {
+        let tls: TLSMode
+        switch (mode, endpoint) {
+        case (nil, .socket): tls = .disable
+        case (nil, .tcp(let host, _)):
+            guard isLoopback(host) else {
+                throw ConfigurationError("it gives no sslmode: over TCP to \(host) the connection would not be encrypted; add sslmode=verify-full (with sslrootcert=/path/ca.pem for a private CA), or sslmode=disable to accept that")
+            }
+            tls = .disable
+        case ("prefer"?, _), ("allow"?, _):
+            throw ConfigurationError("sslmode=\(mode!) is refused: whoever is on the path could make it fall back to an unencrypted connection; use require, verify-ca or verify-full (or disable)")
+        case (let text?, _):
+            guard let known = TLSMode(rawValue: text) else {
+                throw ConfigurationError("sslmode is disable, require, verify-ca or verify-full")
+            }
+            tls = known
+        }
+        if case .socket = endpoint, tls != .disable {
+            throw ConfigurationError("sslmode=\(tls.rawValue) names TLS, which PostgreSQL has no use for on a unix socket: leave sslmode out")
+        }
+        if rootCertificate != nil, tls != .verifyCA, tls != .verifyFull {
+            throw ConfigurationError("sslrootcert is the CA that sslmode=verify-ca or verify-full checks the server against: give one of those")
+        }
+        return tls
+    }
+
+    /// This machine: 127.0.0.0/8, ::1 or localhost.
+    static func isLoopback(_ host: String) -> Bool {
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return host == "localhost" || host == "::1" || host == "[::1]"
+            || (parts.count == 4 && parts.allSatisfy { UInt8($0) != nil } && parts[0] == "127")
     }
 
     /// The URL without its password, for logs and messages.
     package var description: String {
         let credentials = user + (password == nil ? "" : ":…")
         switch endpoint {
-        case .tcp(let host, let port): return "postgres://\(credentials)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"
+        case .tcp(let host, let port):
+            return "postgres://\(credentials)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" + (tls == .disable ? "" : "?sslmode=\(tls.rawValue)")
         case .socket(let directory, let port): return "postgres://\(credentials)@/\(database)?host=\(directory) (port \(port))"
         }
     }

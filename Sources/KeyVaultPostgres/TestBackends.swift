@@ -1,5 +1,6 @@
 import Foundation
 import KeyVaultStore
+import PostgresNIO
 
 /// For this package's tests: the store backends a test runs against. SQLite always;
 /// PostgreSQL too when `KEYVAULT_TEST_DATABASE_URL` names one (Scripts/with-postgres.sh
@@ -36,5 +37,19 @@ package enum StoreBackend: Sendable, CustomStringConvertible {
         case .sqlite: try await body(KeyVaultDatabase.inMemory())
         case .postgres(let url): try await PostgresKeyVaultDatabase.withTemporarySchema(url) { try await body($0) }
         }
+    }
+}
+
+extension PostgresKeyVaultDatabase {
+    /// For the TLS tests: whether a session opened as `url` says runs over TLS
+    /// (PostgreSQL's own `pg_stat_ssl` for that session).
+    package static func sessionUsesTLS(_ url: PostgresURL) async throws -> Bool {
+        let connection = try await PostgresConnection.connect(configuration: try url.connectionConfiguration, id: 0, logger: quietLogger)
+        defer { Task { try? await connection.close() } }
+        for try await ssl in try await connection.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", logger: quietLogger)
+            .decode(Bool.self) {
+            return ssl
+        }
+        return false
     }
 }
