@@ -8,7 +8,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "keyctl", targets: ["keyctl"]),
-        .library(name: "KeyVault", targets: ["KeyVault"]),
+        // KeyVaultMnemonic: BIP39 tools of any length (keyctl's recovery commands), public beside the library.
+        .library(name: "KeyVault", targets: ["KeyVault", "KeyVaultMnemonic"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),

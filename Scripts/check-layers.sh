@@ -36,6 +36,11 @@ refuse() {
 refuse "code that handles recovery codes or unwraps keys" 'KeyVaultMnemonic|KeyVaultVault|KeyVault|KeyVaultCommands' \
   KeyVaultServer KeyVaultStore KeyVaultPostgres KeyVaultModel KeyVaultProtocol
 refuse "server code" 'KeyVaultServer|KeyVaultStore|KeyVaultPostgres' KeyVaultCommands KeyVault
+# @testable would open internal and package declarations to code that ships.
+bad=$(grep -rlE '^\s*@testable ' Sources || true)
+if [ -n "$bad" ]; then
+  echo "check-layers: @testable import outside the tests:" >&2; echo "$bad" >&2; status=1
+fi
 refuse "a module below the library (keyctl uses the public API: KeyVault, KeyVaultMnemonic)" \
   'KeyVaultCrypto|KeyVaultModel|KeyVaultProtocol|KeyVaultVault' KeyVaultCommands
 bad=$(grep -rhE "${imports}" Examples | grep -vE "${imports}(KeyVault|Foundation)\s*$" || true)

@@ -54,7 +54,7 @@ package struct DeviceRecord: Sendable {
 
 /// The device record on top of a ``DeviceStorage``: encoded as the device document
 /// (docs/formats/device-home.md), its secrets optionally sealed under a passphrase
-/// (what `keyctl` offers; an app's Keychain protects its own storage).
+/// (`passphrase:` of `Vault.create`, `enroll` and `link`; `keyctl --passphrase`).
 package final class DeviceHome: Sendable {
     package let storage: any DeviceStorage
     private let sealing = Locked<Sealing>(Sealing())

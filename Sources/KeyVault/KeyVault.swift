@@ -64,7 +64,7 @@ extension Vault {
     ///   - transport: how to reach `server` (default: `URLSession`).
     ///   - parameters: what guessing the code costs (default `.recovery`).
     ///   - passphrase: seals the device's secrets in `storage` under this passphrase
-    ///     (Argon2id; docs/formats/device-home.md); ``open(storage:offline:passphrase:progress:transport:)``
+    ///     (Argon2id; docs/formats/device-home.md); ``open(storage:offline:passphrase:progress:transportFor:)``
     ///     then needs it. At least 8 bytes.
     ///   - progress: a line for each long step (key derivation, the server round trips).
     /// - Throws: ``KeyVaultError`` `already_initialized` when `storage` holds a
@@ -85,13 +85,18 @@ extension Vault {
     ///
     /// Appends `device.add` for this device, signed with the recovery key.
     ///
+    /// `passphrase` seals the new device's secrets as ``create(server:deviceName:recoveryCode:storage:transport:parameters:passphrase:progress:)``
+    /// does; `askPassphrase` is asked for the passphrase of a sealed device this call
+    /// resumes (one whose enrollment was cut off).
+    ///
     /// - Throws: ``KeyVaultError`` `wrong_recovery_code` when the code does not open
     ///   the account's anchor; a `verification` kind error when the server's data
     ///   does not match what the code names.
     public static func enroll(server: URL, account: AccountID, deviceName: String, recoveryCode: RecoveryCode,
                               storage: any DeviceStorage, transport: (any HTTPTransport)? = nil, passphrase: SecureBytes? = nil,
+                              askPassphrase: (@Sendable () throws -> SecureBytes)? = nil,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await enrollWithRecoveryCode(home: try home(storage, sealedUnder: passphrase), server: server.absoluteString,
+        try await enrollWithRecoveryCode(home: try home(storage, sealedUnder: passphrase, asking: askPassphrase), server: server.absoluteString,
                                          transport: transport ?? defaultTransport(server), account: account,
                                          name: deviceName, code: recoveryCode.mnemonic, progress: progress)
     }
@@ -104,12 +109,16 @@ extension Vault {
     /// Appends nothing itself: the approving device appends `device.add`
     /// (``approve(_:typedSAS:)``).
     ///
+    /// `passphrase` and `askPassphrase` are as in ``enroll(server:account:deviceName:recoveryCode:storage:transport:passphrase:askPassphrase:progress:)``:
+    /// running it again in the same storage finishes a request approved meanwhile.
+    ///
     /// - Throws: ``KeyVaultError`` `link_request_closed` when the request is refused
     ///   or expires.
     public static func link(server: URL, account: AccountID, deviceName: String, storage: any DeviceStorage,
-                            transport: (any HTTPTransport)? = nil, passphrase: SecureBytes? = nil, pollInterval: Duration = .seconds(1),
+                            transport: (any HTTPTransport)? = nil, passphrase: SecureBytes? = nil,
+                            askPassphrase: (@Sendable () throws -> SecureBytes)? = nil, pollInterval: Duration = .seconds(1),
                             events: (LinkEvent) -> Void, progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await link(home: try home(storage, sealedUnder: passphrase), server: server.absoluteString,
+        try await link(home: try home(storage, sealedUnder: passphrase, asking: askPassphrase), server: server.absoluteString,
                        transport: transport ?? defaultTransport(server), account: account, name: deviceName,
                        pollInterval: pollInterval, events: events, progress: progress)
     }
@@ -128,7 +137,7 @@ extension Vault {
     ///   the device keeps no copy of the chain yet.
     public static func open(storage: any DeviceStorage, transport: (any HTTPTransport)? = nil, offline: Bool = false,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await open(storage: storage, offline: offline, progress: progress) { server in transport ?? defaultTransport(server) }
+        try await open(storage: storage, offline: offline, progress: progress, transportFor: { server in transport ?? defaultTransport(server) })
     }
 
     /// Opens the device kept in `storage` as ``open(storage:transport:offline:progress:)``
@@ -139,13 +148,13 @@ extension Vault {
     /// - Parameters:
     ///   - passphrase: called when `storage` is sealed under a passphrase (a prompt);
     ///     nil: such a device is refused with `passphrase_required`.
-    ///   - transport: the transport for the stored server's URL.
+    ///   - transportFor: the transport for the stored server's URL.
     /// - Throws: as ``open(storage:transport:offline:progress:)``; `wrong_passphrase`
     ///   when the passphrase does not open the secrets.
     public static func open(storage: any DeviceStorage, offline: Bool = false,
                             passphrase: (@Sendable () throws -> SecureBytes)? = nil,
                             progress: @escaping ProgressReporter = { _ in },
-                            transport: (URL) throws -> any HTTPTransport) async throws -> Vault {
+                            transportFor transport: (URL) throws -> any HTTPTransport) async throws -> Vault {
         let home = DeviceHome(storage: storage)
         home.passphraseProvider = passphrase
         return try await open(home: home, transport: { server in
@@ -163,11 +172,19 @@ extension Vault {
         try await ServerAPI(transport: transport ?? defaultTransport(server)).health()
     }
 
-    /// The home of a new device, its secrets sealed under `passphrase` when one is given.
-    private static func home(_ storage: any DeviceStorage, sealedUnder passphrase: SecureBytes?) throws -> DeviceHome {
+    /// The fewest bytes (UTF-8) a passphrase that seals a device may have.
+    public static let minimumPassphraseBytes = 8
+
+    /// The home of a new device, its secrets sealed under `passphrase` when one is
+    /// given; `asking` is asked for the passphrase of a sealed one this call resumes.
+    private static func home(_ storage: any DeviceStorage, sealedUnder passphrase: SecureBytes?,
+                             asking: (@Sendable () throws -> SecureBytes)? = nil) throws -> DeviceHome {
         let home = DeviceHome(storage: storage)
+        home.passphraseProvider = asking
         if let passphrase {
-            guard passphrase.count >= 8 else { throw KeyVaultError(.invalidInput, "a passphrase has at least 8 characters") }
+            guard passphrase.count >= minimumPassphraseBytes else {
+                throw KeyVaultError(.invalidInput, "a passphrase has at least \(minimumPassphraseBytes) bytes")
+            }
             home.passphrase = passphrase
         }
         return home

@@ -337,7 +337,7 @@ extension Vault {
         try await setRecoveryCode(code, argon2: cost.parameters)
     }
 
-    /// The same at any Argon2id parameters (keyctl's `--kdf`, the tests).
+    /// The same at any Argon2id parameters (the tests).
     package func setRecoveryCode(_ code: RecoveryCode, argon2 parameters: Argon2id.Parameters) async throws {
         try await exclusively {
             // DESIGN: a recovery code is 24 words (256 bits); shorter BIP39 codes are not enough for a key that opens everything.

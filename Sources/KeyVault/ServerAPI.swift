@@ -322,21 +322,3 @@ package struct ServerAPI: Sendable {
         _ = try await call("PUT", attachmentPath(member, address) + "/key", body: key, contentType: "application/octet-stream")
     }
 }
-
-extension String {
-    /// Text from the server made safe for a terminal: control characters (an
-    /// escape sequence could rewrite what the person sees) and bidirectional
-    /// overrides (which make text read other than it is) become "?", and it is cut
-    /// at 500 characters.
-    var printable: String {
-        String(prefix(500)).terminalSafe()
-    }
-
-    /// The whole text made safe for a terminal, as ``printable`` without the cut;
-    /// with `keepingNewlines`, line feeds stay (for output this program laid out).
-    func terminalSafe(keepingNewlines: Bool = false) -> String {
-        String(String.UnicodeScalarView(unicodeScalars.map {
-            ($0.properties.generalCategory == .control && !(keepingNewlines && $0 == "\n")) || $0.properties.isBidiControl ? "?" : $0
-        }))
-    }
-}

@@ -85,7 +85,8 @@ struct HomeOptions: ParsableArguments {
     }
 
     func openVault() async throws -> Vault {
-        try await Vault.open(storage: storage, passphrase: passphrasePrompt, progress: progress) { try transport(for: $0.absoluteString) }
+        try await Vault.open(storage: storage, passphrase: passphrasePrompt, progress: progress,
+                             transportFor: { try transport(for: $0.absoluteString) })
     }
 
     /// Writes the result: JSON with --json, else the text.
@@ -232,7 +233,9 @@ struct PassphraseOption: ParsableArguments {
         guard passphrase else { return nil }
         if let path = ProcessInfo.processInfo.environment["KEYCTL_PASSPHRASE_FILE"] {
             let text = try Recovery.readPassphrase(at: path)
-            guard text.count >= 8 else { throw KeyctlError(.invalidInput, "the passphrase in \(path) is shorter than 8 characters") }
+            guard text.utf8.count >= Vault.minimumPassphraseBytes else {
+                throw KeyctlError(.invalidInput, "the passphrase in \(path) is shorter than \(Vault.minimumPassphraseBytes) bytes")
+            }
             return SecureBytes(copying: Array(text.utf8))
         }
         let console = KeyctlMain.console
@@ -242,8 +245,10 @@ struct PassphraseOption: ParsableArguments {
         var first = try console.readSecretLine(prompt: "New passphrase for this device's keys (input hidden): ") ?? []
         var second = try console.readSecretLine(prompt: "Once more: ") ?? []
         defer { SecureBytes.wipe(&first); SecureBytes.wipe(&second) }
-        guard first.count >= 8 else { throw KeyctlError(.invalidInput, "a passphrase has at least 8 characters", exitCode: .rejected) }
-        guard SecureBytes.constantTimeEquals(first, second) else { throw KeyctlError(.invalidInput, "the two passphrases differ; nothing was changed", exitCode: .rejected) }
+        guard first.count >= Vault.minimumPassphraseBytes else {
+            throw KeyctlError(.invalidInput, "a passphrase has at least \(Vault.minimumPassphraseBytes) bytes", exitCode: .rejected)
+        }
+        guard SecureBytes(copying: first) == SecureBytes(copying: second) else { throw KeyctlError(.invalidInput, "the two passphrases differ; nothing was changed", exitCode: .rejected) }
         return SecureBytes(copying: first)
     }
 }

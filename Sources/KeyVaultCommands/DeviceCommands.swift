@@ -65,7 +65,8 @@ extension Device {
             let code = try readRecoveryCode()
             let vault = try await Vault.enroll(
                 server: try server.url, account: target.accountID, deviceName: target.name, recoveryCode: code,
-                storage: options.storage, transport: transport, passphrase: passphrase, progress: options.progress)
+                storage: options.storage, transport: transport, passphrase: passphrase,
+                askPassphrase: options.passphrasePrompt, progress: options.progress)
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue],
                            "This device (\(vault.device)) joined account \(vault.account).\n")
         }
@@ -106,7 +107,7 @@ extension Device {
             let passphrase = try seal.newPassphrase()
             let vault = try await Vault.link(
                 server: try server.url, account: target.accountID, deviceName: target.name, storage: options.storage,
-                transport: transport, passphrase: passphrase, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
+                transport: transport, passphrase: passphrase, askPassphrase: options.passphrasePrompt, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
                 events: { event in
                     switch (event, json) {
                     case (.requested(let code, let expires), true):
@@ -201,7 +202,8 @@ extension Device {
                 var object: [String: Any] = ["id": device.id.rawValue, "name": device.name, "status": device.isActive ? "active" : "revoked",
                                              "added": device.added, "current": device.id == vault.device]
                 if let revoked = device.revoked { object["revoked"] = revoked }
-                if let last = seen[device.id] { object["lastSeen"] = Int64(last.timeIntervalSince1970) }
+                // The server's number, whatever it is: a time past Int64 is left out, not a crash.
+                if let last = seen[device.id], let seconds = Int64(exactly: last.timeIntervalSince1970.rounded(.down)) { object["lastSeen"] = seconds }
                 return object
             }
             options.result(["devices": objects], devices.map { device in

@@ -14,21 +14,3 @@ func jsonLine(_ object: [String: Any]) -> String {
     let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     return String(decoding: data, as: UTF8.self) + "\n"
 }
-
-
-
-extension String {
-    /// Text keyctl did not write (names from the account chain, the server's words)
-    /// made safe for a terminal: control characters (an escape sequence could rewrite
-    /// what the person sees) and bidirectional overrides (which make text read other
-    /// than it is) become "?", and it is cut at 500 characters.
-    var printable: String { String(prefix(500)).terminalSafe() }
-
-    /// The whole text made safe for a terminal, as ``printable`` without the cut;
-    /// with `keepingNewlines`, line feeds stay (for output keyctl laid out).
-    func terminalSafe(keepingNewlines: Bool = false) -> String {
-        String(String.UnicodeScalarView(unicodeScalars.map {
-            ($0.properties.generalCategory == .control && !(keepingNewlines && $0 == "\n")) || $0.properties.isBidiControl ? "?" : $0
-        }))
-    }
-}

@@ -172,8 +172,7 @@ extension Recovery {
     static func hex(_ bytes: SecureBytes) -> String {
         var plain = bytes.unprotectedCopy()
         defer { SecureBytes.wipe(&plain) }
-        let digits = Array("0123456789abcdef")
-        return String(plain.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] })
+        return plain.map { String(format: "%02x", $0) }.joined()
     }
 
     static func hint(for error: MnemonicError) -> String? {

@@ -30,7 +30,7 @@ enum WrittenCopyCheck {
             SecureBytes.wipe(&enter)
             console.write(clearScreen)
         }
-        var positions = Array(1...code.words.count)
+        var positions = Array(1...RecoveryCode.wordCount)
         var rng = SystemRandomNumberGenerator()
         positions.shuffle(using: &rng)
         for position in positions.prefix(questions).sorted() {

@@ -182,10 +182,4 @@ extension SecureBytes {
     /// Overwrites `bytes` with zeros in a way the optimiser does not remove: for a
     /// secret an app had to hold in an ordinary array (a typed passphrase, say).
     public static func wipe(_ bytes: inout [UInt8]) { secureWipe(&bytes) }
-
-    /// Whether two byte strings are equal, in time that does not depend on where
-    /// they differ (for anything secret, or derived from a secret).
-    public static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        KeyVaultCrypto.constantTimeEquals(lhs, rhs)
-    }
 }

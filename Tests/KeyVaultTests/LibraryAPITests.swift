@@ -300,3 +300,49 @@ extension LibraryAPITests {
         }
     }
 }
+
+extension LibraryAPITests {
+    /// A device sealed under a passphrase through the public API: an enrollment cut
+    /// off after the keys were kept is finished by running it again, the passphrase
+    /// asked for (as keyctl asks on a terminal), and the device opens only with it.
+    @Test func anEnrollmentSealedUnderAPassphraseResumesAndOpensWithIt() async throws {
+        try await Fixture.run { fixture, laptop in
+            let storage = MemoryDeviceStorage()
+            let passphrase = SecureBytes(copying: Array("correct horse battery".utf8))
+            fixture.transport.answer { request in
+                request.target.hasSuffix("/recovery/enroll")
+                    ? HTTPReply(status: 503, body: Array(#"{"error":{"code":"unavailable","message":"down"}}"#.utf8)) : nil
+            }
+            await #expect(throws: KeyVaultError.self) {
+                _ = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
+                                           recoveryCode: RecoveryCode(fixture.code), storage: storage, transport: fixture.transport,
+                                           passphrase: passphrase)
+            }
+            fixture.transport.answer(nil)
+            #expect(try storage.holdsDevice)
+            #expect(!String(decoding: try #require(try storage.read()), as: UTF8.self).contains("\"secrets\""), "the kept keys are sealed")
+            // Again without the passphrase to ask for: the sealed keys are not read.
+            await expectRefusal("passphrase_required", kind: .home) {
+                _ = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
+                                           recoveryCode: RecoveryCode(fixture.code), storage: storage, transport: fixture.transport)
+            }
+            let tablet = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "tablet",
+                                                recoveryCode: RecoveryCode(fixture.code), storage: storage, transport: fixture.transport,
+                                                askPassphrase: { passphrase })
+            let device = tablet.device
+            tablet.home.unlock()
+            await expectRefusal("wrong_passphrase", kind: .rejected) {
+                _ = try await Vault.open(storage: storage, passphrase: { SecureBytes(copying: Array("not the passphrase".utf8)) },
+                                         transportFor: { _ in fixture.transport })
+            }
+            let again = try await Vault.open(storage: storage, passphrase: { passphrase }, transportFor: { _ in fixture.transport })
+            #expect(again.device == device)
+            again.home.unlock()
+            await expectRefusal("invalid_input", kind: .input) {
+                _ = try await Vault.enroll(server: Self.server, account: laptop.account, deviceName: "phone",
+                                           recoveryCode: RecoveryCode(fixture.code), storage: MemoryDeviceStorage(),
+                                           transport: fixture.transport, passphrase: SecureBytes(copying: Array("short".utf8)))
+            }
+        }
+    }
+}

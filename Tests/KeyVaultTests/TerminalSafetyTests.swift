@@ -1,5 +1,5 @@
 import Foundation
-@testable import KeyVault
+import KeyVault
 import KeyVaultModel
 import Testing
 
