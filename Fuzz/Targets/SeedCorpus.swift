@@ -37,6 +37,9 @@ public enum SeedCorpus {
         // Attachment objects: a key envelope and a content envelope.
         add(.attachment, "object", AttachmentObject(key: sealed[0].bytes, content: sealed[1].bytes).bytes)
         add(.attachment, "key-only", sealed[0].bytes)
+        // Version 2: two full chunks of 2^10 and a last one (framing only: the parser opens nothing).
+        add(.attachment, "streamed", AttachmentObject(key: sealed[0].bytes, chunkShift: 10,
+                                                      chunks: [UInt8](repeating: 0xab, count: 2 * 1040 + 100)).bytes)
 
         // Headers: a signed request and a session request, both valid at HeadersTarget.now.
         let r = HeadersTarget.request

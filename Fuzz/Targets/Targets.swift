@@ -56,6 +56,13 @@ enum AttachmentTarget {
             try expect(object.bytes == data, "an attachment object does not encode back to its bytes")
             try expect((try? AttachmentObject(bytes: object.bytes)) == object, "an encoded attachment object does not parse back")
             try expect((try? AttachmentObject.checkKey(object.key)) != nil, "the key part of a parsed object is refused on its own")
+            try expect(AttachmentObject(key: object.key, storedContent: object.storedContent) == object,
+                       "an attachment object does not come back from what the server stores of it")
+            if let layout = try? object.chunkLayout() {
+                let covered = (0..<layout.count).reduce(0) { $0 + layout.range(of: $1).count }
+                try expect(covered == object.content.count && layout.range(of: layout.count - 1).upperBound == object.content.count,
+                           "the chunks of a parsed object do not cover its content exactly")
+            }
         }
         _ = try? AttachmentObject.checkKey(data)
     }

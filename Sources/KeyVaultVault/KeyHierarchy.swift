@@ -82,8 +82,21 @@ package enum AttachmentCrypto {
         try EnvelopeContext(purpose: purpose, ["account": account.rawValue, "member": member.rawValue, "address": address.description])
     }
 
-    /// Seals `plaintext` (already addressed as `address`) under a fresh data key wrapped under `keys`.
-    package static func seal(_ plaintext: [UInt8], address: ContentAddress, account: AccountID, keys: MemberKeys) throws -> AttachmentObject {
+    /// Seals `plaintext` (already addressed as `address`) under a fresh data key wrapped
+    /// under `keys`, in chunks (version 2).
+    package static func seal(_ plaintext: some RawBytes, address: ContentAddress, account: AccountID, keys: MemberKeys,
+                             chunkShift: UInt8 = AttachmentObject.defaultChunkShift) throws -> AttachmentObject {
+        var sealer = AttachmentSealer(chunkShift: chunkShift)
+        var chunks = [UInt8]()
+        try plaintext.withUnsafeBytes { all in
+            try forEachChunk(of: all, chunkShift: chunkShift) { chunk, last in chunks += try sealer.seal(chunk, last: last) }
+        }
+        return AttachmentObject(key: try sealer.wrapKey(address: address, account: account, keys: keys), chunkShift: chunkShift, chunks: chunks)
+    }
+
+    /// Seals `plaintext` in one envelope (version 1): what older clients stored, and
+    /// what the tests make to check it still opens.
+    package static func sealWhole(_ plaintext: [UInt8], address: ContentAddress, account: AccountID, keys: MemberKeys) throws -> AttachmentObject {
         let dataKey = SymmetricKey()
         let content = try Envelope.seal(plaintext, under: dataKey, generation: 1,
                                         context: context("attachment-content", account: account, member: keys.member, address: address))
@@ -104,7 +117,7 @@ package enum AttachmentCrypto {
     }
 
     /// Opens the key part with `keys` (of the generation the key part names).
-    static func openDataKey(_ key: [UInt8], address: ContentAddress, account: AccountID, keys: MemberKeys) throws -> SymmetricKey {
+    package static func openDataKey(_ key: [UInt8], address: ContentAddress, account: AccountID, keys: MemberKeys) throws -> SymmetricKey {
         do {
             let envelope = try Envelope(bytes: key)
             return try SymmetricKey(envelope.open(using: keys.keyWrapKey,
@@ -129,6 +142,9 @@ package enum AttachmentCrypto {
     package static func open(_ object: AttachmentObject, address: ContentAddress, account: AccountID,
                             keyKeys: MemberKeys, addressKeys: MemberKeys) throws -> SecureBytes {
         let dataKey = try openDataKey(object.key, address: address, account: account, keys: keyKeys)
+        if object.version == AttachmentObject.streamedVersion {
+            return try openStreamed(object, dataKey: dataKey, address: address, addressKeys: addressKeys)
+        }
         let plaintext: SecureBytes
         do {
             plaintext = try Envelope(bytes: object.content).open(

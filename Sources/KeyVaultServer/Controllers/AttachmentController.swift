@@ -62,9 +62,9 @@ struct AttachmentController: Sendable {
         let object = try AttachmentObject(bytes: body)
         let info = replace
             ? try await service.database.replaceAttachment(account, member: member, address: address, key: Data(object.key),
-                                                           data: Data(object.content), device: device)
+                                                           data: Data(object.storedContent), device: device)
             : try await service.database.putAttachment(account, member: member, address: address, key: Data(object.key),
-                                                       data: Data(object.content), device: device)
+                                                       data: Data(object.storedContent), device: device)
         return try .json(info, status: info.existed == true ? .ok : .created)
     }
 
@@ -72,7 +72,7 @@ struct AttachmentController: Sendable {
         guard let stored = try await service.database.attachment(account, member: member, address: address) else {
             throw APIError.notFound("attachment")
         }
-        return .octetStream(AttachmentObject(key: [UInt8](stored.key), content: [UInt8](stored.data)).bytes)
+        return .octetStream(AttachmentObject(key: [UInt8](stored.key), storedContent: [UInt8](stored.data)).bytes)
     }
 
     @Sendable func getKey(_ request: Request, _ context: SignedRequestContext) async throws -> Response {

@@ -1,0 +1,122 @@
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+
+/// Version 2 attachments: content sealed in chunks (docs/formats/attachment.md,
+/// "version 2"), so that any size passes through a bounded amount of memory.
+extension AttachmentCrypto {
+    /// AD of every chunk: "keyvault/v2/attachment-chunk" ‖ 0x00 ‖ header (0x02 ‖ s).
+    static func chunkAAD(chunkShift: UInt8) -> [UInt8] {
+        Array("keyvault/v2/attachment-chunk".utf8) + [0, AttachmentObject.streamedVersion, chunkShift]
+    }
+
+    /// PK = HKDF-SHA256(DEK, info "keyvault/v2/attachment-payload"): seals the chunks only.
+    static func payloadKey(_ dataKey: SymmetricKey) throws -> SymmetricKey {
+        try HKDF.deriveKey(from: dataKey, info: Array("keyvault/v2/attachment-payload".utf8))
+    }
+
+    /// Calls `body` with each chunk of `content` (2^chunkShift bytes; the last 1 to
+    /// 2^chunkShift, or one empty chunk for empty content) and whether it is the last.
+    package static func forEachChunk(of content: UnsafeRawBufferPointer, chunkShift: UInt8,
+                                     _ body: (UnsafeRawBufferPointer, Bool) throws -> Void) throws {
+        let size = 1 << Int(chunkShift)
+        var start = 0
+        repeat {
+            let end = min(start + size, content.count)
+            try body(UnsafeRawBufferPointer(rebasing: content[start..<end]), end == content.count)
+            start = end
+        } while start < content.count
+    }
+
+    /// Opens a version 2 object whole, checking its content address as the chunks pass.
+    static func openStreamed(_ object: AttachmentObject, dataKey: SymmetricKey, address: ContentAddress,
+                             addressKeys: MemberKeys) throws -> SecureBytes {
+        let layout: ChunkLayout
+        do {
+            layout = try object.chunkLayout()
+        } catch let error as ProtocolError {
+            throw VaultError(.addressMismatch, "the content stored at \(address) is not framed in chunks: \(error.message)")
+        }
+        let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: object.chunkShift, address: address)
+        var hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
+        let plaintext = try SecureBytes(count: layout.plaintextLength) { out in
+            var at = 0
+            for index in 0..<layout.count {
+                let chunk = try opener.open(Array(object.content[layout.range(of: index)]), index: index, of: layout.count)
+                try chunk.withUnsafeBytes { bytes in
+                    try hasher.update(bytes)
+                    UnsafeMutableRawBufferPointer(rebasing: out[at..<(at + bytes.count)]).copyMemory(from: bytes)
+                    at += bytes.count
+                }
+            }
+        }
+        try check(hasher.finalize(), against: address)
+        return plaintext
+    }
+
+    /// The content address computed over the opened content is the one asked for
+    /// (constant-time), or the object is refused.
+    package static func check(_ actual: ContentAddress, against address: ContentAddress) throws {
+        guard constantTimeEquals(actual.mac, address.mac), actual.generation == address.generation else {
+            throw VaultError(.addressMismatch, "the content stored at \(address) does not match its address")
+        }
+    }
+}
+
+/// Seals one attachment's chunks, in order, under a fresh data key; then wraps that
+/// key for the member, bound to the content address (known only once every chunk
+/// passed, when the content is read once).
+package struct AttachmentSealer: ~Copyable {
+    private let dataKey = SymmetricKey()
+    private var stream: StreamAEAD.Sealer
+    package let chunkShift: UInt8
+
+    package init(chunkShift: UInt8 = AttachmentObject.defaultChunkShift) {
+        precondition(AttachmentObject.chunkShifts.contains(chunkShift))
+        self.chunkShift = chunkShift
+        // A fresh DEK, so PK derives: HKDF only fails on a key of the wrong length.
+        stream = StreamAEAD.Sealer(key: try! AttachmentCrypto.payloadKey(dataKey),
+                                   authenticating: AttachmentCrypto.chunkAAD(chunkShift: chunkShift))
+    }
+
+    /// Seals the next chunk: 2^chunkShift bytes, but for the last (1 to 2^chunkShift
+    /// bytes, or empty when it is the only one).
+    package mutating func seal(_ chunk: some RawBytes, last: Bool) throws -> [UInt8] {
+        let size = 1 << Int(chunkShift), count = chunk.withUnsafeBytes(\.count)
+        precondition(last ? count <= size && (count > 0 || stream.index == 0) : count == size,
+                     "a chunk of \(count) bytes where the format says otherwise")
+        return try stream.seal(chunk, last: last)
+    }
+
+    /// The key part: the data key wrapped under the member's key-wrap key, bound to
+    /// the account, the member and the content's address.
+    package func wrapKey(address: ContentAddress, account: AccountID, keys: MemberKeys) throws -> [UInt8] {
+        try AttachmentCrypto.wrapDataKey(dataKey, address: address, account: account, keys: keys)
+    }
+}
+
+/// Opens the chunks of one version 2 attachment, whose data key opened from its key
+/// part (which binds it to the address).
+package struct AttachmentOpener: Sendable {
+    private let payloadKey: SymmetricKey
+    private let aad: [UInt8]
+    private let address: ContentAddress
+
+    package init(dataKey: SymmetricKey, chunkShift: UInt8, address: ContentAddress) throws {
+        payloadKey = try AttachmentCrypto.payloadKey(dataKey)
+        aad = AttachmentCrypto.chunkAAD(chunkShift: chunkShift)
+        self.address = address
+    }
+
+    /// Opens sealed chunk `index` of `count`.
+    ///
+    /// - Throws: `VaultError` `address_mismatch` when it is not that chunk of this
+    ///   object (moved, cut, from another object, altered).
+    package func open(_ sealed: [UInt8], index: Int, of count: Int) throws -> SecureBytes {
+        do {
+            return try StreamAEAD.open(sealed, index: UInt64(index), last: index == count - 1, using: payloadKey, authenticating: aad)
+        } catch is CryptoError {
+            throw VaultError(.addressMismatch, "chunk \(index) of \(count) of the content stored at \(address) does not open: it was moved, cut or altered")
+        }
+    }
+}
