@@ -29,17 +29,22 @@ extension Vault {
     }
 
     /// Seals a file for a member and uploads it under its content address
-    /// (``put(_:member:)`` with the file's content).
+    /// (``put(_:member:)`` with the file's content). The file is read twice, to
+    /// address it and then to seal it, one chunk at a time; only the sealed object
+    /// is held whole, for the upload.
     ///
-    /// - Throws: ``KeyVaultError`` `io` when the file cannot be read.
+    /// - Throws: ``KeyVaultError`` `io` when the file cannot be read or changed while
+    ///   it was read; `payload_too_large` before anything is read when the server
+    ///   takes no attachment that large.
     public func put(fileAt path: String, member: Member) async throws -> PutResult {
-        try await exclusively {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw KeyVaultError(.io, "cannot read \(path)")
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw KeyVaultError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        return try await put(size: Int(info.st_size), member: member, what: path) { body in
+            do {
+                try forEachChunk(ofFileAt: path) { piece, _ in try body(piece) }
+            } catch let error as CryptoError {
+                throw KeyVaultError(.io, error.message)
             }
-            var plaintext = [UInt8](data)
-            defer { secureWipe(&plaintext) }
-            return try await put(plaintext, member: member)
         }
     }
 
@@ -52,13 +57,28 @@ extension Vault {
     /// (``finishPendingRotations()``); for each grant of the member whose grantee's
     /// identity changed, `share.revoke` and then `member.rotate`. An upload itself writes
     /// no link.
+    ///
+    /// - Throws: ``KeyVaultError`` `payload_too_large` before anything is sealed when
+    ///   the server takes no attachment that large.
     public func put(_ plaintext: [UInt8], member given: Member) async throws -> PutResult {
+        try await put(size: plaintext.count, member: given, what: "the content") { body in try plaintext.withUnsafeBytes(body) }
+    }
+
+    /// An upload of content `read` hands over in pieces, as often as asked: once to
+    /// address it, once to seal it.
+    private func put(size: Int, member given: Member, what: String,
+                     reading read: @escaping ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) async throws -> PutResult {
         try await exclusively {
             // A shared member as its sharer's chain has it now: checked again, its newest generation.
             let member = try await current(given)
             guard !member.readOnly else {
                 throw KeyVaultError(.readOnlyGrant, "\(member.name) is shared with this account read-only by \(owner(of: member)): nothing can be put",
                                     kind: .input)
+            }
+            // Before any work: what the server would refuse anyway is not read or sealed.
+            if let limit = try await api.maxAttachmentBytes(), AttachmentObject.streamedSize(ofContent: size) > limit {
+                throw KeyVaultError(.payloadTooLarge, "\(what) is \(size) bytes, and the server takes attachments of up to about \(limit) bytes: nothing was read or sent",
+                                    kind: .rejected)
             }
             // The newest chain first: a revocation another device made since must be
             // followed by its rotation before anything is sealed (an upload writes no link,
@@ -74,8 +94,15 @@ extension Vault {
             // have moved (a shared member's: as its sharer's chain said when it was read).
             let generation = member.sharer == nil ? try chain.members[member.id]?.generation ?? member.generation : member.generation
             let keys = try await memberKeys(member, generation: generation)
-            let address = try keys.contentAddressKey.address(of: plaintext)
-            let object = try AttachmentCrypto.seal(plaintext, address: address, account: owner(of: member), keys: keys)
+            var hasher = try ContentAddressHasher(key: keys.contentAddressKey)
+            try read { try hasher.update($0) }
+            let address = try hasher.finalize()
+            let object: AttachmentObject
+            do {
+                object = try AttachmentCrypto.seal(reading: read, address: address, account: owner(of: member), keys: keys)
+            } catch let error as VaultError where error.code == .addressMismatch {
+                throw KeyVaultError(.io, "\(what) changed while it was read: nothing was sent; try again once it is written")
+            }
             var info = try await api.putAttachment(member: member.id, address: address, object: object, sharer: member.sharer)
             // "Already there" may be an object another party holding the key (a grantee)
             // stored at an address it could predict, and that does not open: a device of
@@ -83,55 +110,69 @@ extension Vault {
             if info.existed == true, member.sharer == nil {
                 var current = member
                 current.generation = generation
-                let matches: Bool
                 do {
-                    matches = constantTimeEquals(try await get(address, member: current), plaintext)
+                    // It opens and has this address: the same content (HMAC-SHA256 under the member's key).
+                    try await open(address, member: current) { _ in }
                 } catch let error as KeyVaultError where error.kind == .verification {
-                    matches = false  // another party's object (a network failure is no reason to replace anything)
-                }
-                if !matches {
+                    // Another party's object (a network failure is no reason to replace anything).
                     progress(.replacingUnopenableAttachment(address))
                     info = try await api.putAttachment(member: member.id, address: address, object: object, replace: true)
                 }
             }
-            return PutResult(address: address, size: plaintext.count, existed: info.existed ?? false)
+            return PutResult(address: address, size: size, existed: info.existed ?? false)
         }
     }
 
     /// Downloads an attachment, opens it and checks it against its address.
     public func get(_ address: ContentAddress, member given: Member) async throws -> SecureBytes {
         try await exclusively {
-            // A `Member` kept across a rotation names an older generation: this account's own
-            // member is judged by the verified chain (a newer generation there is no server lie).
-            var member = given
-            if member.sharer == nil, let now = try chain.members[member.id]?.generation, now > member.generation {
-                member.generation = now
-            }
-            let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer)
-            let object: AttachmentObject
-            do {
-                object = try AttachmentObject(bytes: bytes)
-            } catch {
-                throw KeyVaultError.verification(error, "the attachment \(address) from the server")
-            }
-            let keyGeneration = try AttachmentCrypto.keyGeneration(of: object.key)
-            guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
-                throw KeyVaultError(.addressMismatch,
-                                  "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
-            }
-            do {
-                return try AttachmentCrypto.open(object, address: address, account: owner(of: member),
-                                                 keyKeys: try await memberKeys(member, generation: keyGeneration),
-                                                 addressKeys: try await memberKeys(member, generation: address.generation))
-            } catch let error as VaultError {
-                throw KeyVaultError.verification(error, "the attachment is refused")
+            var chunks = [SecureBytes]()
+            try await open(address, member: given) { chunks.append(SecureBytes(copying: $0)) }
+            if chunks.count == 1 { return chunks[0] }
+            return try SecureBytes(count: chunks.reduce(0) { $0 + $1.count }) { out in
+                var at = 0
+                for chunk in chunks {
+                    chunk.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[at..<(at + $0.count)]).copyMemory(from: $0) }
+                    at += chunk.count
+                }
             }
         }
     }
 
-    /// Downloads an attachment, opens it, checks it against its address, and only
-    /// then writes it to `path`: through a new temporary file beside it (created
-    /// exclusively, never through a symlink, mode 0600), synced, then renamed over
+    /// Downloads an attachment and opens it into `sink`, piece by piece; the content
+    /// address is checked last (``AttachmentCrypto/open(_:address:account:keyKeys:addressKeys:into:)``).
+    private func open(_ address: ContentAddress, member given: Member,
+                      into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        // A `Member` kept across a rotation names an older generation: this account's own
+        // member is judged by the verified chain (a newer generation there is no server lie).
+        var member = given
+        if member.sharer == nil, let now = try chain.members[member.id]?.generation, now > member.generation {
+            member.generation = now
+        }
+        let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer)
+        let object: AttachmentObject
+        do {
+            object = try AttachmentObject(bytes: bytes)
+        } catch {
+            throw KeyVaultError.verification(error, "the attachment \(address) from the server")
+        }
+        let keyGeneration = try AttachmentCrypto.keyGeneration(of: object.key)
+        guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
+            throw KeyVaultError(.addressMismatch,
+                              "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
+        }
+        let keyKeys = try await memberKeys(member, generation: keyGeneration)
+        let addressKeys = try await memberKeys(member, generation: address.generation)
+        do {
+            try AttachmentCrypto.open(object, address: address, account: owner(of: member), keyKeys: keyKeys, addressKeys: addressKeys, into: sink)
+        } catch let error as VaultError {
+            throw KeyVaultError.verification(error, "the attachment is refused")
+        }
+    }
+
+    /// Downloads an attachment, opens it chunk by chunk into a new temporary file
+    /// beside `path` (created exclusively, never through a symlink, mode 0600), and
+    /// only once the whole content matched its address syncs it and renames it over
     /// `path`. Content that does not match its address writes nothing; a failed
     /// write leaves no temporary file behind.
     ///
@@ -139,13 +180,25 @@ extension Vault {
     /// - Throws: as ``get(_:member:)``; ``KeyVaultError`` `io` when the file cannot be written.
     @discardableResult
     public func get(_ address: ContentAddress, member: Member, toFileAt path: String) async throws -> Int {
-        let content = try await get(address, member: member)
-        do {
-            try content.withUnsafeBytes { try AtomicFile.write($0, to: path) }
-        } catch let error as AtomicFile.Failure {
-            throw KeyVaultError(.io, error.message)
+        try await exclusively {
+            do {
+                let file = try AtomicFile.Writer(path)
+                var written = 0
+                do {
+                    try await open(address, member: member) { piece in
+                        try file.append(piece)
+                        written += piece.count
+                    }
+                    try file.commit()
+                } catch {
+                    file.abort()
+                    throw error
+                }
+                return written
+            } catch let error as AtomicFile.Failure {
+                throw KeyVaultError(.io, error.message)
+            }
         }
-        return content.count
     }
 
     /// An attachment the server lists: where it is, how large its sealed object is, and

@@ -113,6 +113,17 @@ package struct ServerAPI: Sendable {
         _ = try await call("GET", "/health", signed: false)
     }
 
+    /// The largest attachment object the service takes (`GET /v1/limits`); nil from a
+    /// service too old to say.
+    package func maxAttachmentBytes() async throws -> Int? {
+        do {
+            let reply = try await call("GET", "/v1/limits", signed: false)
+            return try json([String: Int].self, reply.body, "limits")["maxAttachmentBytes"]
+        } catch let error as KeyVaultError where error.status == 404 {
+            return nil
+        }
+    }
+
     package func createAccount(_ request: CreateAccountRequest) async throws -> CreateAccountResponse {
         try json(CreateAccountResponse.self, try await call("POST", "/v1/accounts", body: encode(request), signed: false).body, "answer")
     }

@@ -35,7 +35,13 @@ struct Attachment: AsyncParsableCommand {
     struct Put: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Seal a file for a member and upload it.",
-            discussion: #"Prints its address, and says when the server already had it. --json prints {"address", "size", "existed"}."#)
+            discussion: #"""
+                Asks the server the largest attachment it takes first: a file over it is
+                refused before it is read. The file is read twice, to compute its address
+                and then to seal it in 1 MiB chunks; a file that changes in between is
+                refused, nothing sent. Prints its address, and says when the server already
+                had it. --json prints {"address", "size", "existed"}.
+                """#)
         @OptionGroup var member: MemberOption
         @Argument(help: "The file.") var file: String
         @OptionGroup var options: HomeOptions

@@ -68,6 +68,8 @@ enum Hints {
             return "is --server a KeyVault server (`keyctl serve`)?"
         case .tooManyConflicts:
             return "run the command again in a moment; if this repeats, do not trust this server"
+        case .payloadTooLarge:
+            return "the server's operator sets the limit (keyctl serve --max-attachment-bytes); split the file, or ask them"
         case .responseTooLarge:
             return "a KeyVault server never sends that much here; check --server, or report it if the server is yours"
         case .unknownDevice:

@@ -127,6 +127,14 @@ package struct AttachmentObject: Sendable, Equatable {
         try checkEnvelope(bytes, "key")
     }
 
+    /// The size of a version 2 object holding `length` content bytes in chunks of
+    /// 2^chunkShift, with a key part of `keyLength` bytes (an XChaCha20-Poly1305
+    /// envelope of a 32-byte key has 94).
+    package static func streamedSize(ofContent length: Int, chunkShift: UInt8 = defaultChunkShift, keyLength: Int = 94) -> Int {
+        let chunks = max(1, (length + (1 << Int(chunkShift)) - 1) >> Int(chunkShift))
+        return 2 + 4 + keyLength + length + chunks * StreamAEAD.tagByteCount
+    }
+
     package var bytes: [UInt8] {
         let n = UInt32(key.count)
         let length = [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]

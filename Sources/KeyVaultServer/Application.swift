@@ -37,7 +37,8 @@ func buildRoutes(_ service: ServiceState, metrics: ServiceMetrics = ServiceMetri
         router.add(middleware: ClientAddressMiddleware(trusted: service.configuration.trustedProxies))
     }
     let routes = RouteBuilder(router: router, authenticator: service.authenticator, defaultBodyLimit: service.configuration.maxJSONBytes)
-    HealthController(database: service.database, metrics: metrics, metricsToken: service.configuration.metricsToken).addRoutes(to: routes)
+    HealthController(database: service.database, metrics: metrics, metricsToken: service.configuration.metricsToken,
+                     maxAttachmentBytes: service.configuration.maxAttachmentBytes).addRoutes(to: routes)
     AccountController(service: service).addRoutes(to: routes)
     ChainController(service: service).addRoutes(to: routes)
     DeviceController(service: service).addRoutes(to: routes)

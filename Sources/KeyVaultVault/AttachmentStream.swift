@@ -28,30 +28,94 @@ extension AttachmentCrypto {
         } while start < content.count
     }
 
+    /// Seals the content `read` hands over in pieces of any size (a file read in
+    /// order, say), in chunks as they fill, and checks that what was read has
+    /// `address`: content that changed since it was addressed is refused, sealed for
+    /// nothing. Holds one chunk of content at a time (and the sealed object).
+    ///
+    /// - Throws: `VaultError` `address_mismatch` when the content read is not the content addressed.
+    package static func seal(reading read: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void, address: ContentAddress,
+                             account: AccountID, keys: MemberKeys,
+                             chunkShift: UInt8 = AttachmentObject.defaultChunkShift) throws -> AttachmentObject {
+        var sealer = AttachmentSealer(chunkShift: chunkShift)
+        var hasher = try ContentAddressHasher(key: keys.contentAddressKey)
+        let size = 1 << Int(chunkShift)
+        var pending = [UInt8]()
+        pending.reserveCapacity(size)
+        defer { secureWipe(&pending) }
+        var chunks = [UInt8]()
+        try read { piece in
+            try hasher.update(piece)
+            var rest = piece[...]
+            while !rest.isEmpty {
+                // A full chunk is sealed only once more content shows it is not the last.
+                if pending.count == size {
+                    chunks += try sealer.seal(pending, last: false)
+                    secureWipe(&pending)
+                    pending.removeAll(keepingCapacity: true)
+                }
+                let take = min(size - pending.count, rest.count)
+                pending += rest.prefix(take)
+                rest = rest.dropFirst(take)
+            }
+        }
+        chunks += try sealer.seal(pending, last: true)
+        try check(try hasher.finalize(), against: address)
+        return AttachmentObject(key: try sealer.wrapKey(address: address, account: account, keys: keys), chunkShift: chunkShift, chunks: chunks)
+    }
+
+    /// Opens an object of either version, handing its content to `sink` in pieces
+    /// (a version 2 object chunk by chunk, as each opens). The content address is
+    /// checked last: until this returns, what `sink` got may be cut short or another
+    /// content, so a sink that writes a file keeps it apart until then.
+    ///
+    /// - Throws: `VaultError` `address_mismatch` when anything does not open or the
+    ///   content's address is not `address`.
+    package static func open(_ object: AttachmentObject, address: ContentAddress, account: AccountID,
+                             keyKeys: MemberKeys, addressKeys: MemberKeys, into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        guard object.version == AttachmentObject.streamedVersion else {
+            try open(object, address: address, account: account, keyKeys: keyKeys, addressKeys: addressKeys).withUnsafeBytes(sink)
+            return
+        }
+        let dataKey = try openDataKey(object.key, address: address, account: account, keys: keyKeys)
+        try openStreamed(object, dataKey: dataKey, address: address, addressKeys: addressKeys) { try $0.withUnsafeBytes(sink) }
+    }
+
     /// Opens a version 2 object whole, checking its content address as the chunks pass.
     static func openStreamed(_ object: AttachmentObject, dataKey: SymmetricKey, address: ContentAddress,
                              addressKeys: MemberKeys) throws -> SecureBytes {
-        let layout: ChunkLayout
-        do {
-            layout = try object.chunkLayout()
-        } catch let error as ProtocolError {
-            throw VaultError(.addressMismatch, "the content stored at \(address) is not framed in chunks: \(error.message)")
-        }
-        let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: object.chunkShift, address: address)
-        var hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
-        let plaintext = try SecureBytes(count: layout.plaintextLength) { out in
+        let layout = try layout(of: object, address: address)
+        return try SecureBytes(count: layout.plaintextLength) { out in
             var at = 0
-            for index in 0..<layout.count {
-                let chunk = try opener.open(Array(object.content[layout.range(of: index)]), index: index, of: layout.count)
-                try chunk.withUnsafeBytes { bytes in
-                    try hasher.update(bytes)
+            try openStreamed(object, dataKey: dataKey, address: address, addressKeys: addressKeys) { chunk in
+                chunk.withUnsafeBytes { bytes in
                     UnsafeMutableRawBufferPointer(rebasing: out[at..<(at + bytes.count)]).copyMemory(from: bytes)
                     at += bytes.count
                 }
             }
         }
+    }
+
+    /// Each chunk of a version 2 object, opened in order, then the content address checked.
+    private static func openStreamed(_ object: AttachmentObject, dataKey: SymmetricKey, address: ContentAddress,
+                                     addressKeys: MemberKeys, chunk sink: (SecureBytes) throws -> Void) throws {
+        let layout = try layout(of: object, address: address)
+        let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: object.chunkShift, address: address)
+        var hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
+        for index in 0..<layout.count {
+            let chunk = try opener.open(Array(object.content[layout.range(of: index)]), index: index, of: layout.count)
+            try chunk.withUnsafeBytes { try hasher.update($0) }
+            try sink(chunk)
+        }
         try check(hasher.finalize(), against: address)
-        return plaintext
+    }
+
+    private static func layout(of object: AttachmentObject, address: ContentAddress) throws -> ChunkLayout {
+        do {
+            return try object.chunkLayout()
+        } catch let error as ProtocolError {
+            throw VaultError(.addressMismatch, "the content stored at \(address) is not framed in chunks: \(error.message)")
+        }
     }
 
     /// The content address computed over the opened content is the one asked for

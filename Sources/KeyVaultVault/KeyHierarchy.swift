@@ -86,12 +86,8 @@ package enum AttachmentCrypto {
     /// under `keys`, in chunks (version 2).
     package static func seal(_ plaintext: some RawBytes, address: ContentAddress, account: AccountID, keys: MemberKeys,
                              chunkShift: UInt8 = AttachmentObject.defaultChunkShift) throws -> AttachmentObject {
-        var sealer = AttachmentSealer(chunkShift: chunkShift)
-        var chunks = [UInt8]()
-        try plaintext.withUnsafeBytes { all in
-            try forEachChunk(of: all, chunkShift: chunkShift) { chunk, last in chunks += try sealer.seal(chunk, last: last) }
-        }
-        return AttachmentObject(key: try sealer.wrapKey(address: address, account: account, keys: keys), chunkShift: chunkShift, chunks: chunks)
+        try seal(reading: { body in try plaintext.withUnsafeBytes(body) }, address: address, account: account, keys: keys,
+                 chunkShift: chunkShift)
     }
 
     /// Seals `plaintext` in one envelope (version 1): what older clients stored, and

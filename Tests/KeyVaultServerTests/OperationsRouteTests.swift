@@ -85,3 +85,13 @@ import Testing
     #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
     #expect(HTTPDate.format(1_709_164_799) == "Wed, 28 Feb 2024 23:59:59 GMT")
 }
+
+/// Issue 21: a client asks the attachment limit before it seals anything.
+@Test func theServiceSaysTheLargestAttachmentItTakes() async throws {
+    try await testApplication(.sqlite) { $0.maxAttachmentBytes = 4096 }.test(.router) { client in
+        let response = try await client.execute(uri: "/v1/limits", method: .get)
+        #expect(response.status == .ok)
+        let limits = try JSONDecoder().decode([String: Int].self, from: Data(buffer: response.body))
+        #expect(limits == ["maxAttachmentBytes": 4096])
+    }
+}

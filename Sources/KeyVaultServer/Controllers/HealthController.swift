@@ -11,6 +11,8 @@ struct HealthController: Sendable {
     let metrics: ServiceMetrics
     /// Opens /metrics to clients off this machine that send it as a bearer token.
     var metricsToken: String? = nil
+    /// What /v1/limits says: the largest attachment object a PUT accepts.
+    var maxAttachmentBytes = ServerConfiguration().maxAttachmentBytes
     /// How long a readiness check waits for the database.
     static let readinessTimeout: Duration = .seconds(3)
 
@@ -20,6 +22,14 @@ struct HealthController: Sendable {
         routes.open(.get, "/health/ready", use: ready)
         routes.open(.get, "/metrics", use: exposition)
         routes.open(.get, "/openapi.json", use: openAPI)
+        routes.open(.get, "/v1/limits", use: limits)
+    }
+
+    /// The service's limits, for clients to check before they work (public: the
+    /// limit is no secret, and grants nothing). A dishonest server could say less than
+    /// it takes, which only refuses what it could refuse anyway.
+    @Sendable func limits(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+        try .json(["maxAttachmentBytes": maxAttachmentBytes])
     }
 
     /// The process answers: nothing else is checked (a liveness probe must not fail

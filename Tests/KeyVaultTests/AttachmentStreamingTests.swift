@@ -1,0 +1,79 @@
+import Foundation
+import KeyVault
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultTestSupport
+import Testing
+
+// Issue 21: attachments in chunks from the library's side: the server's limit is
+// asked before any work, files are sealed and written back chunk by chunk.
+
+@Suite struct AttachmentStreamingTests {
+    /// What the server takes is asked first: content over it is neither read nor
+    /// sealed nor sent, and says how large it is and what the server takes.
+    @Test func anAttachmentOverTheServersLimitIsRefusedBeforeAnythingIsSealed() async throws {
+        try await Fixture.run { fixture, laptop in
+            let emma = try await laptop.addMember(name: "Emma")
+            let puts = Locked(0)
+            fixture.transport.answer { request in
+                if request.method == "PUT", request.target.contains("/attachments/") { puts.withLock { $0 += 1 } }
+                return request.target == "/v1/limits" ? HTTPReply(status: 200, body: Array(#"{"maxAttachmentBytes":1000}"#.utf8)) : nil
+            }
+            await expectRefusal("payload_too_large", kind: .rejected) {
+                _ = try await laptop.put(SystemRandom.bytes(count: 5000), member: emma)
+            }
+            let directory = try TemporaryDirectory("kv-limit")
+            let path = directory.path("scan.pdf")
+            try Data(SystemRandom.bytes(count: 5000)).write(to: URL(fileURLWithPath: path))
+            await expectRefusal("payload_too_large", kind: .rejected) {
+                _ = try await laptop.put(fileAt: path, member: emma)
+            }
+            #expect(puts.withLock { $0 } == 0, "nothing was sent")
+            // Under the limit it goes through.
+            _ = try await laptop.put(SystemRandom.bytes(count: 500), member: emma)
+            #expect(puts.withLock { $0 } == 1)
+        }
+    }
+
+    /// A file of several chunks goes up as a version 2 object and comes back through
+    /// a temporary file, equal; a stored object cut short writes nothing.
+    @Test func aFileIsSealedInChunksAndWrittenBackOnlyWhenWhole() async throws {
+        try await Fixture.run { fixture, laptop in
+            let emma = try await laptop.addMember(name: "Emma")
+            let directory = try TemporaryDirectory("kv-stream")
+            let content = SystemRandom.bytes(count: 3 << 20 | 12345)
+            let path = directory.path("video.mp4")
+            try Data(content).write(to: URL(fileURLWithPath: path))
+            let put = try await laptop.put(fileAt: path, member: emma)
+            #expect(put.size == content.count && !put.existed)
+            #expect(try await laptop.address(of: content, member: emma) == put.address)
+
+            // As the server holds it: version 2, four chunks of 1 MiB (the last smaller).
+            let stored = try await laptop.api.attachment(member: emma.id, address: put.address, sharer: nil)
+            let object = try AttachmentObject(bytes: stored)
+            let chunkCount = try object.chunkLayout().count
+            #expect(object.version == 2 && object.chunkShift == 20 && chunkCount == 4)
+
+            let out = directory.path("copy.mp4")
+            #expect(try await laptop.get(put.address, member: emma, toFileAt: out) == content.count)
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: out))) == content)
+            #expect(try await laptop.get(put.address, member: emma).unprotectedCopy() == content)
+
+            // The server cuts the object after its third chunk: refused, and nothing is written.
+            fixture.transport.tamper { request, reply in
+                guard request.method == "GET", request.target.contains(put.address.description) else { return }
+                var cut = try AttachmentObject(bytes: reply.body)
+                cut.content = Array(cut.content[..<(try cut.chunkLayout().range(of: 2).upperBound)])
+                reply.body = cut.bytes
+            }
+            let refused = directory.path("refused.mp4")
+            await expectRefusal("address_mismatch", kind: .verification) {
+                _ = try await laptop.get(put.address, member: emma, toFileAt: refused)
+            }
+            #expect(!FileManager.default.fileExists(atPath: refused))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["copy.mp4", "video.mp4"],
+                    "no temporary file is left behind")
+        }
+    }
+}
