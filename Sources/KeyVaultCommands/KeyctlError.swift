@@ -18,6 +18,8 @@ public struct KeyctlError: Error, Sendable, CustomStringConvertible {
         case untrusted = 5
         /// The command line itself is wrong (argument-parser's EX_USAGE).
         case usage = 64
+        /// A service it needs is not there (EX_UNAVAILABLE): `keyctl serve`'s port is taken.
+        case unavailable = 69
     }
 
     /// The library's codes (every one the service, the client checks and the key

@@ -123,6 +123,8 @@ func buildApplication(
 package func runServer(_ configuration: ServerConfiguration, logger: Logger,
                       onServerRunning: @escaping @Sendable (Int) async -> Void) async throws {
     try configuration.validate()
+    // Before anything is created: a port in use or a host not this machine's stops it here.
+    try ListenCheck.check(host: configuration.host, port: configuration.port)
     let location = try configuration.databaseLocation()
     let secret = try configuration.secret()
     let tls = try configuration.tlsConfiguration()
@@ -151,6 +153,7 @@ package func runServer(_ configuration: ServerConfiguration, logger: Logger,
     let app = try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
                                    server: server, metrics: metrics, onServerRunning: onServerRunning)
     try await app.runService()
+    logger.info("stopped", metadata: ["reason": "a signal, or the service's end; requests in flight finished"])
 }
 
 /// The most connections one service process opens to PostgreSQL.

@@ -9,6 +9,8 @@ package struct ConfigurationError: Error, Sendable, Equatable, CustomStringConve
         case database
         /// A backup could not be made; nothing was left at its destination.
         case backup
+        /// The service cannot listen where it is told to (a port in use, or one that needs privileges).
+        case listen
     }
 
     package let kind: Kind

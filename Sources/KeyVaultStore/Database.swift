@@ -24,6 +24,11 @@ package struct KeyVaultDatabase: KeyVaultRepository {
     /// - Parameter syncChainWrites: sync the chain writes' commits (`synchronous = FULL`);
     ///   false only to measure what that costs (keyvault-bench chain-appends).
     package static func open(path: String, syncChainWrites: Bool = true) throws -> KeyVaultDatabase {
+        // A new file is its user's alone (SQLite makes its -wal and -shm files with the same mode).
+        if path != ":memory:", !path.hasPrefix("file:"), !FileManager.default.fileExists(atPath: path) {
+            let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
+        }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in

@@ -157,6 +157,9 @@ extension KeyctlError {
         case .backup:
             self.init(.io, "the backup failed: \(error.message)",
                       hint: "nothing was written at \(destination ?? "the destination"); check the paths and free space, then run it again")
+        case .listen:
+            self.init(.io, "cannot listen: \(error.message)",
+                      hint: "stop what holds the port, or pick another with --port (KEYVAULT_PORT); nothing was created", exitCode: .unavailable)
         }
     }
 }

@@ -71,3 +71,52 @@ import Testing
     #expect(allowed == 200)
     #expect(server.stop(SIGTERM) == 0)
 }
+
+// Issue 22, "keyctl serve": what an operator meets at start and stop.
+
+/// A port another process listens on, or a host that is not this machine's, stops
+/// `keyctl serve` with the usual one-line error and exit code before it creates a
+/// database or a secret file.
+@Test func aPortInUseOrABadHostStopsServeBeforeItCreatesAnything() throws {
+    let running = try RunningServer()
+    let directory = try TemporaryDirectory("kv-listen")
+    let files = ["--database", directory.path("new.sqlite"), "--secret-file", directory.path("secret")]
+    for (arguments, code, says) in [
+        (["serve", "--port", String(running.port)] + files, Int32(69), "port \(running.port) on 127.0.0.1 is in use"),
+        (["serve", "--host", "999.1.1.1", "--port", "0"] + files, Int32(64), "--host 999.1.1.1"),
+        (["serve", "--host", "192.0.2.1", "--port", "0"] + files, Int32(64), "--host 192.0.2.1 (KEYVAULT_HOST) is not an address of this machine"),
+    ] {
+        let result = try keyctl(arguments)
+        #expect(result.code == code, "\(arguments): \(result.err)")
+        #expect(result.err.hasPrefix("keyctl: error: ") && result.err.contains(says), "\(result.err)")
+        #expect(!result.err.contains("bind(descriptor"), "\(result.err)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "\(arguments) created files")
+    }
+    #expect(running.stop(SIGTERM) == 0)
+}
+
+/// The SQLite database `keyctl serve` creates is its user's alone (what it holds is
+/// ciphertext, but also who has which devices and when).
+@Test func theDatabaseServeCreatesIsReadableByItsUserOnly() throws {
+    let server = try RunningServer()
+    let path = server.directory.appendingPathComponent("keyvault.sqlite").path
+    let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+    #expect(mode == 0o600, "mode \(String(mode ?? 0, radix: 8))")
+    #expect(server.stop(SIGTERM) == 0)
+}
+
+/// Its log says when it stops, and a refused request's method and route (the
+/// route's template: no account id).
+@Test func serveLogsARefusalsRouteAndItsStop() async throws {
+    let directory = try TemporaryDirectory("kv-log")
+    let log = directory.url("serve.log")
+    let server = try RunningServer(log: log)
+    let (status, _) = try await server.request("GET", "/v1/accounts/00000000000000000000000000000000/chain")
+    #expect(status == 401)
+    #expect(server.stop(SIGTERM) == 0)
+    let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+    let refused = try #require(lines.first { $0.contains("\"refused\"") }, "\(lines)")
+    #expect(refused.contains("unsigned_request") && refused.contains("/v1/accounts/{account}/chain") && refused.contains("GET"), "\(refused)")
+    #expect(!refused.contains("00000000000000000000000000000000"), "the account id is logged: \(refused)")
+    #expect(lines.contains { $0.contains("\"stopped\"") }, "\(lines)")
+}

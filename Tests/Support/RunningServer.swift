@@ -18,8 +18,9 @@ package final class RunningServer {
     /// - Parameters:
     ///   - database: a PostgreSQL URL; by default a SQLite file in the directory.
     ///   - port: 0 picks a free one.
+    ///   - log: a file for its standard error (its JSON log); by default it is dropped.
     package init(arguments: [String] = [], environment: [String: String] = [:], directory existing: URL? = nil,
-                 database: String? = nil, port: Int = 0, binary: URL = BuiltProducts.keyctl) throws {
+                 database: String? = nil, port: Int = 0, binary: URL = BuiltProducts.keyctl, log: URL? = nil) throws {
         temporary = existing == nil ? try TemporaryDirectory("kv-serve") : nil
         directory = existing ?? temporary!.url
         process.executableURL = binary
@@ -27,7 +28,12 @@ package final class RunningServer {
                              "--database", database ?? directory.appendingPathComponent("keyvault.sqlite").path] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        if let log {
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: log)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         // The first line says where it listens: "keyctl: serving on http://127.0.0.1:PORT (…)".
         var text = ""

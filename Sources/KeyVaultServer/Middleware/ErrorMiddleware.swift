@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import KeyVaultProtocol
 import KeyVaultStore
 
@@ -7,14 +8,20 @@ import KeyVaultStore
 /// trace or an empty 500, and logs each refusal with the request id (never a body
 /// or a header value).
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// A refusal's log fields: its code, the method and the route's template (never
+    /// the path itself, which holds account ids).
+    private func refusal(_ code: String, _ request: Request, _ context: Context) -> Logger.Metadata {
+        ["code": .string(code), "method": .string(request.method.rawValue), "route": .string(context.endpointPath ?? "unmatched")]
+    }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as APIError {
-            context.logger.info("refused", metadata: ["code": .string(error.code.rawValue), "status": .stringConvertible(error.status.code)])
+            context.logger.info("refused", metadata: refusal(error.code.rawValue, request, context).merging(["status": .stringConvertible(error.status.code)]) { a, _ in a })
             throw error
         } catch let error as ProtocolError {
-            context.logger.info("refused", metadata: ["code": .string(error.code.rawValue)])
+            context.logger.info("refused", metadata: refusal(error.code.rawValue, request, context))
             throw APIError(error)
         } catch let error as HTTPError {
             throw switch error.status {
@@ -33,7 +40,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .linkRequestClosed: APIError(.linkRequestClosed, "this link request is no longer pending")
             case .linkRequestOutOfTurn: APIError(.linkRequestOutOfTurn, "this link request is not at that step (already answered, not answered yet, or not revealed yet)")
             }
-            context.logger.info("refused", metadata: ["code": .string(api.code.rawValue)])
+            context.logger.info("refused", metadata: refusal(api.code.rawValue, request, context))
             throw api
         } catch is DecodingError {
             throw APIError.badRequest("the JSON body does not have the expected fields and types")
