@@ -39,13 +39,13 @@ extension Vault {
     public func put(fileAt path: String, member: Member) async throws -> PutResult {
         var info = stat()
         guard stat(path, &info) == 0 else { throw KeyVaultError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
-        return try await put(size: Int(info.st_size), member: member, what: path) { body in
+        return try await put(size: Int(info.st_size), member: member, what: path, reading: { body in
             do {
                 try forEachChunk(ofFileAt: path) { piece, _ in try body(piece) }
             } catch let error as CryptoError {
                 throw KeyVaultError(.io, error.message)
             }
-        }
+        }, chunks: { try ChunkReader(path: path, size: $0) })
     }
 
     /// Seals `plaintext` for `member` under the member's newest key and uploads it
@@ -61,13 +61,16 @@ extension Vault {
     /// - Throws: ``KeyVaultError`` `payload_too_large` before anything is sealed when
     ///   the server takes no attachment that large.
     public func put(_ plaintext: [UInt8], member given: Member) async throws -> PutResult {
-        try await put(size: plaintext.count, member: given, what: "the content") { body in try plaintext.withUnsafeBytes(body) }
+        try await put(size: plaintext.count, member: given, what: "the content", reading: { body in try plaintext.withUnsafeBytes(body) },
+                      chunks: { ChunkReader(bytes: plaintext, size: $0) })
     }
 
     /// An upload of content `read` hands over in pieces, as often as asked: once to
-    /// address it, once to seal it.
+    /// address it, then to seal it, whole (a shared member's, through its sharer's
+    /// relay) or, to a server that takes them, in chunks as `chunks` reads them.
     private func put(size: Int, member given: Member, what: String,
-                     reading read: @escaping ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) async throws -> PutResult {
+                     reading read: @escaping ((UnsafeRawBufferPointer) throws -> Void) throws -> Void,
+                     chunks: @escaping (Int) throws -> ChunkReader) async throws -> PutResult {
         try await exclusively {
             // A shared member as its sharer's chain has it now: checked again, its newest generation.
             let member = try await current(given)
@@ -76,7 +79,8 @@ extension Vault {
                                     kind: .input)
             }
             // Before any work: what the server would refuse anyway is not read or sealed.
-            if let limit = try await api.maxAttachmentBytes(), AttachmentObject.streamedSize(ofContent: size) > limit {
+            let limit = try await api.maxAttachmentBytes()
+            if let limit, AttachmentObject.streamedSize(ofContent: size) > limit {
                 throw KeyVaultError(.payloadTooLarge, "\(what) is \(size) bytes, and the server takes attachments of up to about \(limit) bytes: nothing was read or sent",
                                     kind: .rejected)
             }
@@ -97,13 +101,25 @@ extension Vault {
             var hasher = try ContentAddressHasher(key: keys.contentAddressKey)
             try read { try hasher.update($0) }
             let address = try hasher.finalize()
-            let object: AttachmentObject
-            do {
-                object = try AttachmentCrypto.seal(reading: read, address: address, account: owner(of: member), keys: keys)
-            } catch let error as VaultError where error.code == .addressMismatch {
-                throw KeyVaultError(.io, "\(what) changed while it was read: nothing was sent; try again once it is written")
+            let changed = KeyVaultError(.io, "\(what) changed while it was read: nothing was kept; try again once it is written")
+            // In chunks to this account's own server when it takes them (it says its limit):
+            // a bounded amount of memory on both sides, whatever the size.
+            let inChunks = member.sharer == nil && limit != nil
+            func upload(replace: Bool) async throws -> AttachmentInfo {
+                if inChunks {
+                    return try await uploadInChunks(chunks, size: size, address: address, member: member, keys: keys,
+                                                    replace: replace, changed: changed)
+                }
+                let object: AttachmentObject
+                do {
+                    object = try AttachmentCrypto.seal(reading: read, address: address, account: owner(of: member), keys: keys)
+                } catch let error as VaultError where error.code == .addressMismatch {
+                    throw changed
+                }
+                return try await api.putAttachment(member: member.id, address: address, object: object, sharer: member.sharer,
+                                                   replace: replace)
             }
-            var info = try await api.putAttachment(member: member.id, address: address, object: object, sharer: member.sharer)
+            var info = try await upload(replace: false)
             // "Already there" may be an object another party holding the key (a grantee)
             // stored at an address it could predict, and that does not open: a device of
             // this account checks, and replaces it rather than let its upload vanish.
@@ -116,11 +132,46 @@ extension Vault {
                 } catch let error as KeyVaultError where error.kind == .verification {
                     // Another party's object (a network failure is no reason to replace anything).
                     progress(.replacingUnopenableAttachment(address))
-                    info = try await api.putAttachment(member: member.id, address: address, object: object, replace: true)
+                    info = try await upload(replace: true)
                 }
             }
             return PutResult(address: address, size: size, existed: info.existed ?? false)
         }
+    }
+
+    /// Seals content chunk by chunk under a fresh data key and puts each chunk as it is
+    /// sealed (docs/api.md, "Attachments in chunks"); the server makes it the attachment
+    /// once every chunk is there. Content that is not what was addressed is never
+    /// completed (the server drops the unfinished upload after a day).
+    private func uploadInChunks(_ chunks: (Int) throws -> ChunkReader, size: Int, address: ContentAddress, member: Member,
+                                keys: MemberKeys, replace: Bool, changed: KeyVaultError) async throws -> AttachmentInfo {
+        var sealer = AttachmentSealer()
+        let key = try sealer.wrapKey(address: address, account: owner(of: member), keys: keys)
+        let started = try await api.beginUpload(member: member.id, address: address, key: key, chunkShift: sealer.chunkShift,
+                                                size: size, replace: replace)
+        let count = max(1, (size + (1 << Int(sealer.chunkShift)) - 1) >> Int(sealer.chunkShift))
+        if started.existed, !replace { return AttachmentInfo(address: address.description, size: 0, created: 0, existed: true) }
+        guard let upload = started.upload, started.chunks == count else {
+            throw KeyVaultError(.badResponse, "the server's answer to an upload of \(count) chunks names \(started.chunks)")
+        }
+        var hasher = try ContentAddressHasher(key: keys.contentAddressKey)
+        let reader = try chunks(1 << Int(sealer.chunkShift))
+        var index = 0
+        while var (chunk, last) = try reader.next() {
+            defer { secureWipe(&chunk) }
+            guard index < count else { throw changed }
+            try hasher.update(chunk)
+            let sealed = try sealer.seal(chunk, last: last)
+            try await api.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
+            index += 1
+        }
+        do {
+            try AttachmentCrypto.check(try hasher.finalize(), against: address)
+        } catch {
+            throw changed
+        }
+        guard index == count else { throw changed }
+        return try await api.completeUpload(member: member.id, address: address, upload: upload, replace: replace)
     }
 
     /// Downloads an attachment, opens it and checks it against its address.

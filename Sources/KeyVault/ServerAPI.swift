@@ -309,6 +309,29 @@ package struct ServerAPI: Sendable {
                                                      contentType: "application/octet-stream").body, "answer")
     }
 
+    /// Begins an upload in chunks (this account's own member): the upload to put the
+    /// chunks under, or that the address is already there.
+    package func beginUpload(member: MemberID, address: ContentAddress, key: [UInt8], chunkShift: UInt8, size: Int,
+                             replace: Bool) async throws -> UploadStarted {
+        let request = BeginUploadRequest(key: base64Encode(key), chunkShift: Int(chunkShift), size: size)
+        let started = try json(UploadStarted.self, try await call("POST", attachmentPath(member, address) + "/uploads",
+                                                                  query: replace ? "replace=true" : "", body: encode(request)).body, "answer")
+        guard started.existed || started.upload.map({ $0.count == 32 && $0.allSatisfy(\.isHexDigit) }) == true else {
+            throw KeyVaultError(.badResponse, "the server's upload id is not 32 hex digits")
+        }
+        return started
+    }
+
+    package func putUploadChunk(member: MemberID, address: ContentAddress, upload: String, index: Int, chunk: [UInt8]) async throws {
+        _ = try await call("PUT", attachmentPath(member, address) + "/uploads/\(upload)/chunks/\(index)", body: chunk,
+                           contentType: "application/octet-stream")
+    }
+
+    package func completeUpload(member: MemberID, address: ContentAddress, upload: String, replace: Bool) async throws -> AttachmentInfo {
+        try json(AttachmentInfo.self, try await call("POST", attachmentPath(member, address) + "/uploads/\(upload)/complete",
+                                                     query: replace ? "replace=true" : "").body, "answer")
+    }
+
     package func attachment(member: MemberID, address: ContentAddress, sharer: AccountID? = nil) async throws -> [UInt8] {
         try await call("GET", attachmentPath(member, address, sharer: sharer), maxReply: Self.maxAttachmentReplyBytes).body
     }

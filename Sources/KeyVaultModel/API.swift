@@ -343,3 +343,34 @@ package struct SessionGrant: Sendable, Codable, Equatable {
         self.expires = expires
     }
 }
+
+/// `POST …/attachments/{address}/uploads`: an upload in chunks (docs/api.md,
+/// "Attachments in chunks"). `size` is the content's length in bytes; the sealed
+/// chunks follow from it and `chunkShift`.
+package struct BeginUploadRequest: Sendable, Codable, Equatable {
+    /// The key part (the data key's wrap, an envelope), base64.
+    package var key: String
+    package var chunkShift: Int
+    package var size: Int
+
+    package init(key: String, chunkShift: Int, size: Int) {
+        self.key = key
+        self.chunkShift = chunkShift
+        self.size = size
+    }
+}
+
+/// The answer: where to put the chunks, or that the address is already there.
+package struct UploadStarted: Sendable, Codable, Equatable {
+    /// The upload's id (32 hex digits); absent when the attachment already existed.
+    package var upload: String?
+    /// How many sealed chunks the upload takes.
+    package var chunks: Int
+    package var existed: Bool
+
+    package init(upload: String?, chunks: Int, existed: Bool) {
+        self.upload = upload
+        self.chunks = chunks
+        self.existed = existed
+    }
+}

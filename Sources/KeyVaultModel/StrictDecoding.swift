@@ -62,6 +62,10 @@ extension RecoveryEnrollRequest: StrictRequest {
     package static let schema: FieldSchema = .object(["token": nil, "link": .link, "boxes": .array(.box)])
 }
 
+extension BeginUploadRequest: StrictRequest {
+    package static let schema: FieldSchema = .object(["key": nil, "chunkShift": nil, "size": nil])
+}
+
 extension RecoveryProof: StrictRequest {
     package static let schema: FieldSchema = .object(["challenge": nil, "signature": nil])
 }

@@ -250,6 +250,31 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
             """,
             "UPDATE audit SET sequence = 0 WHERE event = 'link.genesis'",
         ]),
+        // As SQLite's v10: attachments uploaded in chunks.
+        ("v6 attachments in chunks", [
+            "ALTER TABLE attachments ADD COLUMN upload TEXT",
+            """
+            CREATE TABLE attachment_uploads (
+                upload TEXT PRIMARY KEY,
+                account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                member TEXT NOT NULL,
+                address TEXT COLLATE "C" NOT NULL,
+                key BYTEA NOT NULL,
+                chunk_shift INTEGER NOT NULL,
+                size BIGINT NOT NULL,
+                chunks BIGINT NOT NULL,
+                created BIGINT NOT NULL,
+                complete BOOLEAN NOT NULL DEFAULT false)
+            """,
+            "CREATE INDEX attachment_uploads_by_account ON attachment_uploads (account, complete, created)",
+            """
+            CREATE TABLE attachment_chunks (
+                upload TEXT NOT NULL REFERENCES attachment_uploads(upload) ON DELETE CASCADE,
+                idx BIGINT NOT NULL,
+                data BYTEA NOT NULL,
+                PRIMARY KEY (upload, idx))
+            """,
+        ]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

@@ -30,18 +30,106 @@ extension KeyVaultDatabase {
             try db.execute(sql: """
                 INSERT INTO attachments (account, member, address, size, created, key, data) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (account, member, address) DO UPDATE SET size = excluded.size, created = excluded.created,
-                    key = excluded.key, data = excluded.data
+                    key = excluded.key, data = excluded.data, upload = NULL
                 """, arguments: [account.rawValue, member.rawValue, address, data.count, now, key, data])
+            // Chunks of what it replaced, when that was uploaded in chunks, go with it.
+            try db.execute(sql: """
+                DELETE FROM attachment_uploads WHERE complete = 1 AND account = ? AND member = ? AND address = ?
+                """, arguments: [account.rawValue, member.rawValue, address])
             try Self.audit(db, account: account, event: .attachmentReplace, device: device.rawValue, detail: "\(member.rawValue) \(address)")
             return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
         }
     }
 
-    /// The wrapped data key and the sealed content of an attachment.
-    package func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)? {
+    package func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> StoredAttachment? {
         try await writer.read { db in
-            try Row.fetchOne(db, sql: "SELECT key, data FROM attachments WHERE account = ? AND member = ? AND address = ?",
-                             arguments: [account.rawValue, member.rawValue, address]).map { ($0["key"], $0["data"]) }
+            try Row.fetchOne(db, sql: """
+                SELECT a.key, a.data, a.upload, u.chunks FROM attachments a LEFT JOIN attachment_uploads u ON u.upload = a.upload
+                WHERE a.account = ? AND a.member = ? AND a.address = ?
+                """, arguments: [account.rawValue, member.rawValue, address]).map {
+                StoredAttachment(key: $0["key"], data: $0["data"], upload: $0["upload"], chunks: ($0["chunks"] as Int64?).map(Int.init) ?? 0)
+            }
+        }
+    }
+
+    // MARK: Uploads in chunks
+
+    package func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, key: Data,
+                             chunkShift: Int, size: Int, chunks: Int) async throws {
+        try await writer.write { db in
+            let now = Self.now()
+            try db.execute(sql: "DELETE FROM attachment_uploads WHERE account = ? AND complete = 0 AND created < ?",
+                           arguments: [account.rawValue, now - Self.unfinishedUploadSeconds])
+            try db.execute(sql: """
+                INSERT INTO attachment_uploads (upload, account, member, address, key, chunk_shift, size, chunks, created)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [upload, account.rawValue, member.rawValue, address, key, chunkShift, size, chunks, now])
+        }
+    }
+
+    /// How long an unfinished upload is kept.
+    package static let unfinishedUploadSeconds: Int64 = 24 * 3600
+
+    package func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String) async throws
+        -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)? {
+        try await writer.read { db in
+            try Row.fetchOne(db, sql: """
+                SELECT chunk_shift, size, chunks, length(key) AS key_length FROM attachment_uploads
+                WHERE upload = ? AND account = ? AND member = ? AND address = ? AND complete = 0
+                """, arguments: [upload, account.rawValue, member.rawValue, address]).map {
+                (Int($0["chunk_shift"] as Int64), Int($0["size"] as Int64), Int($0["chunks"] as Int64), Int($0["key_length"] as Int64))
+            }
+        }
+    }
+
+    package func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String,
+                                index: Int, data: Data) async throws -> Bool {
+        try await writer.write { db in
+            guard try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM attachment_uploads WHERE upload = ? AND account = ? AND member = ? AND address = ? AND complete = 0
+                """, arguments: [upload, account.rawValue, member.rawValue, address]) != nil else { return false }
+            try db.execute(sql: "INSERT OR REPLACE INTO attachment_chunks (upload, idx, data) VALUES (?, ?, ?)",
+                           arguments: [upload, index, data])
+            return true
+        }
+    }
+
+    package func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool,
+                                objectSize: Int, device: DeviceID) async throws -> UploadOutcome {
+        try await writer.write { db in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT key, chunk_shift, chunks FROM attachment_uploads
+                WHERE upload = ? AND account = ? AND member = ? AND address = ? AND complete = 0
+                """, arguments: [upload, account.rawValue, member.rawValue, address]) else { return .unknown }
+            let need = Int(row["chunks"] as Int64)
+            let have = try Int.fetchOne(db, sql: "SELECT count(*) FROM attachment_chunks WHERE upload = ?", arguments: [upload]) ?? 0
+            guard have == need else { return .incomplete(have: have, need: need) }
+            let existing = try Row.fetchOne(db, sql: "SELECT size, created, upload FROM attachments WHERE account = ? AND member = ? AND address = ?",
+                                            arguments: [account.rawValue, member.rawValue, address])
+            if let existing, !replace {
+                try db.execute(sql: "DELETE FROM attachment_uploads WHERE upload = ?", arguments: [upload])
+                return .stored(AttachmentInfo(address: address, size: Int(existing["size"] as Int64), created: existing["created"], existed: true))
+            }
+            let now = Self.now()
+            let header = Data([2, UInt8(row["chunk_shift"] as Int64)])
+            try db.execute(sql: """
+                INSERT INTO attachments (account, member, address, size, created, key, data, upload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (account, member, address) DO UPDATE SET size = excluded.size, created = excluded.created,
+                    key = excluded.key, data = excluded.data, upload = excluded.upload
+                """, arguments: [account.rawValue, member.rawValue, address, objectSize, now, row["key"] as Data, header, upload])
+            try db.execute(sql: "UPDATE attachment_uploads SET complete = 1 WHERE upload = ?", arguments: [upload])
+            if let old = existing?["upload"] as String? {
+                try db.execute(sql: "DELETE FROM attachment_uploads WHERE upload = ?", arguments: [old])
+            }
+            try Self.audit(db, account: account, event: existing == nil ? .attachmentPut : .attachmentReplace, device: device.rawValue,
+                           detail: "\(member.rawValue) \(address)")
+            return .stored(AttachmentInfo(address: address, size: objectSize, created: now, existed: false))
+        }
+    }
+
+    package func attachmentChunk(upload: String, index: Int) async throws -> Data? {
+        try await writer.read { db in
+            try Data.fetchOne(db, sql: "SELECT data FROM attachment_chunks WHERE upload = ? AND idx = ?", arguments: [upload, index])
         }
     }
 

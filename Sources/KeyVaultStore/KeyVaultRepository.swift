@@ -133,7 +133,35 @@ package protocol KeyVaultRepository: Sendable {
     func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
                            device: DeviceID) async throws -> AttachmentInfo
 
-    func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> (key: Data, data: Data)?
+    /// The wrapped data key and the sealed content of an attachment: whole in `data`, or
+    /// (uploaded in chunks) its header in `data` and its chunks under `upload`.
+    func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> StoredAttachment?
+
+    // MARK: Uploads in chunks (docs/api.md, "Attachments in chunks")
+
+    /// Begins an upload of `chunks` sealed chunks: nothing is readable until it is
+    /// complete. Drops this account's uploads left unfinished for a day.
+    func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, key: Data,
+                     chunkShift: Int, size: Int, chunks: Int) async throws
+
+    /// An unfinished upload of this account, member and address: its chunk size
+    /// exponent, content size, chunk count and key part's length.
+    func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String) async throws
+        -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)?
+
+    /// Stores chunk `index` of an unfinished upload (again: replaced); false when there
+    /// is no such upload for this account, member and address.
+    func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String,
+                        index: Int, data: Data) async throws -> Bool
+
+    /// Makes a complete upload the attachment at its address (replacing what is there
+    /// only with `replace`; otherwise an attachment already there wins and the upload
+    /// is dropped). `objectSize` is the object's size as a whole, for the list.
+    func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool,
+                        objectSize: Int, device: DeviceID) async throws -> UploadOutcome
+
+    /// Sealed chunk `index` of an attachment stored in chunks.
+    func attachmentChunk(upload: String, index: Int) async throws -> Data?
 
     func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data?
 

@@ -190,6 +190,32 @@ extension KeyVaultDatabase {
                 UPDATE audit SET sequence = 0 WHERE event = 'link.genesis';
                 """)
         }
+        migrator.registerMigration("v10 attachments in chunks") { db in
+            // An upload's chunks live under its id until the attachment (which names the
+            // upload) or the account goes; an unfinished upload is dropped after a day.
+            try db.execute(sql: """
+                ALTER TABLE attachments ADD COLUMN upload TEXT;
+                CREATE TABLE attachment_uploads (
+                    upload TEXT PRIMARY KEY,
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    member TEXT NOT NULL,
+                    address TEXT NOT NULL,
+                    key BLOB NOT NULL,
+                    chunk_shift INTEGER NOT NULL,
+                    size INTEGER NOT NULL,
+                    chunks INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    complete INTEGER NOT NULL DEFAULT 0
+                ) STRICT;
+                CREATE INDEX attachment_uploads_by_account ON attachment_uploads (account, complete, created);
+                CREATE TABLE attachment_chunks (
+                    upload TEXT NOT NULL REFERENCES attachment_uploads(upload) ON DELETE CASCADE,
+                    idx INTEGER NOT NULL,
+                    data BLOB NOT NULL,
+                    PRIMARY KEY (upload, idx)
+                ) STRICT;
+                """)
+        }
         return migrator
     }
 }

@@ -405,9 +405,10 @@ import Testing
         let state = try await client.createAccount(TestDevice("phone"))
         let values = ["account": state.account.rawValue, "member": String(repeating: "a", count: 32),
                       "address": "ca1.1." + String(repeating: "0", count: 64), "code": "ABCDEFGH12",
-                      "sharer": String(repeating: "b", count: 32), "request": String(repeating: "c", count: 32)]
+                      "sharer": String(repeating: "b", count: 32), "request": String(repeating: "c", count: 32),
+                      "upload": String(repeating: "d", count: 32), "index": "0"]
         let signed = try testRoutes().filter(\.signed)
-        #expect(signed.count == 30)  // update with the route table
+        #expect(signed.count == 33)  // update with the route table
         for route in signed {
             var uri = route.path
             for (name, value) in values { uri = uri.replacingOccurrences(of: "{\(name)}", with: value) }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
 
@@ -14,6 +15,11 @@ struct AttachmentController: Sendable {
         routes.signed(.get, attachment, use: get)
         routes.signed(.get, attachment + "/key", use: getKey)
         routes.signed(.put, attachment + "/key", bodyLimit: AttachmentObject.maximumKeyBytes, use: putKey)
+        // Attachments in chunks: any size through a bounded amount of memory (docs/api.md).
+        routes.signed(.post, attachment + "/uploads", bodyLimit: 16 << 10, use: beginUpload)
+        routes.signed(.put, attachment + "/uploads/{upload}/chunks/{index}",
+                      bodyLimit: (1 << Int(AttachmentObject.chunkShifts.upperBound)) + StreamAEAD.tagByteCount, use: putChunk)
+        routes.signed(.post, attachment + "/uploads/{upload}/complete", use: completeUpload)
     }
 
     /// The member and address in the path.
@@ -72,7 +78,105 @@ struct AttachmentController: Sendable {
         guard let stored = try await service.database.attachment(account, member: member, address: address) else {
             throw APIError.notFound("attachment")
         }
-        return .octetStream(AttachmentObject(key: [UInt8](stored.key), storedContent: [UInt8](stored.data)).bytes)
+        guard let upload = stored.upload else {
+            return .octetStream(AttachmentObject(key: [UInt8](stored.key), storedContent: [UInt8](stored.data)).bytes)
+        }
+        // Stored in chunks: the object is written out chunk by chunk, never whole in memory.
+        let head = AttachmentObject(key: [UInt8](stored.key), storedContent: [UInt8](stored.data)).bytes
+        let database = service.database, chunks = stored.chunks
+        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody { writer in
+            try await writer.write(ByteBuffer(bytes: head))
+            for index in 0..<chunks {
+                // A chunk gone (the attachment replaced meanwhile) cuts the answer short: the reader refuses it.
+                guard let chunk = try await database.attachmentChunk(upload: upload, index: index) else { break }
+                try await writer.write(ByteBuffer(bytes: chunk))
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    // MARK: Uploads in chunks
+
+    /// `?replace=true`, as on the whole PUT: a device's signature, never a session.
+    private func replacing(_ request: Request) throws -> Bool {
+        let replace: Bool
+        switch request.uri.queryParameters.get("replace") {
+        case nil, "false": replace = false
+        case "true": replace = true
+        default: throw APIError.badRequest("replace is true or false")
+        }
+        if replace, request.headers[Headers.session] != nil {
+            throw APIError(.signatureRequired, "replacing an attachment takes a device's signature, not a session")
+        }
+        return replace
+    }
+
+    /// Begins an upload in chunks; an address already there (unless replacing) needs none.
+    @Sendable func beginUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        let replace = try replacing(request)
+        let body = try decodeBody(BeginUploadRequest.self, from: context.body)
+        guard let key = Data(base64Encoded: body.key) else { throw APIError.badRequest("key is standard base64") }
+        try AttachmentObject.checkKey([UInt8](key))
+        guard let shift = UInt8(exactly: body.chunkShift), AttachmentObject.chunkShifts.contains(shift) else {
+            throw APIError(.malformedAttachment, "chunkShift is 10 to 22 (chunks of 2^chunkShift bytes)")
+        }
+        guard body.size >= 0, body.size <= Int(Int32.max) << 8 else { throw APIError.badRequest("size is the content's length in bytes") }
+        let chunks = max(1, (body.size + (1 << Int(shift)) - 1) >> Int(shift))
+        let objectSize = AttachmentObject.streamedSize(ofContent: body.size, chunkShift: shift, keyLength: key.count)
+        guard objectSize <= service.configuration.maxAttachmentBytes else {
+            throw APIError(.payloadTooLarge, "the attachment would be \(objectSize) bytes, over this server's \(service.configuration.maxAttachmentBytes)")
+        }
+        guard try await service.chainState(context.account).members[member] != nil else { throw APIError.notFound("member") }
+        if !replace, try await service.database.attachment(context.account, member: member, address: address) != nil {
+            return try .json(UploadStarted(upload: nil, chunks: chunks, existed: true))
+        }
+        let upload = Hex.encode(SystemRandom.bytes(count: 16))
+        try await service.database.beginUpload(context.account, member: member, address: address, upload: upload, key: key,
+                                               chunkShift: Int(shift), size: body.size, chunks: chunks)
+        return try .json(UploadStarted(upload: upload, chunks: chunks, existed: false), status: .created)
+    }
+
+    /// Stores one sealed chunk: its index within the upload, and exactly the length
+    /// its place takes (2^s + 16 bytes, the last what remains).
+    @Sendable func putChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        let upload = try context.parameters.upload()
+        guard let text = context.parameters.get("index"), let index = Int(text), index >= 0, String(index) == text else {
+            throw APIError.badRequest("the chunk index in the path is a decimal number from 0")
+        }
+        guard let info = try await service.database.unfinishedUpload(context.account, member: member, address: address, upload: upload) else {
+            throw APIError.notFound("upload")
+        }
+        guard index < info.chunks else { throw APIError.badRequest("the upload has \(info.chunks) chunks, 0 to \(info.chunks - 1)") }
+        let size = 1 << info.chunkShift
+        let expected = (index < info.chunks - 1 ? size : info.size - (info.chunks - 1) * size) + StreamAEAD.tagByteCount
+        guard context.body.count == expected else {
+            throw APIError(.malformedAttachment, "chunk \(index) is \(expected) bytes sealed, not \(context.body.count)")
+        }
+        guard try await service.database.putUploadChunk(context.account, member: member, address: address, upload: upload,
+                                                        index: index, data: Data(context.body)) else {
+            throw APIError.notFound("upload")
+        }
+        return Response(status: .noContent)
+    }
+
+    /// Makes a complete upload the attachment at its address.
+    @Sendable func completeUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        let replace = try replacing(request)
+        let upload = try context.parameters.upload()
+        guard let info = try await service.database.unfinishedUpload(context.account, member: member, address: address, upload: upload) else {
+            throw APIError.notFound("upload")
+        }
+        let objectSize = AttachmentObject.streamedSize(ofContent: info.size, chunkShift: UInt8(info.chunkShift), keyLength: info.keyLength)
+        switch try await service.database.completeUpload(context.account, member: member, address: address, upload: upload,
+                                                          replace: replace, objectSize: objectSize, device: context.device.id) {
+        case .stored(let stored): return try .json(stored, status: stored.existed == true ? .ok : .created)
+        case .unknown: throw APIError.notFound("upload")
+        case .incomplete(let have, let need):
+            throw APIError.badRequest("the upload has \(have) of its \(need) chunks: put the others first")
+        }
     }
 
     @Sendable func getKey(_ request: Request, _ context: SignedRequestContext) async throws -> Response {

@@ -63,6 +63,14 @@ extension Parameters {
         return id
     }
 
+    /// An upload's id (`{upload}`): 32 lowercase hex digits, the server's own.
+    func upload() throws -> String {
+        guard let text = get("upload"), text.count == 32, text.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) }) else {
+            throw APIError.badRequest("the upload id in the path is 32 lowercase hex digits")
+        }
+        return text
+    }
+
     func address() throws -> ContentAddress {
         guard let text = get("address"), let address = ContentAddress(text) else {
             throw APIError.badRequest("the address in the path is ca1.<generation>.<64 lowercase hex digits>")

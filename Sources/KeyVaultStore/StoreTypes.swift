@@ -1,0 +1,31 @@
+import Foundation
+import KeyVaultModel
+
+/// An attachment as the store holds it.
+package struct StoredAttachment: Sendable, Equatable {
+    /// The data key's wrap (the key part).
+    package var key: Data
+    /// The sealed content whole (version 1, or a version 2 object put whole), or the
+    /// version 2 header (`0x02 ‖ s`) when the chunks are stored apart.
+    package var data: Data
+    /// The upload whose chunks hold the content, and how many there are.
+    package var upload: String?
+    package var chunks: Int
+
+    package init(key: Data, data: Data, upload: String? = nil, chunks: Int = 0) {
+        self.key = key
+        self.data = data
+        self.upload = upload
+        self.chunks = chunks
+    }
+}
+
+/// What completing an upload did.
+package enum UploadOutcome: Sendable, Equatable {
+    /// The attachment is stored (`existed`: one was already at the address, and the upload was dropped).
+    case stored(AttachmentInfo)
+    /// No such unfinished upload for this account, member and address.
+    case unknown
+    /// Chunks are missing: `have` of `need` were stored.
+    case incomplete(have: Int, need: Int)
+}

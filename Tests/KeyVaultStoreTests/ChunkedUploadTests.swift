@@ -1,0 +1,84 @@
+import Foundation
+import KeyVaultModel
+import KeyVaultPostgres
+import Testing
+import KeyVaultStore
+
+// Issue 21: attachments uploaded in chunks, on both backends. Nothing is readable
+// before the upload completes; a complete upload does not overwrite an attachment
+// already there unless it replaces it; what goes leaves no chunk behind.
+
+private func hex(_ n: Int) -> String { String(format: "%032x", n) }
+private let account = AccountID(unchecked: hex(11))
+private let member = MemberID(unchecked: hex(12))
+private let phone = StoredDevice(id: DeviceID(unchecked: hex(13)), account: account, name: "phone", signingKey: [1], boxKey: [2], added: 0)
+
+private func createAccount(_ database: any KeyVaultRepository) async throws {
+    try await database.createAccount(account, genesis: StoredLink(sequence: 0, hash: "h0", json: Data("{}".utf8)),
+                                     device: phone, boxes: [], recovery: nil)
+}
+
+@Test(arguments: Backend.all) func anUploadInChunksIsReadableOnlyOnceComplete(_ backend: Backend) async throws {
+    try await backend.withStore { database in
+        try await createAccount(database)
+        let upload = hex(100), address = "ca1.1.a"
+        try await database.beginUpload(account, member: member, address: address, upload: upload, key: Data([7]), chunkShift: 10,
+                                       size: 1500, chunks: 2)
+        #expect(try await database.unfinishedUpload(account, member: member, address: address, upload: upload)?.chunks == 2)
+        // Another member's or address's path does not reach it.
+        #expect(try await !database.putUploadChunk(account, member: MemberID(unchecked: hex(99)), address: address, upload: upload,
+                                                    index: 0, data: Data([1])))
+        #expect(try await !database.putUploadChunk(account, member: member, address: "ca1.1.b", upload: upload, index: 0, data: Data([1])))
+        #expect(try await database.putUploadChunk(account, member: member, address: address, upload: upload, index: 1, data: Data([2, 2])))
+        #expect(try await database.completeUpload(account, member: member, address: address, upload: upload, replace: false,
+                                                  objectSize: 99, device: phone.id) == .incomplete(have: 1, need: 2))
+        #expect(try await database.attachment(account, member: member, address: address) == nil)
+        #expect(try await database.putUploadChunk(account, member: member, address: address, upload: upload, index: 0, data: Data([1, 1])))
+        guard case .stored(let info) = try await database.completeUpload(account, member: member, address: address, upload: upload,
+                                                                          replace: false, objectSize: 99, device: phone.id) else {
+            Issue.record("not stored"); return
+        }
+        #expect(info.existed == false && info.size == 99)
+        let stored = try #require(try await database.attachment(account, member: member, address: address))
+        #expect(stored == StoredAttachment(key: Data([7]), data: Data([2, 10]), upload: upload, chunks: 2))
+        #expect(try await database.attachmentChunk(upload: upload, index: 0) == Data([1, 1]))
+        #expect(try await database.attachmentChunk(upload: upload, index: 1) == Data([2, 2]))
+        // Complete now: no more chunks, no second completion.
+        #expect(try await !database.putUploadChunk(account, member: member, address: address, upload: upload, index: 0, data: Data([9])))
+        #expect(try await database.completeUpload(account, member: member, address: address, upload: upload, replace: false,
+                                                  objectSize: 99, device: phone.id) == .unknown)
+        #expect(try await database.attachments(account, member: member).map(\.size) == [99])
+    }
+}
+
+@Test(arguments: Backend.all) func aSecondUploadOfAnAddressReplacesItOnlyWhenAskedAndLeavesNoChunkBehind(_ backend: Backend) async throws {
+    try await backend.withStore { database in
+        try await createAccount(database)
+        let address = "ca1.1.c"
+        func upload(_ id: String, _ byte: UInt8, replace: Bool) async throws -> UploadOutcome {
+            try await database.beginUpload(account, member: member, address: address, upload: id, key: Data([byte]), chunkShift: 10,
+                                           size: 10, chunks: 1)
+            _ = try await database.putUploadChunk(account, member: member, address: address, upload: id, index: 0, data: Data([byte]))
+            return try await database.completeUpload(account, member: member, address: address, upload: id, replace: replace,
+                                                     objectSize: 50, device: phone.id)
+        }
+        _ = try await upload(hex(1), 1, replace: false)
+        guard case .stored(let again) = try await upload(hex(2), 2, replace: false) else { Issue.record("not answered"); return }
+        #expect(again.existed == true)
+        #expect(try await database.attachment(account, member: member, address: address)?.upload == hex(1), "the first stays")
+        #expect(try await database.attachmentChunk(upload: hex(2), index: 0) == nil, "the dropped upload's chunk is gone")
+        _ = try await upload(hex(3), 3, replace: true)
+        #expect(try await database.attachment(account, member: member, address: address)?.upload == hex(3))
+        #expect(try await database.attachmentChunk(upload: hex(1), index: 0) == nil, "the replaced upload's chunk is gone")
+        // Replaced by a whole object: its chunks go too.
+        _ = try await database.replaceAttachment(account, member: member, address: address, key: Data([4]), data: Data([4]), device: phone.id)
+        #expect(try await database.attachment(account, member: member, address: address) == StoredAttachment(key: Data([4]), data: Data([4])))
+        #expect(try await database.attachmentChunk(upload: hex(3), index: 0) == nil)
+        // The account deleted: every upload and chunk with it.
+        try await database.beginUpload(account, member: member, address: "ca1.1.d", upload: hex(4), key: Data([5]), chunkShift: 10,
+                                       size: 10, chunks: 1)
+        _ = try await database.putUploadChunk(account, member: member, address: "ca1.1.d", upload: hex(4), index: 0, data: Data([5]))
+        try await database.deleteAccount(account)
+        #expect(try await database.attachmentChunk(upload: hex(4), index: 0) == nil)
+    }
+}
