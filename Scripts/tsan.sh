@@ -15,6 +15,8 @@ export TSAN_OPTIONS="log_path=$reports/tsan halt_on_error=0 exitcode=66 ${TSAN_O
 # here a few rounds reach the same code paths for the race detector (set the variables
 # to run more).
 export KEYVAULT_CRASH_ROUNDS="${KEYVAULT_CRASH_ROUNDS:-3}" KEYVAULT_STOP_ROUNDS="${KEYVAULT_STOP_ROUNDS:-4}"
+# The memory test's attachment: 64 MiB here (its 1 GiB runs in the test step, unsanitized).
+export KEYVAULT_MEMORY_TEST_BYTES="${KEYVAULT_MEMORY_TEST_BYTES:-$((64 << 20))}"
 set +e
 swift test --sanitize=thread --scratch-path .build-tsan "$@"
 code=$?

@@ -200,6 +200,11 @@ extension Vault {
         if member.sharer == nil, let now = try chain.members[member.id]?.generation, now > member.generation {
             member.generation = now
         }
+        // This account's own, from a server that keeps it in chunks: fetched chunk by chunk.
+        if member.sharer == nil, let list = try await api.chunkList(member: member.id, address: address) {
+            try await openInChunks(list, address: address, member: member, into: sink)
+            return
+        }
         let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer)
         let object: AttachmentObject
         do {
@@ -207,15 +212,47 @@ extension Vault {
         } catch {
             throw KeyVaultError.verification(error, "the attachment \(address) from the server")
         }
-        let keyGeneration = try AttachmentCrypto.keyGeneration(of: object.key)
+        let (keyKeys, addressKeys) = try await keys(forKeyPart: object.key, address: address, member: member)
+        do {
+            try AttachmentCrypto.open(object, address: address, account: owner(of: member), keyKeys: keyKeys, addressKeys: addressKeys, into: sink)
+        } catch let error as VaultError {
+            throw KeyVaultError.verification(error, "the attachment is refused")
+        }
+    }
+
+    /// The member keys of the generation a key part is wrapped under, and of the
+    /// address's: both must be generations the member has.
+    private func keys(forKeyPart key: [UInt8], address: ContentAddress, member: Member) async throws
+        -> (keyKeys: MemberKeys, addressKeys: MemberKeys) {
+        let keyGeneration = try AttachmentCrypto.keyGeneration(of: key)
         guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
             throw KeyVaultError(.addressMismatch,
                               "the attachment \(address) names a key generation member \(member.name) does not have", kind: .verification)
         }
-        let keyKeys = try await memberKeys(member, generation: keyGeneration)
-        let addressKeys = try await memberKeys(member, generation: address.generation)
+        return (try await memberKeys(member, generation: keyGeneration), try await memberKeys(member, generation: address.generation))
+    }
+
+    /// Fetches, opens and hands out one chunk at a time; the key part comes alone. The
+    /// server's count and chunk size are its word only: a chunk opens only at its
+    /// place, with its last flag, under a header naming its size, so any other count or
+    /// size is refused (and the content address is checked last, as ever).
+    private func openInChunks(_ list: ChunkList, address: ContentAddress, member: Member,
+                              into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        guard list.chunks >= 1, let shift = UInt8(exactly: list.chunkShift), AttachmentObject.chunkShifts.contains(shift) else {
+            throw KeyVaultError(.badResponse, "the server's chunk list of \(address) is not one a reader takes", kind: .verification)
+        }
+        let key = try await api.attachmentKey(member: member.id, address: address)
+        let (keyKeys, addressKeys) = try await keys(forKeyPart: key, address: address, member: member)
         do {
-            try AttachmentCrypto.open(object, address: address, account: owner(of: member), keyKeys: keyKeys, addressKeys: addressKeys, into: sink)
+            let dataKey = try AttachmentCrypto.openDataKey(key, address: address, account: owner(of: member), keys: keyKeys)
+            let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: shift, address: address)
+            var hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
+            for index in 0..<list.chunks {
+                let sealed = try await api.attachmentChunk(member: member.id, address: address, index: index)
+                let chunk = try opener.open(sealed, index: index, of: list.chunks)
+                try chunk.withUnsafeBytes { try hasher.update($0); try sink($0) }
+            }
+            try AttachmentCrypto.check(try hasher.finalize(), against: address)
         } catch let error as VaultError {
             throw KeyVaultError.verification(error, "the attachment is refused")
         }

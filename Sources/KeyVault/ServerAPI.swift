@@ -332,6 +332,21 @@ package struct ServerAPI: Sendable {
                                                      query: replace ? "replace=true" : "").body, "answer")
     }
 
+    /// How a version 2 attachment lies in chunks; nil when it is stored whole (version 1).
+    package func chunkList(member: MemberID, address: ContentAddress) async throws -> ChunkList? {
+        do {
+            return try json(ChunkList.self, try await call("GET", attachmentPath(member, address) + "/chunks").body, "chunk list")
+        } catch let error as KeyVaultError where error.code == .badRequest {
+            return nil
+        }
+    }
+
+    /// Sealed chunk `index` of an attachment (at most the largest chunk a reader takes).
+    package func attachmentChunk(member: MemberID, address: ContentAddress, index: Int) async throws -> [UInt8] {
+        try await call("GET", attachmentPath(member, address) + "/chunks/\(index)",
+                       maxReply: (1 << Int(AttachmentObject.chunkShifts.upperBound)) + StreamAEAD.tagByteCount).body
+    }
+
     package func attachment(member: MemberID, address: ContentAddress, sharer: AccountID? = nil) async throws -> [UInt8] {
         try await call("GET", attachmentPath(member, address, sharer: sharer), maxReply: Self.maxAttachmentReplyBytes).body
     }

@@ -374,3 +374,15 @@ package struct UploadStarted: Sendable, Codable, Equatable {
         self.existed = existed
     }
 }
+
+/// `GET …/attachments/{address}/chunks`: how a version 2 attachment lies in chunks
+/// (the server's word: a reader's STREAM check refuses any other count or size).
+package struct ChunkList: Sendable, Codable, Equatable {
+    package var chunks: Int
+    package var chunkShift: Int
+
+    package init(chunks: Int, chunkShift: Int) {
+        self.chunks = chunks
+        self.chunkShift = chunkShift
+    }
+}

@@ -36,7 +36,7 @@ enum ListenCheck {
         let reason = errno
         switch reason {
         case EADDRINUSE:
-            throw ConfigurationError("port \(port) on \(host) is in use (another keyctl serve, or another service)", kind: .listen)
+            throw ConfigurationError("port \(port) on \(host) is in use (another KeyVault service, or another program)", kind: .listen)
         case EADDRNOTAVAIL:
             throw ConfigurationError("--host \(host) (KEYVAULT_HOST) is not an address of this machine")
         case EACCES:

@@ -67,7 +67,7 @@ package struct ServerConfiguration: Sendable {
         if let value = environment["KEYVAULT_DATABASE"] { databasePath = value }
         if let value = environment["KEYVAULT_DATABASE_PASSWORD_FILE"] { databasePasswordFile = value }
         if let value = environment["KEYVAULT_MAX_ATTACHMENT_BYTES"] {
-            maxAttachmentBytes = try Self.integer(value, "KEYVAULT_MAX_ATTACHMENT_BYTES", 1...(1 << 30))
+            maxAttachmentBytes = try Self.integer(value, "KEYVAULT_MAX_ATTACHMENT_BYTES", Self.attachmentLimits)
         }
         if let value = environment["KEYVAULT_SIGNATURE_WINDOW"] {
             signatureWindowSeconds = Int64(try Self.integer(value, "KEYVAULT_SIGNATURE_WINDOW", 10...3600))
@@ -97,12 +97,20 @@ package struct ServerConfiguration: Sendable {
     }
 
     /// - Throws: `ConfigurationError` for any value out of range.
+    /// What `--max-attachment-bytes` may be: up to 1 TiB, since attachments pass in
+    /// chunks (an upload in chunks holds one chunk at a time on either side).
+    package static let attachmentLimits = 1...(1 << 40)
+
+    /// The largest object a single PUT takes whole (then it is in memory at once):
+    /// larger ones go in chunks (docs/api.md, "Attachments in chunks").
+    package var maxWholeAttachmentBytes: Int { min(maxAttachmentBytes, 64 << 20) }
+
     package func validate() throws {
         guard !host.isEmpty else { throw ConfigurationError("the host is empty") }
         guard (0...65535).contains(port) else { throw ConfigurationError("port \(port) is not between 0 and 65535") }
         guard !databasePath.isEmpty else { throw ConfigurationError("the database path is empty") }
-        guard (1...(1 << 30)).contains(maxAttachmentBytes) else {
-            throw ConfigurationError("the attachment limit must be between 1 byte and 1 GiB")
+        guard Self.attachmentLimits.contains(maxAttachmentBytes) else {
+            throw ConfigurationError("the attachment limit must be between 1 byte and 1 TiB")
         }
         guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) else {
             throw ConfigurationError("log level '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")

@@ -44,7 +44,7 @@ struct Serve: AsyncParsableCommand {
                                valueName: "path-or-url"))
     var database: String?
 
-    @Option(help: ArgumentHelp("Largest attachment accepted, in bytes.", valueName: "bytes"))
+    @Option(help: ArgumentHelp("Largest attachment accepted, in bytes (up to 1 TiB; a PUT whole takes up to 64 MiB, larger ones come in chunks).", valueName: "bytes"))
     var maxAttachmentBytes: Int?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")

@@ -60,18 +60,30 @@ import Testing
             #expect(Array(try Data(contentsOf: URL(fileURLWithPath: out))) == content)
             #expect(try await laptop.get(put.address, member: emma).unprotectedCopy() == content)
 
-            // The server cuts the object after its third chunk: refused, and nothing is written.
-            fixture.transport.tamper { request, reply in
-                guard request.method == "GET", request.target.contains(put.address.description) else { return }
-                var cut = try AttachmentObject(bytes: reply.body)
-                cut.content = Array(cut.content[..<(try cut.chunkLayout().range(of: 2).upperBound)])
-                reply.body = cut.bytes
-            }
+            // It came back chunk by chunk: the server was asked for each.
+            // A dishonest server cuts the object after its third chunk (it says there are
+            // three), or swaps two chunks: refused, and nothing is written.
+            let chunkList = "/attachments/\(put.address)/chunks"
+            let sealed = [1: try await laptop.api.attachmentChunk(member: emma.id, address: put.address, index: 1),
+                          2: try await laptop.api.attachmentChunk(member: emma.id, address: put.address, index: 2)]
+            let tamperings: [TamperingTransport.Rule] = [
+                { request, reply in
+                    guard request.method == "GET", request.target.hasSuffix(chunkList) else { return }
+                    reply.body = Array(try JSONEncoder().encode(ChunkList(chunks: 3, chunkShift: 20)))
+                },
+                { request, reply in
+                    guard request.method == "GET", request.target.hasSuffix(chunkList + "/1") || request.target.hasSuffix(chunkList + "/2") else { return }
+                    reply.body = sealed[request.target.hasSuffix("/1") ? 2 : 1]!
+                },
+            ]
             let refused = directory.path("refused.mp4")
-            await expectRefusal("address_mismatch", kind: .verification) {
-                _ = try await laptop.get(put.address, member: emma, toFileAt: refused)
+            for rule in tamperings {
+                fixture.transport.tamper(rule)
+                await expectRefusal("address_mismatch", kind: .verification) {
+                    _ = try await laptop.get(put.address, member: emma, toFileAt: refused)
+                }
+                #expect(!FileManager.default.fileExists(atPath: refused))
             }
-            #expect(!FileManager.default.fileExists(atPath: refused))
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["copy.mp4", "video.mp4"],
                     "no temporary file is left behind")
         }

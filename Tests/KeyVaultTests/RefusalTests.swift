@@ -188,13 +188,29 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
         let second = try await laptop.put(fileAt: files[1], member: alice)
         #expect(try await laptop.get(first.address, member: alice).unprotectedCopy() == [UInt8](try Data(contentsOf: URL(fileURLWithPath: files[0]))))
 
-        let other = try await laptop.api.attachment(member: alice.id, address: second.address)
+        // Read in chunks: another attachment's chunk, an altered one, a cut one.
+        let other = try await laptop.api.attachmentChunk(member: alice.id, address: second.address, index: 0)
+        let chunk = "/attachments/\(first.address)/chunks/0"
         fixture.transport.tamper { request, reply in
-            if request.target.hasSuffix(first.address.description) { reply.body = other }
+            if request.target.hasSuffix(chunk) { reply.body = other }
         }
         await expectRefusal("address_mismatch") { _ = try await laptop.get(first.address, member: alice) }
         fixture.transport.tamper { request, reply in
-            if request.target.hasSuffix(first.address.description) { reply.body[reply.body.count - 20] ^= 1 }
+            if request.target.hasSuffix(chunk) { reply.body[reply.body.count - 20] ^= 1 }
+        }
+        await expectRefusal("address_mismatch") { _ = try await laptop.get(first.address, member: alice) }
+        fixture.transport.tamper { request, reply in
+            if request.target.hasSuffix(chunk) { reply.body = Array(reply.body.prefix(40)) }
+        }
+        await expectRefusal("address_mismatch") { _ = try await laptop.get(first.address, member: alice) }
+        // Read whole (a server that keeps it so): the same, and a cut object is malformed.
+        fixture.transport.answer { request in
+            request.target.hasSuffix("/attachments/\(first.address)/chunks")
+                ? HTTPReply(status: 400, body: Array(#"{"error":{"code":"bad_request","message":"stored whole"}}"#.utf8)) : nil
+        }
+        let whole = try await laptop.api.attachment(member: alice.id, address: second.address)
+        fixture.transport.tamper { request, reply in
+            if request.target.hasSuffix(first.address.description) { reply.body = whole }
         }
         await expectRefusal("address_mismatch") { _ = try await laptop.get(first.address, member: alice) }
         fixture.transport.tamper { request, reply in

@@ -11,7 +11,7 @@ struct AttachmentController: Sendable {
     func addRoutes(to routes: RouteBuilder) {
         let attachment = "/v1/accounts/{account}/members/{member}/attachments/{address}"
         routes.signed(.get, "/v1/accounts/{account}/members/{member}/attachments", use: list)
-        routes.signed(.put, attachment, bodyLimit: service.configuration.maxAttachmentBytes, use: put)
+        routes.signed(.put, attachment, bodyLimit: service.configuration.maxWholeAttachmentBytes, use: put)
         routes.signed(.get, attachment, use: get)
         routes.signed(.get, attachment + "/key", use: getKey)
         routes.signed(.put, attachment + "/key", bodyLimit: AttachmentObject.maximumKeyBytes, use: putKey)
@@ -20,6 +20,8 @@ struct AttachmentController: Sendable {
         routes.signed(.put, attachment + "/uploads/{upload}/chunks/{index}",
                       bodyLimit: (1 << Int(AttachmentObject.chunkShifts.upperBound)) + StreamAEAD.tagByteCount, use: putChunk)
         routes.signed(.post, attachment + "/uploads/{upload}/complete", use: completeUpload)
+        routes.signed(.get, attachment + "/chunks", use: listChunks)
+        routes.signed(.get, attachment + "/chunks/{index}", use: getChunk)
     }
 
     /// The member and address in the path.
@@ -93,6 +95,41 @@ struct AttachmentController: Sendable {
             }
             try await writer.finish(nil)
         })
+    }
+
+    // MARK: Reading in chunks
+
+    /// A version 2 attachment's chunks: its count, its chunk size, and chunk `i`
+    /// (from the upload's rows, or cut from an object put whole).
+    private func chunks(_ context: SignedRequestContext) async throws -> (list: ChunkList, chunk: (Int) async throws -> Data?) {
+        let (member, address) = try target(context)
+        guard let stored = try await service.database.attachment(context.account, member: member, address: address) else {
+            throw APIError.notFound("attachment")
+        }
+        let database = service.database
+        if let upload = stored.upload, stored.data.count == 2 {
+            return (ChunkList(chunks: stored.chunks, chunkShift: Int(stored.data[stored.data.startIndex + 1])),
+                    { try await database.attachmentChunk(upload: upload, index: $0) })
+        }
+        let object = AttachmentObject(key: [UInt8](stored.key), storedContent: [UInt8](stored.data))
+        guard let layout = try? object.chunkLayout() else {
+            throw APIError.badRequest("this attachment is stored whole (version 1): GET it whole")
+        }
+        return (ChunkList(chunks: layout.count, chunkShift: Int(layout.chunkShift)),
+                { Data(object.content[layout.range(of: $0)]) })
+    }
+
+    @Sendable func listChunks(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        try .json(try await chunks(context).list)
+    }
+
+    @Sendable func getChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        guard let text = context.parameters.get("index"), let index = Int(text), index >= 0, String(index) == text else {
+            throw APIError.badRequest("the chunk index in the path is a decimal number from 0")
+        }
+        let (list, chunk) = try await chunks(context)
+        guard index < list.chunks, let bytes = try await chunk(index) else { throw APIError.notFound("chunk") }
+        return .octetStream(bytes)
     }
 
     // MARK: Uploads in chunks

@@ -36,7 +36,7 @@ struct SharingController: Sendable {
         routes.signed(.get, "/v1/accounts/{account}/contacts/{contact}/head-statements", use: contactHeadStatements)
         routes.signed(.get, shared + "/members/{member}/attachments", use: sharedAttachments)
         routes.signed(.get, shared + "/members/{member}/attachments/{address}", use: sharedAttachment)
-        routes.signed(.put, shared + "/members/{member}/attachments/{address}", bodyLimit: service.configuration.maxAttachmentBytes,
+        routes.signed(.put, shared + "/members/{member}/attachments/{address}", bodyLimit: service.configuration.maxWholeAttachmentBytes,
                       use: putSharedAttachment)
     }
 

@@ -1,0 +1,75 @@
+import Foundation
+import KeyVaultTestSupport
+import Testing
+
+// Issue 21, item 2: an attachment of any size passes through a bounded amount of
+// memory, in keyctl and in `keyctl serve`. Measured as peak resident memory (never
+// time): keyctl's through the kernel's count for a child (ru_maxrss), the service's
+// from /proc (VmHWM). 1 GiB by default; KEYVAULT_MEMORY_TEST_BYTES changes it (the
+// ThreadSanitizer run uses less: Scripts/tsan.sh).
+
+/// Peak resident memory of `keyctl ARGUMENTS`, in KiB, and its result.
+private func keyctlPeak(_ arguments: [String]) throws -> (kib: Int, result: ProcessResult) {
+    let measure = """
+        import resource, subprocess, sys
+        done = subprocess.run(sys.argv[1:], capture_output=True)
+        sys.stdout.buffer.write(done.stdout)
+        sys.stderr.buffer.write(done.stderr)
+        sys.stderr.write("\\nmaxrss=%d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        sys.exit(done.returncode)
+        """
+    let result = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", measure, BuiltProducts.keyctl.path] + arguments)
+    let line = try #require(result.err.split(separator: "\n").last { $0.hasPrefix("maxrss=") })
+    return (Int(line.dropFirst("maxrss=".count)) ?? .max, result)
+}
+
+/// The service's peak resident memory so far, in KiB.
+private func servicePeak(_ server: RunningServer) throws -> Int {
+    let status = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)
+    let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? .max
+}
+
+@Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/status"), "reads /proc"), .timeLimit(.minutes(20)))
+func aLargeAttachmentPassesThroughBoundedMemoryInKeyctlAndTheService() throws {
+    let size = Int(ProcessInfo.processInfo.environment["KEYVAULT_MEMORY_TEST_BYTES"] ?? "") ?? 1 << 30
+    let ceilingKiB = 64 << 10  // 64 MiB above each process's idle footprint
+    let server = try RunningServer(arguments: ["--max-attachment-bytes", String(size + (1 << 20))])
+    let homes = try DeviceHomes("kv-memory")
+    _ = try homes.run(["init", "--server", server.url, "--name", "laptop", "--recovery-file", homes.path("code"),
+                       "--kdf", "interactive", "--yes"], "laptop")
+    _ = try homes.run(["member", "add", "Emma"], "laptop")
+
+    // The file: a random MiB over and over (what it holds does not change the work).
+    let file = homes.path("video.mp4")
+    FileManager.default.createFile(atPath: file, contents: nil)
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+    let block = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255) })
+    var written = 0
+    while written < size {
+        let piece = block.prefix(size - written)
+        try handle.write(contentsOf: piece)
+        written += piece.count
+    }
+    try handle.close()
+
+    let idle = try keyctlPeak(["status"] + homes.home("laptop"))
+    #expect(idle.result.code == 0, "\(idle.result.err)")
+    let serviceIdle = try servicePeak(server)
+
+    let put = try keyctlPeak(["attachment", "put", "--member", "Emma", file] + homes.home("laptop"))
+    #expect(put.result.code == 0, "\(put.result.err)")
+    let address = try #require(try lastJSON(put.result.out)["address"] as? String)
+    let out = homes.path("copy.mp4")
+    let get = try keyctlPeak(["attachment", "get", "--member", "Emma", address, "-o", out] + homes.home("laptop"))
+    #expect(get.result.code == 0, "\(get.result.err)")
+    let serviceAfter = try servicePeak(server)
+    #expect(server.stop(SIGTERM) == 0)
+
+    #expect((try FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) == size)
+    print("memory test: \(size >> 20) MiB; keyctl idle \(idle.kib >> 10) MiB, put \(put.kib >> 10) MiB, get \(get.kib >> 10) MiB; "
+          + "service idle \(serviceIdle >> 10) MiB, after \(serviceAfter >> 10) MiB")
+    #expect(put.kib - idle.kib < ceilingKiB, "keyctl attachment put peaked at \(put.kib >> 10) MiB (idle \(idle.kib >> 10) MiB)")
+    #expect(get.kib - idle.kib < ceilingKiB, "keyctl attachment get peaked at \(get.kib >> 10) MiB (idle \(idle.kib >> 10) MiB)")
+    #expect(serviceAfter - serviceIdle < ceilingKiB, "keyctl serve peaked at \(serviceAfter >> 10) MiB (idle \(serviceIdle >> 10) MiB)")
+}
