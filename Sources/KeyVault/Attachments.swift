@@ -79,9 +79,13 @@ extension Vault {
                                     kind: .input)
             }
             // Before any work: what the server would refuse anyway is not read or sealed.
-            let limit = try await api.maxAttachmentBytes()
-            if let limit, AttachmentObject.streamedSize(ofContent: size) > limit {
-                throw KeyVaultError(.payloadTooLarge, "\(what) is \(size) bytes, and the server takes attachments of up to about \(limit) bytes: nothing was read or sent",
+            // In chunks to this account's own server when it takes them (it says its limits):
+            // a bounded amount of memory on both sides, whatever the size. A shared member's
+            // goes whole through its sharer's relay, within what the server takes whole.
+            let limits = try await api.attachmentLimits()
+            let inChunks = member.sharer == nil && limits != nil
+            if let limits, case let limit = inChunks ? limits.any : limits.whole, AttachmentObject.streamedSize(ofContent: size) > limit {
+                throw KeyVaultError(.payloadTooLarge, "\(what) is \(size) bytes, and the server takes attachments of up to about \(limit) bytes\(inChunks ? "" : " shared this way"): nothing was read or sent",
                                     kind: .rejected)
             }
             // The newest chain first: a revocation another device made since must be
@@ -102,9 +106,6 @@ extension Vault {
             try read { try hasher.update($0) }
             let address = try hasher.finalize()
             let changed = KeyVaultError(.io, "\(what) changed while it was read: nothing was kept; try again once it is written")
-            // In chunks to this account's own server when it takes them (it says its limit):
-            // a bounded amount of memory on both sides, whatever the size.
-            let inChunks = member.sharer == nil && limit != nil
             func upload(replace: Bool) async throws -> AttachmentInfo {
                 if inChunks {
                     return try await uploadInChunks(chunks, size: size, address: address, member: member, keys: keys,
@@ -205,7 +206,8 @@ extension Vault {
             try await openInChunks(list, address: address, member: member, into: sink)
             return
         }
-        let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer)
+        let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer,
+                                             limit: try await api.attachmentLimits()?.whole)
         let object: AttachmentObject
         do {
             object = try AttachmentObject(bytes: bytes)
@@ -247,8 +249,14 @@ extension Vault {
             let dataKey = try AttachmentCrypto.openDataKey(key, address: address, account: owner(of: member), keys: keyKeys)
             let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: shift, address: address)
             var hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
+            let full = (1 << Int(shift)) + StreamAEAD.tagByteCount
             for index in 0..<list.chunks {
                 let sealed = try await api.attachmentChunk(member: member.id, address: address, index: index)
+                // The framing the format fixes: full chunks but the last, which holds content unless it is the only one.
+                let last = index == list.chunks - 1
+                guard last ? (sealed.count <= full && (sealed.count > StreamAEAD.tagByteCount || list.chunks == 1)) : sealed.count == full else {
+                    throw VaultError(.addressMismatch, "chunk \(index) of \(address) is \(sealed.count) bytes, which is not its place's length")
+                }
                 let chunk = try opener.open(sealed, index: index, of: list.chunks)
                 try chunk.withUnsafeBytes { try hasher.update($0); try sink($0) }
             }

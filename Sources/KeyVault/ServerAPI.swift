@@ -113,12 +113,15 @@ package struct ServerAPI: Sendable {
         _ = try await call("GET", "/health", signed: false)
     }
 
-    /// The largest attachment object the service takes (`GET /v1/limits`); nil from a
-    /// service too old to say.
-    package func maxAttachmentBytes() async throws -> Int? {
+    /// The largest attachment object the service takes, and the largest it takes
+    /// whole in one PUT (`GET /v1/limits`); nil from a service too old to say (which
+    /// takes no upload in chunks either).
+    package func attachmentLimits() async throws -> (any: Int, whole: Int)? {
         do {
             let reply = try await call("GET", "/v1/limits", signed: false)
-            return try json([String: Int].self, reply.body, "limits")["maxAttachmentBytes"]
+            let limits = try json([String: Int].self, reply.body, "limits")
+            guard let any = limits["maxAttachmentBytes"] else { return nil }
+            return (any, limits["maxWholeAttachmentBytes"] ?? any)
         } catch let error as KeyVaultError where error.status == 404 {
             return nil
         }
@@ -332,11 +335,12 @@ package struct ServerAPI: Sendable {
                                                      query: replace ? "replace=true" : "").body, "answer")
     }
 
-    /// How a version 2 attachment lies in chunks; nil when it is stored whole (version 1).
+    /// How an attachment uploaded in chunks lies in them; nil when it was put whole (or
+    /// the server is too old to keep chunks).
     package func chunkList(member: MemberID, address: ContentAddress) async throws -> ChunkList? {
         do {
             return try json(ChunkList.self, try await call("GET", attachmentPath(member, address) + "/chunks").body, "chunk list")
-        } catch let error as KeyVaultError where error.code == .badRequest {
+        } catch let error as KeyVaultError where error.code == .badRequest || error.status == 404 {
             return nil
         }
     }
@@ -347,8 +351,11 @@ package struct ServerAPI: Sendable {
                        maxReply: (1 << Int(AttachmentObject.chunkShifts.upperBound)) + StreamAEAD.tagByteCount).body
     }
 
-    package func attachment(member: MemberID, address: ContentAddress, sharer: AccountID? = nil) async throws -> [UInt8] {
-        try await call("GET", attachmentPath(member, address, sharer: sharer), maxReply: Self.maxAttachmentReplyBytes).body
+    /// An attachment whole: at most `limit` bytes (what the server says it takes whole, when it says).
+    package func attachment(member: MemberID, address: ContentAddress, sharer: AccountID? = nil,
+                            limit: Int? = nil) async throws -> [UInt8] {
+        try await call("GET", attachmentPath(member, address, sharer: sharer),
+                       maxReply: limit.map { min($0 + (64 << 10), Self.maxAttachmentReplyBytes) } ?? Self.maxAttachmentReplyBytes).body
     }
 
     package func attachments(member: MemberID, sharer: AccountID? = nil) async throws -> [Vault.Attachment] {

@@ -290,6 +290,7 @@ extension PostgresKeyVaultDatabase {
             SELECT upload, \(Int64(index)), \(data) FROM attachment_uploads
             WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue)
                 AND address = \(address) AND NOT complete
+            FOR SHARE
             ON CONFLICT (upload, idx) DO UPDATE SET data = EXCLUDED.data
             RETURNING 1
             """, logger: logger).collect().count == 1
@@ -335,9 +336,11 @@ extension PostgresKeyVaultDatabase {
                 return .stored(AttachmentInfo(address: address, size: Int(size), created: created, existed: true))
             }
             try await db.query("UPDATE attachment_uploads SET complete = true WHERE upload = \(upload)", logger: logger).collect()
-            if let old = existing?.2 {
-                try await db.query("DELETE FROM attachment_uploads WHERE upload = \(old)", logger: logger).collect()
-            }
+            // What the attachment was before (and any completion a race left beside it) goes, chunks and all.
+            try await db.query("""
+                DELETE FROM attachment_uploads WHERE complete AND upload <> \(upload)
+                    AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                """, logger: logger).collect()
             try await insertAudit(db, account: account, event: existing == nil ? .attachmentPut : .attachmentReplace,
                                   device: device.rawValue, detail: "\(member.rawValue) \(address)")
             return .stored(AttachmentInfo(address: address, size: objectSize, created: now, existed: false))

@@ -118,9 +118,10 @@ extension KeyVaultDatabase {
                     key = excluded.key, data = excluded.data, upload = excluded.upload
                 """, arguments: [account.rawValue, member.rawValue, address, objectSize, now, row["key"] as Data, header, upload])
             try db.execute(sql: "UPDATE attachment_uploads SET complete = 1 WHERE upload = ?", arguments: [upload])
-            if let old = existing?["upload"] as String? {
-                try db.execute(sql: "DELETE FROM attachment_uploads WHERE upload = ?", arguments: [old])
-            }
+            // What the attachment was before goes, chunks and all.
+            try db.execute(sql: """
+                DELETE FROM attachment_uploads WHERE complete = 1 AND upload <> ? AND account = ? AND member = ? AND address = ?
+                """, arguments: [upload, account.rawValue, member.rawValue, address])
             try Self.audit(db, account: account, event: existing == nil ? .attachmentPut : .attachmentReplace, device: device.rawValue,
                            detail: "\(member.rawValue) \(address)")
             return .stored(AttachmentInfo(address: address, size: objectSize, created: now, existed: false))

@@ -62,6 +62,17 @@ import Testing
         #expect(try decode(AttachmentInfo.self, response).size == object.bytes.count)
         response = try await client.signed(phone, .get, uri)
         #expect(response.status == .ok && [UInt8](buffer: response.body) == object.bytes, "the object as if put whole")
+        // Read a chunk at a time: the list, then each chunk as it was put.
+        #expect(try decode(ChunkList.self, try await client.signed(phone, .get, uri + "/chunks")) == ChunkList(chunks: 3, chunkShift: 10))
+        for (index, bytes) in chunks.enumerated() {
+            #expect([UInt8](buffer: try await client.signed(phone, .get, uri + "/chunks/\(index)").body) == bytes)
+        }
+        #expect(try await client.signed(phone, .get, uri + "/chunks/3").status == .notFound)
+        // An object put whole is read whole: no chunk is cut out of it (that would load it all for each).
+        let wholeURI = "/v1/accounts/\(state.account)/members/\(member)/attachments/ca1.1.\(Hex.encode(SystemRandom.bytes(count: 32)))"
+        #expect(try await client.signed(phone, .put, wholeURI, body: object.bytes).status == .created)
+        #expect(try await client.signed(phone, .get, wholeURI + "/chunks").status == .badRequest)
+        #expect(try await client.signed(phone, .get, wholeURI + "/chunks/0").status == .badRequest)
         // The address is there now: a new upload is not needed, and replacing takes a device's signature.
         #expect(try decode(UploadStarted.self, try await begin(size: 10)).existed)
         let session = try await client.openSession(phone, account: state.account)

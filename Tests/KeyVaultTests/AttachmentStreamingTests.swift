@@ -18,7 +18,7 @@ import Testing
             let puts = Locked(0)
             fixture.transport.answer { request in
                 if request.method == "PUT", request.target.contains("/attachments/") { puts.withLock { $0 += 1 } }
-                return request.target == "/v1/limits" ? HTTPReply(status: 200, body: Array(#"{"maxAttachmentBytes":1000}"#.utf8)) : nil
+                return request.target == "/v1/limits" ? HTTPReply(status: 200, body: Array(#"{"maxAttachmentBytes":1000,"maxWholeAttachmentBytes":1000}"#.utf8)) : nil
             }
             await expectRefusal("payload_too_large", kind: .rejected) {
                 _ = try await laptop.put(SystemRandom.bytes(count: 5000), member: emma)

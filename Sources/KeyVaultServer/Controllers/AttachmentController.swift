@@ -89,8 +89,10 @@ struct AttachmentController: Sendable {
         return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody { writer in
             try await writer.write(ByteBuffer(bytes: head))
             for index in 0..<chunks {
-                // A chunk gone (the attachment replaced meanwhile) cuts the answer short: the reader refuses it.
-                guard let chunk = try await database.attachmentChunk(upload: upload, index: index) else { break }
+                // A chunk gone (the attachment replaced meanwhile) aborts the answer: the reader sees a cut transfer.
+                guard let chunk = try await database.attachmentChunk(upload: upload, index: index) else {
+                    throw APIError.notFound("chunk \(index)")
+                }
                 try await writer.write(ByteBuffer(bytes: chunk))
             }
             try await writer.finish(nil)
@@ -99,24 +101,18 @@ struct AttachmentController: Sendable {
 
     // MARK: Reading in chunks
 
-    /// A version 2 attachment's chunks: its count, its chunk size, and chunk `i`
-    /// (from the upload's rows, or cut from an object put whole).
-    private func chunks(_ context: SignedRequestContext) async throws -> (list: ChunkList, chunk: (Int) async throws -> Data?) {
+    /// An attachment uploaded in chunks: its count, its chunk size, and chunk `i` from
+    /// its rows. One put whole (at most ``ServerConfiguration/maxWholeAttachmentBytes``)
+    /// is read whole: cutting chunks out of it would load it all for each.
+    private func chunks(_ context: SignedRequestContext) async throws -> (list: ChunkList, upload: String) {
         let (member, address) = try target(context)
         guard let stored = try await service.database.attachment(context.account, member: member, address: address) else {
             throw APIError.notFound("attachment")
         }
-        let database = service.database
-        if let upload = stored.upload, stored.data.count == 2 {
-            return (ChunkList(chunks: stored.chunks, chunkShift: Int(stored.data[stored.data.startIndex + 1])),
-                    { try await database.attachmentChunk(upload: upload, index: $0) })
+        guard let upload = stored.upload, stored.data.count == 2 else {
+            throw APIError.badRequest("this attachment was put whole: GET it whole")
         }
-        let object = AttachmentObject(key: [UInt8](stored.key), storedContent: [UInt8](stored.data))
-        guard let layout = try? object.chunkLayout() else {
-            throw APIError.badRequest("this attachment is stored whole (version 1): GET it whole")
-        }
-        return (ChunkList(chunks: layout.count, chunkShift: Int(layout.chunkShift)),
-                { Data(object.content[layout.range(of: $0)]) })
+        return (ChunkList(chunks: stored.chunks, chunkShift: Int(stored.data[stored.data.startIndex + 1])), upload)
     }
 
     @Sendable func listChunks(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
@@ -127,8 +123,10 @@ struct AttachmentController: Sendable {
         guard let text = context.parameters.get("index"), let index = Int(text), index >= 0, String(index) == text else {
             throw APIError.badRequest("the chunk index in the path is a decimal number from 0")
         }
-        let (list, chunk) = try await chunks(context)
-        guard index < list.chunks, let bytes = try await chunk(index) else { throw APIError.notFound("chunk") }
+        let (list, upload) = try await chunks(context)
+        guard index < list.chunks, let bytes = try await service.database.attachmentChunk(upload: upload, index: index) else {
+            throw APIError.notFound("chunk")
+        }
         return .octetStream(bytes)
     }
 
@@ -158,7 +156,9 @@ struct AttachmentController: Sendable {
         guard let shift = UInt8(exactly: body.chunkShift), AttachmentObject.chunkShifts.contains(shift) else {
             throw APIError(.malformedAttachment, "chunkShift is 10 to 22 (chunks of 2^chunkShift bytes)")
         }
-        guard body.size >= 0, body.size <= Int(Int32.max) << 8 else { throw APIError.badRequest("size is the content's length in bytes") }
+        guard body.size >= 0, body.size <= ServerConfiguration.attachmentLimits.upperBound else {
+            throw APIError.badRequest("size is the content's length in bytes, at most 2^40")
+        }
         let chunks = max(1, (body.size + (1 << Int(shift)) - 1) >> Int(shift))
         let objectSize = AttachmentObject.streamedSize(ofContent: body.size, chunkShift: shift, keyLength: key.count)
         guard objectSize <= service.configuration.maxAttachmentBytes else {

@@ -11,8 +11,9 @@ struct HealthController: Sendable {
     let metrics: ServiceMetrics
     /// Opens /metrics to clients off this machine that send it as a bearer token.
     var metricsToken: String? = nil
-    /// What /v1/limits says: the largest attachment object a PUT accepts.
+    /// What /v1/limits says: the largest attachment object, and the largest put whole.
     var maxAttachmentBytes = ServerConfiguration().maxAttachmentBytes
+    var maxWholeAttachmentBytes = ServerConfiguration().maxWholeAttachmentBytes
     /// How long a readiness check waits for the database.
     static let readinessTimeout: Duration = .seconds(3)
 
@@ -29,7 +30,7 @@ struct HealthController: Sendable {
     /// limit is no secret, and grants nothing). A dishonest server could say less than
     /// it takes, which only refuses what it could refuse anyway.
     @Sendable func limits(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
-        try .json(["maxAttachmentBytes": maxAttachmentBytes])
+        try .json(["maxAttachmentBytes": maxAttachmentBytes, "maxWholeAttachmentBytes": maxWholeAttachmentBytes])
     }
 
     /// The process answers: nothing else is checked (a liveness probe must not fail
