@@ -165,6 +165,7 @@ extension Vault {
             let sealed = try sealer.seal(chunk, last: last)
             try await api.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
             index += 1
+            progress(.sendingAttachment(done: index, of: count))
         }
         do {
             try AttachmentCrypto.check(try hasher.finalize(), against: address)
@@ -259,6 +260,7 @@ extension Vault {
                 }
                 let chunk = try opener.open(sealed, index: index, of: list.chunks)
                 try chunk.withUnsafeBytes { try hasher.update($0); try sink($0) }
+                progress(.receivingAttachment(done: index + 1, of: list.chunks))
             }
             try AttachmentCrypto.check(try hasher.finalize(), against: address)
         } catch let error as VaultError {

@@ -59,6 +59,10 @@ extension Vault {
         /// What the server held at this address does not open to the uploaded content
         /// (another party planted it): replacing it.
         case replacingUnopenableAttachment(ContentAddress)
+        /// An attachment in chunks: `done` of `of` chunks sent, or received and opened
+        /// (one report per chunk; each chunk is 1 MiB of content).
+        case sendingAttachment(done: Int, of: Int)
+        case receivingAttachment(done: Int, of: Int)
         /// Another device changed the account first: fetching the chain, trying again.
         case retryingAfterAnotherDevice
         /// The server did not take this device's statement of the chain's head: contacts

@@ -81,7 +81,9 @@ struct HomeOptions: ParsableArguments {
     var progress: ProgressReporter {
         let console = KeyctlMain.console
         guard !json, console.errorIsTerminal else { return { _ in } }
-        return { console.writeError("… \($0.text.terminalSafe())\n") }
+        return { progress in
+            if let line = progress.line { console.writeError("… \(line.terminalSafe())\n") }
+        }
     }
 
     func openVault() async throws -> Vault {

@@ -2,6 +2,17 @@ import KeyVault
 
 /// keyctl's words for the library's progress (an app has its own, in its language).
 extension Vault.Progress {
+    /// What keyctl prints for this report; nil for the reports between milestones (a
+    /// transfer says where it is at each tenth, not at every chunk).
+    var line: String? {
+        switch self {
+        case .sendingAttachment(let done, let of), .receivingAttachment(let done, let of):
+            return of > 1 && (done == of || done * 10 / of != (done - 1) * 10 / of) ? text : nil
+        default:
+            return text
+        }
+    }
+
     var text: String {
         func short(_ id: some RawRepresentable<String>) -> String { "\(id.rawValue.prefix(8))…" }
         func clock(_ seconds: Int64) -> String { "\(seconds / 60):\(seconds % 60 < 10 ? "0" : "")\(seconds % 60)" }
@@ -38,6 +49,8 @@ extension Vault.Progress {
             return "\(contact): \(reason.message): it is not kept (verify it again, or share again once it checks)"
         case .rotatingMemberKeyAfterUnshare(_, let name, let grantee):
             return "rotating the key of \(name) so that \(grantee) cannot open what comes next"
+        case .sendingAttachment(let done, let of): return "sent \(done) MiB of \(of) MiB (\(done * 100 / max(of, 1))%)"
+        case .receivingAttachment(let done, let of): return "received and checked \(done) MiB of \(of) MiB (\(done * 100 / max(of, 1))%)"
         case .replacingUnopenableAttachment(let address): return "what the server held at \(address) does not open to this content: replacing it"
         case .retryingAfterAnotherDevice: return "another device changed the account first; fetching the chain and trying again"
         case .headStatementNotTaken(let error):

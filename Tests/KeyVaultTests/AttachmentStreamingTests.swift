@@ -88,4 +88,22 @@ import Testing
                     "no temporary file is left behind")
         }
     }
+
+    /// A transfer in chunks reports each chunk as a typed value (keyctl prints every tenth).
+    @Test func aTransferInChunksReportsItsProgress() async throws {
+        try await Fixture.run { fixture, laptop in
+            let emma = try await laptop.addMember(name: "Emma")
+            laptop.home.unlock()
+            let seen = Locked<[Vault.Progress]>([])
+            let watched = try await Vault.open(home: fixture.home("laptop"), transport: { _ in fixture.transport },
+                                               progress: { event in seen.withLock { $0.append(event) } })
+            let content = SystemRandom.bytes(count: 2 << 20 | 1)
+            let put = try await watched.put(content, member: emma)
+            #expect(seen.withLock { $0 }.filter { if case .sendingAttachment = $0 { true } else { false } }
+                    == (1...3).map { .sendingAttachment(done: $0, of: 3) })
+            _ = try await watched.get(put.address, member: emma)
+            #expect(seen.withLock { $0 }.filter { if case .receivingAttachment = $0 { true } else { false } }
+                    == (1...3).map { .receivingAttachment(done: $0, of: 3) })
+        }
+    }
 }
