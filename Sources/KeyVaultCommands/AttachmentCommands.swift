@@ -58,7 +58,8 @@ struct Attachment: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Fetch an attachment, open it and check it against its address.",
             discussion: """
-                Writes the content to -o FILE or standard output. FILE is written through
+                Writes the content to -o FILE, or to standard output when that is not a
+                terminal (a PDF or a photo is no text to show). FILE is written through
                 a new temporary file in the same directory (created exclusively, never
                 through a symlink, mode 0600), synced, then renamed over FILE: an
                 existing FILE, or a symlink at FILE, is replaced, never written through.
@@ -78,6 +79,10 @@ struct Attachment: AsyncParsableCommand {
         }
 
         func run() async throws {
+            if output == nil, KeyctlMain.console.outputIsTerminal {
+                throw KeyctlError(.invalidInput, "an attachment's content (a PDF, a photo) is not written to a terminal",
+                                  hint: "write it to a file with -o FILE, or send standard output to one (> FILE)", exitCode: .usage)
+            }
             let vault = try await options.openVault()
             let address = ContentAddress(address)!
             let owner = try await vault.member(named: member.member)

@@ -107,8 +107,9 @@ extension Recovery {
         static let configuration = CommandConfiguration(
             abstract: "Replace the account's recovery code with a new one.",
             discussion: """
-                Shows a new 24-word code once (or writes it to --recovery-file, mode
-                0600), asks for three of its words back unless --yes, then sets it: from
+                Asks first when a code is set (--yes: do not ask). Shows a new 24-word
+                code once (or writes it to --recovery-file, mode 0600), asks for three of
+                its words back unless --yes, then sets it: from
                 then on the old code enrolls nothing. The master key, the sharing
                 identity and every member key are renewed too, so that the old code
                 (with anything the server ever stored) opens nothing made from now on;
@@ -123,6 +124,10 @@ extension Recovery {
         func run() async throws {
             let vault = try await options.openVault()
             let before = try await vault.status().recoveryGeneration
+            if before > 0 {
+                try confirm("Replace the recovery code? Once the new one is set, the written copy of the old one opens nothing.",
+                            assumeYes: recovery.yes, what: "replacing the recovery code")
+            }
             let code = try recovery.newCode(json: options.json)
             do {
                 try await vault.setRecoveryCode(code, parameters: recovery.kdf)

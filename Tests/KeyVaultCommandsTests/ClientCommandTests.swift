@@ -45,3 +45,14 @@ func runKeyctl(_ arguments: [String], input: String = "", terminal: Bool = false
     #expect(err.contains("cannot reach the server") && err.contains("keyctl serve"), "\(err)")
     #expect(!FileManager.default.fileExists(atPath: home + "/device.json"), "nothing is saved when the account was not created")
 }
+
+/// Issue 22: an attachment's content (a PDF, a photo) is not written to a terminal:
+/// keyctl says to use -o before it reads anything, device home included.
+@Test func anAttachmentIsNotWrittenToATerminal() async throws {
+    let scratch = try TemporaryDirectory("kv-tty")
+    let result = await runKeyctl(["attachment", "get", "--member", "Emma", "ca1.1." + String(repeating: "0", count: 64),
+                                  "--home", scratch.path("nothing-here")], terminal: true)
+    #expect(result.code == 64, "\(result.err)")
+    #expect(result.err.contains("terminal") && result.err.contains("-o"), "\(result.err)")
+    #expect(!result.err.contains("no device"), "it looked at the device home first: \(result.err)")
+}

@@ -140,3 +140,18 @@ final class BufferConsoleQuiz: Console, @unchecked Sendable {
     func write(_ text: String) { output += text }
     func writeError(_ text: String) { errorOutput += text }
 }
+
+/// Issue 22: `recovery rotate` asks before it replaces a code that is set; nothing
+/// changes, and no new code is shown or written, unless the person says yes.
+@Test func recoveryRotateAsksBeforeItReplacesTheCode() async throws {
+    let story = try Story("rotate-asks")
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"),
+                       "--kdf", "interactive", "--yes"], "laptop")
+    let home = ["--home", story.path("laptop")]
+    let piped = await runKeyctl(["recovery", "rotate", "--recovery-file", story.path("new")] + home)
+    #expect(piped.code == 64 && piped.err.contains("needs a confirmation"), "\(piped.err)")
+    let declined = await runKeyctl(["recovery", "rotate", "--recovery-file", story.path("new")] + home, input: "n\n", terminal: true)
+    #expect(declined.code == 1 && declined.err.contains("Replace the recovery code"), "\(declined.err)")
+    #expect(!FileManager.default.fileExists(atPath: story.path("new")), "a new code was written")
+    #expect(try story.run(["status"], "laptop")["recoveryGeneration"] as? Int == 1)
+}
