@@ -150,7 +150,7 @@ extension Vault {
         let key = try sealer.wrapKey(address: address, account: owner(of: member), keys: keys)
         let started = try await api.beginUpload(member: member.id, address: address, key: key, chunkShift: sealer.chunkShift,
                                                 size: size, replace: replace)
-        let count = max(1, (size + (1 << Int(sealer.chunkShift)) - 1) >> Int(sealer.chunkShift))
+        let count = ChunkLayout.count(ofContent: size, chunkShift: sealer.chunkShift)
         if started.existed, !replace { return AttachmentInfo(address: address.description, size: 0, created: 0, existed: true) }
         guard let upload = started.upload, started.chunks == count else {
             throw KeyVaultError(.badResponse, "the server's answer to an upload of \(count) chunks names \(started.chunks)")
@@ -208,7 +208,7 @@ extension Vault {
             return
         }
         let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer,
-                                             limit: try await api.attachmentLimits()?.whole)
+                                             limit: try await api.attachmentLimits()?.any)
         let object: AttachmentObject
         do {
             object = try AttachmentObject(bytes: bytes)

@@ -60,7 +60,7 @@ extension Vault {
         /// (another party planted it): replacing it.
         case replacingUnopenableAttachment(ContentAddress)
         /// An attachment in chunks: `done` of `of` chunks sent, or received and opened
-        /// (one report per chunk; each chunk is 1 MiB of content).
+        /// (one report per chunk; this library writes chunks of 1 MiB of content).
         case sendingAttachment(done: Int, of: Int)
         case receivingAttachment(done: Int, of: Int)
         /// Another device changed the account first: fetching the chain, trying again.

@@ -348,10 +348,11 @@ package struct ServerAPI: Sendable {
     /// Sealed chunk `index` of an attachment (at most the largest chunk a reader takes).
     package func attachmentChunk(member: MemberID, address: ContentAddress, index: Int) async throws -> [UInt8] {
         try await call("GET", attachmentPath(member, address) + "/chunks/\(index)",
-                       maxReply: (1 << Int(AttachmentObject.chunkShifts.upperBound)) + StreamAEAD.tagByteCount).body
+                       maxReply: ChunkLayout.maximumSealedChunkBytes).body
     }
 
-    /// An attachment whole: at most `limit` bytes (what the server says it takes whole, when it says).
+    /// An attachment whole: at most `limit` bytes (the largest the server says it takes,
+    /// when it says: an object put whole before there were chunks may be that large).
     package func attachment(member: MemberID, address: ContentAddress, sharer: AccountID? = nil,
                             limit: Int? = nil) async throws -> [UInt8] {
         try await call("GET", attachmentPath(member, address, sharer: sharer),

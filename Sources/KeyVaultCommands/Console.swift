@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
+import Foundation
 
 /// Where a command reads and writes. Commands never touch the process's standard
 /// streams directly, so tests drive them in-process with a ``BufferConsole``.
@@ -144,17 +144,28 @@ enum TerminalEcho {
 /// so its buffers sit behind a lock.
 public final class BufferConsole: Console, Sendable {
     private struct Buffers {
-        var input: [UInt8]
+        var input: [UInt8] = []
         var output = ""
         var errorOutput = ""
     }
-    private let buffers: Mutex<Buffers>
+
+    /// The buffers behind an NSLock, which ThreadSanitizer sees (ARCHITECTURE.md).
+    private final class LockedBuffers: @unchecked Sendable {
+        private let lock = NSLock()
+        private var buffers = Buffers()
+        func withLock<T>(_ body: (inout Buffers) throws -> T) rethrows -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return try body(&buffers)
+        }
+    }
+    private let buffers = LockedBuffers()
     public let inputIsTerminal: Bool
     public let outputIsTerminal: Bool
     public let errorIsTerminal: Bool
 
     public init(input: String = "", terminal: Bool = false) {
-        buffers = Mutex(Buffers(input: Array(input.utf8)))
+        buffers.withLock { $0 = Buffers(input: Array(input.utf8)) }
         inputIsTerminal = terminal
         outputIsTerminal = terminal
         errorIsTerminal = terminal

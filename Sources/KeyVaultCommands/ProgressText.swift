@@ -49,8 +49,8 @@ extension Vault.Progress {
             return "\(contact): \(reason.message): it is not kept (verify it again, or share again once it checks)"
         case .rotatingMemberKeyAfterUnshare(_, let name, let grantee):
             return "rotating the key of \(name) so that \(grantee) cannot open what comes next"
-        case .sendingAttachment(let done, let of): return "sent \(done) MiB of \(of) MiB (\(done * 100 / max(of, 1))%)"
-        case .receivingAttachment(let done, let of): return "received and checked \(done) MiB of \(of) MiB (\(done * 100 / max(of, 1))%)"
+        case .sendingAttachment(let done, let of): return "sent \(done * 100 / max(of, 1))% (\(done) of \(of) chunks)"
+        case .receivingAttachment(let done, let of): return "received and checked \(done * 100 / max(of, 1))% (\(done) of \(of) chunks)"
         case .replacingUnopenableAttachment(let address): return "what the server held at \(address) does not open to this content: replacing it"
         case .retryingAfterAnotherDevice: return "another device changed the account first; fetching the chain and trying again"
         case .headStatementNotTaken(let error):

@@ -131,8 +131,7 @@ package struct AttachmentObject: Sendable, Equatable {
     /// 2^chunkShift, with a key part of `keyLength` bytes (an XChaCha20-Poly1305
     /// envelope of a 32-byte key has 94).
     package static func streamedSize(ofContent length: Int, chunkShift: UInt8 = defaultChunkShift, keyLength: Int = 94) -> Int {
-        let chunks = max(1, (length + (1 << Int(chunkShift)) - 1) >> Int(chunkShift))
-        return 2 + 4 + keyLength + length + chunks * StreamAEAD.tagByteCount
+        2 + 4 + keyLength + length + ChunkLayout.count(ofContent: length, chunkShift: chunkShift) * StreamAEAD.tagByteCount
     }
 
     package var bytes: [UInt8] {
@@ -180,4 +179,18 @@ package struct ChunkLayout: Sendable, Equatable {
 
     /// The content's length once opened.
     package var plaintextLength: Int { sealedLength - count * StreamAEAD.tagByteCount }
+
+    /// The chunks `length` content bytes take: max(1, ⌈length / 2^chunkShift⌉).
+    package static func count(ofContent length: Int, chunkShift: UInt8) -> Int {
+        max(1, (length + (1 << Int(chunkShift)) - 1) >> Int(chunkShift))
+    }
+
+    /// The sealed length of chunk `index` of content `length` bytes long.
+    package static func sealedLength(ofChunk index: Int, content length: Int, chunkShift: UInt8) -> Int {
+        let size = 1 << Int(chunkShift), count = Self.count(ofContent: length, chunkShift: chunkShift)
+        return (index < count - 1 ? size : length - (count - 1) * size) + StreamAEAD.tagByteCount
+    }
+
+    /// The largest sealed chunk a reader takes (2^22 + 16 bytes).
+    package static let maximumSealedChunkBytes = (1 << Int(AttachmentObject.chunkShifts.upperBound)) + StreamAEAD.tagByteCount
 }

@@ -15,19 +15,6 @@ extension AttachmentCrypto {
         try HKDF.deriveKey(from: dataKey, info: Array("keyvault/v2/attachment-payload".utf8))
     }
 
-    /// Calls `body` with each chunk of `content` (2^chunkShift bytes; the last 1 to
-    /// 2^chunkShift, or one empty chunk for empty content) and whether it is the last.
-    package static func forEachChunk(of content: UnsafeRawBufferPointer, chunkShift: UInt8,
-                                     _ body: (UnsafeRawBufferPointer, Bool) throws -> Void) throws {
-        let size = 1 << Int(chunkShift)
-        var start = 0
-        repeat {
-            let end = min(start + size, content.count)
-            try body(UnsafeRawBufferPointer(rebasing: content[start..<end]), end == content.count)
-            start = end
-        } while start < content.count
-    }
-
     /// Seals the content `read` hands over in pieces of any size (a file read in
     /// order, say), in chunks as they fill, and checks that what was read has
     /// `address`: content that changed since it was addressed is refused, sealed for

@@ -86,7 +86,7 @@ func attachmentGetWritesThroughAFreshTemporaryFileAndFollowsNoSymlink() async th
 /// A long transfer prints where it is at each tenth, not a line per chunk.
 @Test func aTransferPrintsItsProgressAtEachTenth() {
     let lines = (1...100).compactMap { Vault.Progress.sendingAttachment(done: $0, of: 100).line }
-    #expect(lines.count == 10 && lines.last == "sent 100 MiB of 100 MiB (100%)", "\(lines)")
+    #expect(lines.count == 10 && lines.last == "sent 100% (100 of 100 chunks)", "\(lines)")
     #expect((1...3).compactMap { Vault.Progress.receivingAttachment(done: $0, of: 3).line }.count == 3)
     #expect(Vault.Progress.sendingAttachment(done: 1, of: 1).line == nil, "one chunk: nothing worth a line")
 }

@@ -18,7 +18,7 @@ struct AttachmentController: Sendable {
         // Attachments in chunks: any size through a bounded amount of memory (docs/api.md).
         routes.signed(.post, attachment + "/uploads", bodyLimit: 16 << 10, use: beginUpload)
         routes.signed(.put, attachment + "/uploads/{upload}/chunks/{index}",
-                      bodyLimit: (1 << Int(AttachmentObject.chunkShifts.upperBound)) + StreamAEAD.tagByteCount, use: putChunk)
+                      bodyLimit: ChunkLayout.maximumSealedChunkBytes, use: putChunk)
         routes.signed(.post, attachment + "/uploads/{upload}/complete", use: completeUpload)
         routes.signed(.get, attachment + "/chunks", use: listChunks)
         routes.signed(.get, attachment + "/chunks/{index}", use: getChunk)
@@ -159,7 +159,7 @@ struct AttachmentController: Sendable {
         guard body.size >= 0, body.size <= ServerConfiguration.attachmentLimits.upperBound else {
             throw APIError.badRequest("size is the content's length in bytes, at most 2^40")
         }
-        let chunks = max(1, (body.size + (1 << Int(shift)) - 1) >> Int(shift))
+        let chunks = ChunkLayout.count(ofContent: body.size, chunkShift: shift)
         let objectSize = AttachmentObject.streamedSize(ofContent: body.size, chunkShift: shift, keyLength: key.count)
         guard objectSize <= service.configuration.maxAttachmentBytes else {
             throw APIError(.payloadTooLarge, "the attachment would be \(objectSize) bytes, over this server's \(service.configuration.maxAttachmentBytes)")
@@ -186,8 +186,7 @@ struct AttachmentController: Sendable {
             throw APIError.notFound("upload")
         }
         guard index < info.chunks else { throw APIError.badRequest("the upload has \(info.chunks) chunks, 0 to \(info.chunks - 1)") }
-        let size = 1 << info.chunkShift
-        let expected = (index < info.chunks - 1 ? size : info.size - (info.chunks - 1) * size) + StreamAEAD.tagByteCount
+        let expected = ChunkLayout.sealedLength(ofChunk: index, content: info.size, chunkShift: UInt8(info.chunkShift))
         guard context.body.count == expected else {
             throw APIError(.malformedAttachment, "chunk \(index) is \(expected) bytes sealed, not \(context.body.count)")
         }

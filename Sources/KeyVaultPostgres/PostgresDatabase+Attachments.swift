@@ -1,0 +1,196 @@
+import Foundation
+import Logging
+import PostgresNIO
+import KeyVaultModel
+import KeyVaultStore
+
+// The methods of `KeyVaultRepository`, each one statement or one transaction. Under
+// READ COMMITTED a conditional UPDATE re-checks its condition on the row as committed
+// by whoever held it first, which is what makes the compare-and-swaps hold.
+extension PostgresKeyVaultDatabase {
+    // MARK: Attachments
+
+    package func putAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+                              device: DeviceID) async throws -> AttachmentInfo {
+        try await transaction { db in
+            let now = KeyVaultDatabase.now()
+            // Of two uploads of one address exactly one inserts; the other waits for it and reads its row.
+            let inserted = try await db.query("""
+                INSERT INTO attachments (account, member, address, size, created, key, data)
+                VALUES (\(account.rawValue), \(member.rawValue), \(address), \(Int64(data.count)), \(now), \(key), \(data))
+                ON CONFLICT (account, member, address) DO NOTHING RETURNING 1
+                """, logger: logger).collect().count == 1
+            if inserted {
+                try await insertAudit(db, account: account, event: .attachmentPut, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+                return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
+            }
+            let rows = try await db.query("""
+                SELECT size, created FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                """, logger: logger).collect()
+            guard let (size, created) = try rows.first?.decode((Int64, Int64).self) else { throw StoreError.notFound }
+            return AttachmentInfo(address: address, size: Int(size), created: created, existed: true)
+        }
+    }
+
+    package func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
+                                  device: DeviceID) async throws -> AttachmentInfo {
+        try await transaction { db in
+            let now = KeyVaultDatabase.now()
+            try await db.query("""
+                INSERT INTO attachments (account, member, address, size, created, key, data)
+                VALUES (\(account.rawValue), \(member.rawValue), \(address), \(Int64(data.count)), \(now), \(key), \(data))
+                ON CONFLICT (account, member, address) DO UPDATE SET size = EXCLUDED.size, created = EXCLUDED.created,
+                    key = EXCLUDED.key, data = EXCLUDED.data, upload = NULL
+                """, logger: logger).collect()
+            // Chunks of what it replaced, when that was uploaded in chunks, go with it.
+            try await db.query("""
+                DELETE FROM attachment_uploads
+                WHERE complete AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                """, logger: logger).collect()
+            try await insertAudit(db, account: account, event: .attachmentReplace, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
+        }
+    }
+
+    package func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> StoredAttachment? {
+        let rows = try await client.query("""
+            SELECT a.key, a.data, a.upload, u.chunks FROM attachments a LEFT JOIN attachment_uploads u ON u.upload = a.upload
+            WHERE a.account = \(account.rawValue) AND a.member = \(member.rawValue) AND a.address = \(address)
+            """, logger: logger).collect()
+        return try rows.first.map {
+            let (key, data, upload, chunks) = try $0.decode((Data, Data, String?, Int64?).self)
+            return StoredAttachment(key: key, data: data, upload: upload, chunks: chunks.map(Int.init) ?? 0)
+        }
+    }
+
+    // MARK: Uploads in chunks
+
+    package func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, key: Data,
+                             chunkShift: Int, size: Int, chunks: Int) async throws {
+        let now = KeyVaultDatabase.now()
+        try await transaction { db in
+            try await db.query("""
+                DELETE FROM attachment_uploads WHERE account = \(account.rawValue) AND NOT complete
+                    AND created < \(now - KeyVaultDatabase.unfinishedUploadSeconds)
+                """, logger: logger).collect()
+            try await db.query("""
+                INSERT INTO attachment_uploads (upload, account, member, address, key, chunk_shift, size, chunks, created)
+                VALUES (\(upload), \(account.rawValue), \(member.rawValue), \(address), \(key), \(Int32(chunkShift)),
+                        \(Int64(size)), \(Int64(chunks)), \(now))
+                """, logger: logger).collect()
+        }
+    }
+
+    package func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String) async throws
+        -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)? {
+        let rows = try await client.query("""
+            SELECT chunk_shift, size, chunks, octet_length(key) FROM attachment_uploads
+            WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) AND NOT complete
+            """, logger: logger).collect()
+        return try rows.first.map {
+            let (shift, size, chunks, keyLength) = try $0.decode((Int32, Int64, Int64, Int32).self)
+            return (Int(shift), Int(size), Int(chunks), Int(keyLength))
+        }
+    }
+
+    package func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String,
+                                index: Int, data: Data) async throws -> Bool {
+        // One statement: the chunk goes in only under an unfinished upload of this account, member and address.
+        try await client.query("""
+            INSERT INTO attachment_chunks (upload, idx, data)
+            SELECT upload, \(Int64(index)), \(data) FROM attachment_uploads
+            WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue)
+                AND address = \(address) AND NOT complete
+            FOR SHARE
+            ON CONFLICT (upload, idx) DO UPDATE SET data = EXCLUDED.data
+            RETURNING 1
+            """, logger: logger).collect().count == 1
+    }
+
+    package func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool,
+                                objectSize: Int, device: DeviceID) async throws -> UploadOutcome {
+        try await transaction { db in
+            guard let row = try await db.query("""
+                SELECT key, chunk_shift, chunks FROM attachment_uploads
+                WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue)
+                    AND address = \(address) AND NOT complete
+                FOR UPDATE
+                """, logger: logger).collect().first else { return .unknown }
+            let (key, shift, need) = try row.decode((Data, Int32, Int64).self)
+            let have = try await collect(db.query("SELECT count(*) FROM attachment_chunks WHERE upload = \(upload)", logger: logger),
+                                         as: Int64.self).first ?? 0
+            guard have == need else { return .incomplete(have: Int(have), need: Int(need)) }
+            let now = KeyVaultDatabase.now()
+            let header = Data([2, UInt8(shift)])
+            // The row as it is, locked: of two completions of one address, the second sees the first's.
+            let existing = try await db.query("""
+                SELECT size, created, upload FROM attachments
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) FOR UPDATE
+                """, logger: logger).collect().first.map { try $0.decode((Int64, Int64, String?).self) }
+            if let existing, !replace {
+                try await db.query("DELETE FROM attachment_uploads WHERE upload = \(upload)", logger: logger).collect()
+                return .stored(AttachmentInfo(address: address, size: Int(existing.0), created: existing.1, existed: true))
+            }
+            let inserted = try await db.query("""
+                INSERT INTO attachments (account, member, address, size, created, key, data, upload)
+                VALUES (\(account.rawValue), \(member.rawValue), \(address), \(Int64(objectSize)), \(now), \(key), \(header), \(upload))
+                ON CONFLICT (account, member, address) DO \(unescaped: replace ? "UPDATE SET size = EXCLUDED.size, created = EXCLUDED.created, key = EXCLUDED.key, data = EXCLUDED.data, upload = EXCLUDED.upload" : "NOTHING")
+                RETURNING 1
+                """, logger: logger).collect().count == 1
+            guard inserted else {
+                // Another completion of this address got in between the read and the insert.
+                try await db.query("DELETE FROM attachment_uploads WHERE upload = \(upload)", logger: logger).collect()
+                let rows = try await db.query("""
+                    SELECT size, created FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                    """, logger: logger).collect()
+                guard let (size, created) = try rows.first?.decode((Int64, Int64).self) else { throw StoreError.notFound }
+                return .stored(AttachmentInfo(address: address, size: Int(size), created: created, existed: true))
+            }
+            try await db.query("UPDATE attachment_uploads SET complete = true WHERE upload = \(upload)", logger: logger).collect()
+            // What the attachment was before (and any completion a race left beside it) goes, chunks and all.
+            try await db.query("""
+                DELETE FROM attachment_uploads WHERE complete AND upload <> \(upload)
+                    AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                """, logger: logger).collect()
+            try await insertAudit(db, account: account, event: existing == nil ? .attachmentPut : .attachmentReplace,
+                                  device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return .stored(AttachmentInfo(address: address, size: objectSize, created: now, existed: false))
+        }
+    }
+
+    package func attachmentChunk(upload: String, index: Int) async throws -> Data? {
+        try await collect(client.query("""
+            SELECT data FROM attachment_chunks WHERE upload = \(upload) AND idx = \(Int64(index))
+            """, logger: logger), as: Data.self).first
+    }
+
+    package func attachmentKey(_ account: AccountID, member: MemberID, address: String) async throws -> Data? {
+        try await collect(client.query("""
+            SELECT key FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+            """, logger: logger), as: Data.self).first
+    }
+
+    package func replaceAttachmentKey(_ account: AccountID, member: MemberID, address: String, key: Data,
+                                     device: DeviceID) async throws -> Bool {
+        try await transaction { db in
+            guard try await db.query("""
+                UPDATE attachments SET key = \(key)
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) RETURNING 1
+                """, logger: logger).collect().count == 1 else { return false }
+            try await insertAudit(db, account: account, event: .attachmentRewrap, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return true
+        }
+    }
+
+    package func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
+        let rows = try await client.query("""
+            SELECT address, size, created FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue)
+            ORDER BY created, address
+            """, logger: logger)
+        var list: [AttachmentInfo] = []
+        for try await (address, size, created) in rows.decode((String, Int64, Int64).self) {
+            list.append(AttachmentInfo(address: address, size: Int(size), created: created))
+        }
+        return list
+    }
+}
