@@ -121,7 +121,7 @@ extension PostgresKeyVaultDatabase {
                                          as: Int64.self).first ?? 0
             guard have == need else { return .incomplete(have: Int(have), need: Int(need)) }
             let now = KeyVaultDatabase.now()
-            let header = Data([2, UInt8(shift)])
+            let header = Data([2, UInt8(clamping: shift)])
             // The row as it is, locked: of two completions of one address, the second sees the first's.
             let existing = try await db.query("""
                 SELECT size, created, upload FROM attachments

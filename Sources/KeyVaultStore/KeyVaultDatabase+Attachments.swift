@@ -111,7 +111,7 @@ extension KeyVaultDatabase {
                 return .stored(AttachmentInfo(address: address, size: Int(existing["size"] as Int64), created: existing["created"], existed: true))
             }
             let now = Self.now()
-            let header = Data([2, UInt8(row["chunk_shift"] as Int64)])
+            let header = Data([2, UInt8(clamping: row["chunk_shift"] as Int64)])
             try db.execute(sql: """
                 INSERT INTO attachments (account, member, address, size, created, key, data, upload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (account, member, address) DO UPDATE SET size = excluded.size, created = excluded.created,

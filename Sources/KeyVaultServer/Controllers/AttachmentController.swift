@@ -37,18 +37,8 @@ struct AttachmentController: Sendable {
     /// address is replaced: the device found it does not open (another party planted it).
     @Sendable func put(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        let replace: Bool
-        switch request.uri.queryParameters.get("replace") {
-        case nil, "false": replace = false
-        case "true": replace = true
-        default: throw APIError.badRequest("replace is true or false")
-        }
-        // Replacing destroys what was there: a device's own signature, never a session (whose
-        // key the server, and a stolen secret file, can make).
-        if replace, request.headers[Headers.session] != nil {
-            throw APIError(.signatureRequired, "replacing an attachment takes a device's signature, not a session")
-        }
-        return try await put(context.account, member: member, address: address, body: context.body, by: context.device.id, replace: replace)
+        return try await put(context.account, member: member, address: address, body: context.body, by: context.device.id,
+                             replace: try replacing(request))
     }
 
     @Sendable func get(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
@@ -120,9 +110,7 @@ struct AttachmentController: Sendable {
     }
 
     @Sendable func getChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        guard let text = context.parameters.get("index"), let index = Int(text), index >= 0, String(index) == text else {
-            throw APIError.badRequest("the chunk index in the path is a decimal number from 0")
-        }
+        let index = try context.parameters.chunkIndex()
         let (list, upload) = try await chunks(context)
         guard index < list.chunks, let bytes = try await service.database.attachmentChunk(upload: upload, index: index) else {
             throw APIError.notFound("chunk")
@@ -132,7 +120,9 @@ struct AttachmentController: Sendable {
 
     // MARK: Uploads in chunks
 
-    /// `?replace=true`, as on the whole PUT: a device's signature, never a session.
+    /// `?replace=true` (the whole PUT, an upload's begin and completion). Replacing
+    /// destroys what was there: a device's own signature, never a session (whose key
+    /// the server, and a stolen secret file, can make).
     private func replacing(_ request: Request) throws -> Bool {
         let replace: Bool
         switch request.uri.queryParameters.get("replace") {
@@ -179,14 +169,12 @@ struct AttachmentController: Sendable {
     @Sendable func putChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
         let upload = try context.parameters.upload()
-        guard let text = context.parameters.get("index"), let index = Int(text), index >= 0, String(index) == text else {
-            throw APIError.badRequest("the chunk index in the path is a decimal number from 0")
-        }
+        let index = try context.parameters.chunkIndex()
         guard let info = try await service.database.unfinishedUpload(context.account, member: member, address: address, upload: upload) else {
             throw APIError.notFound("upload")
         }
         guard index < info.chunks else { throw APIError.badRequest("the upload has \(info.chunks) chunks, 0 to \(info.chunks - 1)") }
-        let expected = ChunkLayout.sealedLength(ofChunk: index, content: info.size, chunkShift: UInt8(info.chunkShift))
+        let expected = ChunkLayout.sealedLength(ofChunk: index, content: info.size, chunkShift: UInt8(clamping: info.chunkShift))
         guard context.body.count == expected else {
             throw APIError(.malformedAttachment, "chunk \(index) is \(expected) bytes sealed, not \(context.body.count)")
         }
@@ -205,7 +193,7 @@ struct AttachmentController: Sendable {
         guard let info = try await service.database.unfinishedUpload(context.account, member: member, address: address, upload: upload) else {
             throw APIError.notFound("upload")
         }
-        let objectSize = AttachmentObject.streamedSize(ofContent: info.size, chunkShift: UInt8(info.chunkShift), keyLength: info.keyLength)
+        let objectSize = AttachmentObject.streamedSize(ofContent: info.size, chunkShift: UInt8(clamping: info.chunkShift), keyLength: info.keyLength)
         switch try await service.database.completeUpload(context.account, member: member, address: address, upload: upload,
                                                           replace: replace, objectSize: objectSize, device: context.device.id) {
         case .stored(let stored): return try .json(stored, status: stored.existed == true ? .ok : .created)

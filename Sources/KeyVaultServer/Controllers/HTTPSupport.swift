@@ -71,6 +71,14 @@ extension Parameters {
         return text
     }
 
+    /// A chunk's place in the path (`{index}`): a decimal number from 0, no sign or leading zero.
+    func chunkIndex() throws -> Int {
+        guard let text = get("index"), let index = Int(text), index >= 0, String(index) == text else {
+            throw APIError.badRequest("the chunk index in the path is a decimal number from 0")
+        }
+        return index
+    }
+
     func address() throws -> ContentAddress {
         guard let text = get("address"), let address = ContentAddress(text) else {
             throw APIError.badRequest("the address in the path is ca1.<generation>.<64 lowercase hex digits>")
