@@ -12,7 +12,7 @@ extension PostgresKeyVaultDatabase {
 
     package func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
-        try await transaction { db in
+        try await durableTransaction { db in
             // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
             // or roll back, so of two creations exactly one inserts.
             guard try await db.query("""
@@ -28,12 +28,17 @@ extension PostgresKeyVaultDatabase {
     }
 
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
-        try await transaction { db in
+        try await durableTransaction { db in
             // The compare-and-swap: the row lock makes a second writer wait for the first,
             // then find the head moved. (account, sequence) is also the links' primary key.
+            // The link goes in in the same statement, only if the swap happened.
+            let link = write.link
             let swapped = try await db.query("""
-                UPDATE accounts SET head = \(write.link.hash), sequence = \(Int64(write.link.sequence))
-                WHERE id = \(account.rawValue) AND head = \(write.expectedHead) RETURNING 1
+                WITH swapped AS (
+                    UPDATE accounts SET head = \(link.hash), sequence = \(Int64(link.sequence))
+                    WHERE id = \(account.rawValue) AND head = \(write.expectedHead) RETURNING 1)
+                INSERT INTO links (account, sequence, hash, json)
+                SELECT \(account.rawValue), \(Int64(link.sequence)), \(link.hash), \(link.json) FROM swapped RETURNING 1
                 """, logger: logger).collect().count == 1
             guard swapped else {
                 let rows = try await db.query("SELECT head FROM accounts WHERE id = \(account.rawValue)", logger: logger).collect()
@@ -48,7 +53,6 @@ extension PostgresKeyVaultDatabase {
                     RETURNING 1
                     """, logger: logger).collect().count == 1 else { throw StoreError.linkRequestClosed }
             }
-            try await insert(write.link, account: account, db)
             for device in write.newDevices {
                 // The transaction rolls back: nothing of the link is written.
                 guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.deviceExists }
@@ -94,7 +98,7 @@ extension PostgresKeyVaultDatabase {
     /// Everything of the account goes by its foreign keys, but the share boxes naming
     /// it as grantee, which have none (a grantee may be deleted while the grant stands).
     package func deleteAccount(_ account: AccountID) async throws {
-        try await transaction { db in
+        try await durableTransaction { db in
             guard try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue) RETURNING 1", logger: logger)
                 .collect().count == 1 else { throw StoreError.notFound }
             try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)
@@ -145,12 +149,41 @@ extension PostgresKeyVaultDatabase {
     }
 
     package func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool {
-        try await client.query("DELETE FROM request_nonces WHERE time < \(forgetBefore)", logger: logger)
-        // The primary key decides across replicas: one insert of a (device, nonce) wins.
+        try await sweepNonces(before: forgetBefore)
         return try await client.query("""
             INSERT INTO request_nonces (device, nonce, time) VALUES (\(device.rawValue), \(nonce), \(timestamp))
             ON CONFLICT (device, nonce) DO NOTHING RETURNING 1
             """, logger: logger).collect().count == 1
+    }
+
+    /// Expired nonces go once a minute per process, not per request.
+    private func sweepNonces(before forgetBefore: Int64) async throws {
+        if sweeps.due("request_nonces", at: forgetBefore) {
+            try await client.query("DELETE FROM request_nonces WHERE time < \(forgetBefore)", logger: logger)
+        }
+    }
+
+    /// One statement, one round trip: the nonce's insert and the device's row, read in the
+    /// statement's snapshot, so after everything committed before the statement began (a
+    /// revocation through another replica included). The primary key decides across
+    /// replicas: one insert of a (device, nonce) wins. Committed without waiting for the
+    /// WAL flush (`synchronous_commit = off`, as every write outside the chain): a power
+    /// cut may forget the nonces of the last moments, as SQLite's `NORMAL` may. No row when
+    /// there is no such device (then the nonce is not reported fresh).
+    package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64,
+                                       forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
+        try await sweepNonces(before: forgetBefore)
+        let rows = try await client.query("""
+            WITH used AS (
+                INSERT INTO request_nonces (device, nonce, time) VALUES (\(id.rawValue), \(nonce), \(timestamp))
+                ON CONFLICT (device, nonce) DO NOTHING RETURNING 1)
+            \(unescaped: Self.deviceColumnList), EXISTS (SELECT 1 FROM used) FROM devices WHERE id = \(id.rawValue)
+            """, logger: logger)
+        for try await (id, account, name, signingKey, boxKey, added, revoked, lastSeen, fresh)
+            in rows.decode((String, String, String, Data, Data, Int64, Int64?, Int64?, Bool).self) {
+            return (fresh, Self.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)))
+        }
+        return (false, nil)
     }
 
     package func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
@@ -317,15 +350,26 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
+    /// A ``transaction(_:)`` whose commit waits for its WAL record to be flushed (the
+    /// connections' default is not to: see `startupParameters`): the chain writes, which a
+    /// power cut must not take back once the client was told they are stored.
+    func durableTransaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await transaction { db in
+            try await db.query("SET LOCAL synchronous_commit = on", logger: logger)
+            return try await body(db)
+        }
+    }
+
     /// An audit row, inside the caller's transaction. The per-account lock, held to commit,
     /// makes ids within an account commit in order: a reader that saw id n has seen every
     /// smaller id of that account, so paging with `after` never skips an entry.
     func insertAudit(_ db: PostgresConnection, account: AccountID, event: AuditEvent, device: String?, sequence: UInt64? = nil,
                              detail: String?) async throws {
-        _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\("audit " + account.rawValue), 0))", logger: logger).collect()
+        // One statement: the lock is taken as the row is made, before its id is drawn.
         try await db.query("""
             INSERT INTO audit (account, time, event, device, sequence, detail)
-            VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(event.rawValue), \(device), \(sequence.map(Int64.init)), \(detail))
+            SELECT \(account.rawValue), \(KeyVaultDatabase.now()), \(event.rawValue), \(device), \(sequence.map(Int64.init)), \(detail)
+            FROM (SELECT pg_advisory_xact_lock(hashtextextended(\("audit " + account.rawValue), 0))) AS locked
             """, logger: logger)
     }
 
@@ -362,17 +406,21 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger)
     }
 
-    private static let deviceColumns = "SELECT id, account, name, signing_key, box_key, added, revoked, last_seen FROM devices"
+    private static let deviceColumnList = "SELECT id, account, name, signing_key, box_key, added, revoked, last_seen"
+    private static let deviceColumns = deviceColumnList + " FROM devices"
+    private typealias DeviceRow = (String, String, String, Data, Data, Int64, Int64?, Int64?)
 
     private func devices(_ rows: PostgresRowSequence) async throws -> [StoredDevice] {
         var devices: [StoredDevice] = []
-        for try await (id, account, name, signingKey, boxKey, added, revoked, lastSeen)
-            in rows.decode((String, String, String, Data, Data, Int64, Int64?, Int64?).self) {
-            devices.append(StoredDevice(id: DeviceID(unchecked: id), account: AccountID(unchecked: account), name: name,
-                                        signingKey: [UInt8](signingKey), boxKey: [UInt8](boxKey), added: UInt64(added),
-                                        revoked: revoked.map(UInt64.init), lastSeen: lastSeen))
-        }
+        for try await row in rows.decode(DeviceRow.self) { devices.append(Self.device(row)) }
         return devices
+    }
+
+    private static func device(_ row: DeviceRow) -> StoredDevice {
+        let (id, account, name, signingKey, boxKey, added, revoked, lastSeen) = row
+        return StoredDevice(id: DeviceID(unchecked: id), account: AccountID(unchecked: account), name: name,
+                            signingKey: [UInt8](signingKey), boxKey: [UInt8](boxKey), added: UInt64(added),
+                            revoked: revoked.map(UInt64.init), lastSeen: lastSeen)
     }
 
     private static let linkRequestColumns =

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import PostgresNIO
+import Synchronization
 import KeyVaultModel
 import KeyVaultStore
 
@@ -20,6 +21,8 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
 
     package let client: PostgresClient
     let logger: Logger
+    /// When this process last swept each table of expired rows.
+    let sweeps = SweepClock()
 
     /// Connects once to check that the database is there and to migrate it (under an
     /// advisory lock, so replicas that start together migrate once), then makes the pool.
@@ -57,8 +60,13 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
         }
     }
 
+    /// Every commit returns before its WAL record is flushed (`synchronous_commit = off`):
+    /// nonces, last-seen, audit rows, attachments, as SQLite's `NORMAL` (a power cut may lose
+    /// the last moments' writes, never corrupt). Chain writes set it back on for their own
+    /// transaction (``durableTransaction(_:)``): a key event the client was told is stored
+    /// survives a power cut.
     private static func startupParameters(_ schema: String?) -> [(String, String)] {
-        schema.map { [("search_path", $0)] } ?? []
+        [("synchronous_commit", "off")] + (schema.map { [("search_path", $0)] } ?? [])
     }
 
     /// Runs the pool until the task is cancelled (or a graceful shutdown, as a service).
@@ -424,6 +432,22 @@ extension PostgresURL {
         switch endpoint {
         case .tcp(let host, let port): tcp(host, port)
         case .socket(let directory, let port): socket((directory.hasSuffix("/") ? directory : directory + "/") + ".s.PGSQL.\(port)")
+        }
+    }
+}
+
+/// Amortised sweeps of expired rows: at most one a minute per table and process, not
+/// one per request (expired rows are refused by their timestamps before they are looked up).
+final class SweepClock: Sendable {
+    static let interval: Int64 = 60
+    private let last = Mutex<[String: Int64]>([:])
+
+    /// Whether `table` is due a sweep at `time`; if so, the sweep is counted as done.
+    func due(_ table: String, at time: Int64) -> Bool {
+        last.withLock { last in
+            if let previous = last[table], time - previous < Self.interval, time >= previous { return false }
+            last[table] = time
+            return true
         }
     }
 }

@@ -53,3 +53,18 @@ extension PostgresKeyVaultDatabase {
         return false
     }
 }
+
+extension PostgresKeyVaultDatabase {
+    /// For the durability test: `synchronous_commit` inside a chain write's transaction and
+    /// for any other statement, as PostgreSQL itself reports them.
+    package func synchronousModes() async throws -> (chainWrite: String, other: String) {
+        func setting(_ rows: PostgresRowSequence) async throws -> String {
+            for try await value in rows.decode(String.self) { return value }
+            return "?"
+        }
+        let chainWrite = try await durableTransaction { db in
+            try await setting(db.query("SHOW synchronous_commit", logger: logger))
+        }
+        return (chainWrite, try await setting(client.query("SHOW synchronous_commit", logger: logger)))
+    }
+}

@@ -104,6 +104,12 @@ package protocol KeyVaultRepository: Sendable {
     /// used it. Nonces with timestamps before `forgetBefore` may be forgotten.
     func useNonce(_ nonce: String, device: DeviceID, timestamp: Int64, forgetBefore: Int64) async throws -> Bool
 
+    /// `useNonce`, then the device as stored after it: one round trip where the store
+    /// can fold them (PostgreSQL), for the request path of replicas, where a revocation
+    /// another process committed must be seen by the very next request.
+    func useNonceReadingDevice(_ nonce: String, device: DeviceID, timestamp: Int64,
+                               forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?)
+
     // MARK: Single use and failure counts (recovery), shared by replicas
 
     /// Records `value` of `kind` (a recovery challenge, a token) as used until
@@ -208,6 +214,12 @@ package let auditPageSize = 1000
 extension KeyVaultRepository {
     /// One process per store, unless the store says otherwise.
     package var isSharedWithOtherProcesses: Bool { false }
+
+    package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64,
+                                       forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
+        let fresh = try await useNonce(nonce, device: id, timestamp: timestamp, forgetBefore: forgetBefore)
+        return (fresh, try await device(id))
+    }
 
     /// The whole chain and the head.
     package func links(_ account: AccountID) async throws -> (links: [StoredLink], head: String)? {

@@ -80,6 +80,29 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
     }
 }
 
+/// Issue 21, item 5: a replica's request takes its nonce and reads its device in one
+/// round trip; the device read is the one stored after the nonce, a revocation committed
+/// before it included, and a nonce is still taken once.
+@Test(arguments: Backend.all) func aNonceTakenWithItsDeviceReadsTheDeviceAsStoredThenAndIsTakenOnce(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
+        var add = store.write(1, after: "h0", event: .deviceAdd)
+        add.newDevices = [tablet]
+        try await store.database.append(store.account, add)
+        var taken = try await store.database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, forgetBefore: 0)
+        #expect(taken.fresh && taken.device?.status == .active)
+        taken = try await store.database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, forgetBefore: 0)
+        #expect(!taken.fresh, "a nonce taken twice")
+        var revoke = store.write(2, after: "h1", event: .deviceRevoke)
+        revoke.revokedDevices = [tablet.id]
+        try await store.database.append(store.account, revoke)
+        taken = try await store.database.useNonceReadingDevice("n2", device: tablet.id, timestamp: 1000, forgetBefore: 0)
+        #expect(taken.fresh && taken.device?.revoked == 2, "\(String(describing: taken.device))")
+        let unknown = try await store.database.useNonceReadingDevice("n3", device: DeviceID(unchecked: hex(9)), timestamp: 1000, forgetBefore: 0)
+        #expect(unknown.device == nil)
+    }
+}
+
 @Test(arguments: Backend.all) func aLinkRequestPastItsExpiryReadsAsExpiredAndIsNotPending(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
         let now = Int64(Date().timeIntervalSince1970)

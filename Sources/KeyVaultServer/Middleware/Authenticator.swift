@@ -102,13 +102,28 @@ struct Authenticator: Sendable {
         guard timestamp >= now - window, timestamp <= now + window else {
             throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
         }
-        let fresh = persistNonce
-            ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
-            : nonces.use(nonce, device: device.id, at: now)
+        let shared = database.isSharedWithOtherProcesses
+        let fresh: Bool
+        // The device as it is now: a revocation that committed while this request was
+        // suspended wins. A shared store reads it in the nonce's own round trip.
+        var current: StoredDevice?
+        if persistNonce && shared {
+            (fresh, current) = try await database.useNonceReadingDevice(nonce, device: device.id, timestamp: timestamp,
+                                                                        forgetBefore: now - 2 * window)
+            // Gone since the first read: its account was deleted meanwhile.
+            guard let current else { throw ProtocolError(.unknownDevice, "this device is not enrolled in any account") }
+            devices.put(current)
+        } else {
+            fresh = persistNonce
+                ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
+                : nonces.use(nonce, device: device.id, at: now)
+            current = shared ? try await self.device(device.id) : devices.get(device.id)
+        }
         guard fresh else {
             await refused(.replayedNonce, device, account)
             throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")
         }
+        if let current { try await refuseIfRevoked(current, account) }
         if device.lastSeen.map({ now - $0 >= 60 }) ?? true {
             // Only the time, in place: writing this copy back could undo a revocation
             // that commits while the update below is suspended.
@@ -116,10 +131,10 @@ struct Authenticator: Sendable {
             await beforeTouch?()
             try? await database.touch(device.id, at: now)
             device.lastSeen = now
+            // ...and so may one that committed during this update.
+            let current = shared ? try await self.device(device.id) : devices.get(device.id)
+            if let current { try await refuseIfRevoked(current, account) }
         }
-        // A revocation that committed while this request was suspended wins.
-        let current = database.isSharedWithOtherProcesses ? try await self.device(device.id) : devices.get(device.id)
-        if let current { try await refuseIfRevoked(current, account) }
         return device
     }
 

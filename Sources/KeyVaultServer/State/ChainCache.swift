@@ -13,11 +13,12 @@ import KeyVaultProtocol
 actor ChainCache {
     private var states: [AccountID: ChainState] = [:]
 
-    func state(_ account: AccountID, load: () async throws -> ChainState?) async throws -> ChainState? {
-        if let cached = states[account] { return cached }
+    /// - Returns: the state, and whether `load` read it just now.
+    func state(_ account: AccountID, load: () async throws -> ChainState?) async throws -> (ChainState, loaded: Bool)? {
+        if let cached = states[account] { return (cached, false) }
         guard let state = try await load() else { return nil }
         store(state)
-        return states[account]
+        return states[account].map { ($0, true) }
     }
 
     /// Caches `state` unless a newer one of the account is cached; `replacing`: in any

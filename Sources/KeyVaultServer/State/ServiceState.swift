@@ -31,10 +31,12 @@ struct ServiceState: Sendable {
     /// judges by a chain another replica has moved on from (a recovery code replaced,
     /// a device revoked).
     func chainState(_ account: AccountID) async throws -> ChainState {
-        guard var state = try await chains.state(account, load: { try await loadChain(account) }) else {
+        guard let (cached, loaded) = try await chains.state(account, load: { try await loadChain(account) }) else {
             throw APIError.notFound("account")
         }
-        guard database.isSharedWithOtherProcesses else { return state }
+        // Just read in whole from the store: nothing newer to look for.
+        guard database.isSharedWithOtherProcesses, !loaded else { return cached }
+        var state = cached
         guard let newer = try await database.links(account, after: state.sequence) else {
             await chains.forget(account)
             throw APIError.notFound("account")
