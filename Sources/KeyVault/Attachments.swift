@@ -144,36 +144,105 @@ extension Vault {
     /// sealed (docs/api.md, "Attachments in chunks"); the server makes it the attachment
     /// once every chunk is there. Content that is not what was addressed is never
     /// completed (the server drops the unfinished upload after a day).
+    ///
+    /// With a transfer directory, the upload keeps a journal there (``UploadJournal``) and
+    /// one cut off resumes after the chunks the server holds, under the same data key,
+    /// every chunk checked against the journal first (docs/api.md, "Resuming").
     private func uploadInChunks(_ chunks: (Int) throws -> ChunkReader, size: Int, address: ContentAddress, member: Member,
                                 keys: MemberKeys, replace: Bool, changed: KeyVaultError) async throws -> AttachmentInfo {
-        var sealer = AttachmentSealer()
-        let key = try sealer.wrapKey(address: address, account: owner(of: member), keys: keys)
-        let started = try await api.beginUpload(member: member.id, address: address, key: key, chunkShift: sealer.chunkShift,
-                                                size: size, replace: replace)
-        let count = ChunkLayout.count(ofContent: size, chunkShift: sealer.chunkShift)
-        if started.existed, !replace { return AttachmentInfo(address: address.description, size: 0, created: 0, existed: true) }
-        guard let upload = started.upload, started.chunks == count else {
-            throw KeyVaultError(.badResponse, "the server's answer to an upload of \(count) chunks names \(started.chunks)")
+        let shift = AttachmentObject.defaultChunkShift
+        let count = ChunkLayout.count(ofContent: size, chunkShift: shift)
+        let directory = home.storage.transferDirectory
+        if let directory { UploadJournal.sweep(directory) }
+        let path = directory.map { UploadJournal.path(in: $0, account: owner(of: member), member: member.id, address: address) }
+        var sealer: AttachmentSealer
+        let journal: UploadJournal?, upload: String, stored: Int
+        if let (found, dataKey, status) = try await resumableUpload(at: path, size: size, count: count, address: address, member: member) {
+            sealer = try AttachmentSealer(resuming: dataKey, chunkShift: shift)
+            (journal, upload, stored) = (found, found.header.upload, status.stored)
+            progress(.resumingAttachment(from: stored, of: count))
+        } else {
+            sealer = AttachmentSealer(chunkShift: shift)
+            let key = try sealer.wrapKey(address: address, account: owner(of: member), keys: keys)
+            let started = try await api.beginUpload(member: member.id, address: address, key: key, chunkShift: shift,
+                                                    size: size, replace: replace)
+            if started.existed, !replace { return AttachmentInfo(address: address.description, size: 0, created: 0, existed: true) }
+            guard let id = started.upload, started.chunks == count else {
+                throw KeyVaultError(.badResponse, "the server's answer to an upload of \(count) chunks names \(started.chunks)")
+            }
+            (upload, stored) = (id, 0)
+            journal = try path.map {
+                try UploadJournal(creating: $0, header: .init(upload: id, key: base64Encode(key), chunkShift: Int(shift), size: size))
+            }
         }
+        let journalKey = try sealer.journalKey()
         var hasher = try ContentAddressHasher(key: keys.contentAddressKey)
-        let reader = try chunks(1 << Int(sealer.chunkShift))
+        let reader = try chunks(1 << Int(shift))
         var index = 0
-        while var (chunk, last) = try reader.next() {
-            defer { secureWipe(&chunk) }
-            guard index < count else { throw changed }
-            try hasher.update(chunk)
-            let sealed = try sealer.seal(chunk, last: last)
-            try await api.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
-            index += 1
-            progress(.sendingAttachment(done: index, of: count))
+        do {
+            while var (chunk, last) = try reader.next() {
+                defer { secureWipe(&chunk) }
+                guard index < count else { throw changed }
+                try hasher.update(chunk)
+                if let journal {
+                    // Written before the chunk leaves; a chunk sealed before under this data
+                    // key may only ever be sealed again with the same content.
+                    let record = try HMACSHA256.authenticationCode(for: chunk, using: journalKey)
+                    if index < journal.records.count {
+                        guard constantTimeEquals(record, journal.records[index]) else { throw changed }
+                    } else {
+                        try journal.append(record)
+                    }
+                }
+                if index < stored {
+                    sealer.skip(last: last)
+                } else {
+                    let sealed = try sealer.seal(chunk, last: last)
+                    try await api.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
+                }
+                index += 1
+                progress(.sendingAttachment(done: index, of: count))
+            }
+            do {
+                try AttachmentCrypto.check(try hasher.finalize(), against: address)
+            } catch {
+                throw changed
+            }
+            guard index == count else { throw changed }
+        } catch let error as KeyVaultError where error.code == changed.code {
+            // This upload cannot be completed or resumed: the next one starts afresh.
+            journal?.remove()
+            throw error
+        }
+        let info = try await api.completeUpload(member: member.id, address: address, upload: upload, replace: replace)
+        journal?.remove()
+        return info
+    }
+
+    /// The upload this device began for this content and did not finish, if the server
+    /// still has it: its journal, its data key (from the key part this device made, which
+    /// opens only for this account, member and address) and where it stands. Otherwise
+    /// the journal goes and nil: a journal of other content, an upload the server no
+    /// longer has, or a server claiming chunks this device never sent.
+    private func resumableUpload(at path: String?, size: Int, count: Int, address: ContentAddress, member: Member)
+        async throws -> (UploadJournal, SymmetricKey, UploadStatus)? {
+        guard let path, let journal = UploadJournal(opening: path) else { return nil }
+        guard journal.header.size == size, journal.header.chunkShift == Int(AttachmentObject.defaultChunkShift),
+              let key = base64Decode(journal.header.key),
+              let status = try await api.uploadStatus(member: member.id, address: address, upload: journal.header.upload),
+              status.upload == journal.header.upload, status.chunks == count,
+              (0...journal.records.count).contains(status.stored)
+        else {
+            journal.remove()
+            return nil
         }
         do {
-            try AttachmentCrypto.check(try hasher.finalize(), against: address)
+            let (keyKeys, _) = try await keys(forKeyPart: key, address: address, member: member)
+            return (journal, try AttachmentCrypto.openDataKey(key, address: address, account: owner(of: member), keys: keyKeys), status)
         } catch {
-            throw changed
+            journal.remove()
+            return nil
         }
-        guard index == count else { throw changed }
-        return try await api.completeUpload(member: member.id, address: address, upload: upload, replace: replace)
     }
 
     /// Downloads an attachment, opens it and checks it against its address.

@@ -25,11 +25,16 @@ public protocol DeviceStorage: AnyObject, Sendable {
     func lock() throws
     /// Releases the lock.
     func unlock()
+    /// A directory of this device's own (mode 0700) where an upload in chunks keeps its
+    /// journal, so that one cut off resumes (``Vault/put(fileAt:member:)``); nil when
+    /// the storage has none: uploads then start afresh each time.
+    var transferDirectory: String? { get }
 }
 
 extension DeviceStorage {
     public func lock() throws {}
     public func unlock() {}
+    public var transferDirectory: String? { nil }
 
     /// Whether a device is stored here. A storage that cannot be read throws: that
     /// is not "no device".
@@ -86,6 +91,8 @@ public final class FileDeviceStorage: DeviceStorage {
 
     public var location: String { directory }
     var file: String { directory + "/device.json" }
+    /// `transfers` in the device's directory.
+    public var transferDirectory: String? { directory + "/transfers" }
 
     public func read() throws -> [UInt8]? {
         guard FileManager.default.fileExists(atPath: file) else { return nil }
@@ -166,6 +173,8 @@ public final class SealedDeviceStorage: DeviceStorage {
     }
 
     public var location: String { base.location }
+    /// The journals hold no secret (docs/api.md, "Resuming"): kept where the base keeps them.
+    public var transferDirectory: String? { base.transferDirectory }
 
     /// - Throws: `bad_box` (kind `.verification`) when the stored document does not
     ///   open with this key: another key, or a changed document.

@@ -63,6 +63,10 @@ extension Vault {
         /// (one report per chunk; this library writes chunks of 1 MiB of content).
         case sendingAttachment(done: Int, of: Int)
         case receivingAttachment(done: Int, of: Int)
+        /// A transfer cut off before goes on: `from` of its `of` chunks are there already
+        /// (an upload: on the server, checked against this device's journal; a download:
+        /// in the partial file, checked with the rest against the address at the end).
+        case resumingAttachment(from: Int, of: Int)
         /// Another device changed the account first: fetching the chain, trying again.
         case retryingAfterAnotherDevice
         /// The server did not take this device's statement of the chain's head: contacts

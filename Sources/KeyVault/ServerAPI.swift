@@ -330,6 +330,16 @@ package struct ServerAPI: Sendable {
                            contentType: "application/octet-stream")
     }
 
+    /// Where an unfinished upload stands; nil when the server has no such upload (it
+    /// completed, was dropped after a day, or the server is another one).
+    package func uploadStatus(member: MemberID, address: ContentAddress, upload: String) async throws -> UploadStatus? {
+        do {
+            return try json(UploadStatus.self, try await call("GET", attachmentPath(member, address) + "/uploads/\(upload)").body, "upload status")
+        } catch let error as KeyVaultError where error.status == 404 {
+            return nil
+        }
+    }
+
     package func completeUpload(member: MemberID, address: ContentAddress, upload: String, replace: Bool) async throws -> AttachmentInfo {
         try json(AttachmentInfo.self, try await call("POST", attachmentPath(member, address) + "/uploads/\(upload)/complete",
                                                      query: replace ? "replace=true" : "").body, "answer")

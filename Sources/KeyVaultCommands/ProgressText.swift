@@ -51,6 +51,7 @@ extension Vault.Progress {
             return "rotating the key of \(name) so that \(grantee) cannot open what comes next"
         case .sendingAttachment(let done, let of): return "sent \(done * 100 / max(of, 1))% (\(done) of \(of) chunks)"
         case .receivingAttachment(let done, let of): return "received and checked \(done * 100 / max(of, 1))% (\(done) of \(of) chunks)"
+        case .resumingAttachment(let from, let of): return "resuming where the last try stopped: \(from) of \(of) chunks are there already"
         case .replacingUnopenableAttachment(let address): return "what the server held at \(address) does not open to this content: replacing it"
         case .retryingAfterAnotherDevice: return "another device changed the account first; fetching the chain and trying again"
         case .headStatementNotTaken(let error):

@@ -375,6 +375,21 @@ package struct UploadStarted: Sendable, Codable, Equatable {
     }
 }
 
+/// `GET …/attachments/{address}/uploads/{upload}`: an unfinished upload, for a device
+/// resuming it. `stored`: the chunks the server holds from index 0 on without a gap
+/// (the server's word: the device re-sends from there, and checks the rest in its journal).
+package struct UploadStatus: Sendable, Codable, Equatable {
+    package var upload: String
+    package var chunks: Int
+    package var stored: Int
+
+    package init(upload: String, chunks: Int, stored: Int) {
+        self.upload = upload
+        self.chunks = chunks
+        self.stored = stored
+    }
+}
+
 /// `GET …/attachments/{address}/chunks`: how a version 2 attachment lies in chunks
 /// (the server's word: a reader's STREAM check refuses any other count or size).
 package struct ChunkList: Sendable, Codable, Equatable {

@@ -158,6 +158,16 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
+    package func storedChunkPrefix(upload: String) async throws -> Int {
+        let rows = try await client.query("""
+            SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM attachment_chunks WHERE upload = \(upload) AND idx = 0) THEN 0
+                     ELSE (SELECT MIN(c.idx) + 1 FROM attachment_chunks c WHERE c.upload = \(upload)
+                           AND NOT EXISTS (SELECT 1 FROM attachment_chunks d WHERE d.upload = c.upload AND d.idx = c.idx + 1)) END
+            """, logger: logger)
+        for try await prefix in rows.decode(Int64.self) { return Int(prefix) }
+        return 0
+    }
+
     package func attachmentChunk(upload: String, index: Int) async throws -> Data? {
         try await collect(client.query("""
             SELECT data FROM attachment_chunks WHERE upload = \(upload) AND idx = \(Int64(index))

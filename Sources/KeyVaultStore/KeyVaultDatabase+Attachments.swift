@@ -128,6 +128,16 @@ extension KeyVaultDatabase {
         }
     }
 
+    package func storedChunkPrefix(upload: String) async throws -> Int {
+        try await writer.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM attachment_chunks WHERE upload = ? AND idx = 0) THEN 0
+                     ELSE (SELECT MIN(c.idx) + 1 FROM attachment_chunks c WHERE c.upload = ?
+                           AND NOT EXISTS (SELECT 1 FROM attachment_chunks d WHERE d.upload = c.upload AND d.idx = c.idx + 1)) END
+                """, arguments: [upload, upload]) ?? 0
+        }
+    }
+
     package func attachmentChunk(upload: String, index: Int) async throws -> Data? {
         try await writer.read { db in
             try Data.fetchOne(db, sql: "SELECT data FROM attachment_chunks WHERE upload = ? AND idx = ?", arguments: [upload, index])

@@ -166,6 +166,10 @@ package protocol KeyVaultRepository: Sendable {
     func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool,
                         objectSize: Int, device: DeviceID) async throws -> UploadOutcome
 
+    /// How many chunks of an upload are stored from index 0 on without a gap: where a
+    /// resumed upload goes on.
+    func storedChunkPrefix(upload: String) async throws -> Int
+
     /// Sealed chunk `index` of an attachment stored in chunks.
     func attachmentChunk(upload: String, index: Int) async throws -> Data?
 

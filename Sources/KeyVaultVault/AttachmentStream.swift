@@ -118,17 +118,38 @@ extension AttachmentCrypto {
 /// key for the member, bound to the content address (known only once every chunk
 /// passed, when the content is read once).
 package struct AttachmentSealer: ~Copyable {
-    private let dataKey = SymmetricKey()
+    private let dataKey: SymmetricKey
     private var stream: StreamAEAD.Sealer
     package let chunkShift: UInt8
 
     package init(chunkShift: UInt8 = AttachmentObject.defaultChunkShift) {
-        precondition(AttachmentObject.chunkShifts.contains(chunkShift))
-        self.chunkShift = chunkShift
         // A fresh DEK, so PK derives: HKDF only fails on a key of the wrong length.
-        stream = StreamAEAD.Sealer(key: try! AttachmentCrypto.payloadKey(dataKey),
+        try! self.init(dataKey: SymmetricKey(), chunkShift: chunkShift)
+    }
+
+    /// Resumes an upload under the data key its key part wraps. The caller answers for
+    /// never sealing other content at an index sealed before (the upload journal).
+    package init(resuming dataKey: SymmetricKey, chunkShift: UInt8) throws {
+        try self.init(dataKey: dataKey, chunkShift: chunkShift)
+    }
+
+    private init(dataKey: SymmetricKey, chunkShift: UInt8) throws {
+        precondition(AttachmentObject.chunkShifts.contains(chunkShift))
+        self.dataKey = dataKey
+        self.chunkShift = chunkShift
+        stream = StreamAEAD.Sealer(key: try AttachmentCrypto.payloadKey(dataKey),
                                    authenticating: AttachmentCrypto.chunkAAD(chunkShift: chunkShift))
     }
+
+    /// The key of the upload journal's records: HMAC-SHA256 under it of each chunk's
+    /// content, so the journal on the device says whether a chunk is the one sealed
+    /// before without holding a fingerprint of the file anyone could check.
+    package func journalKey() throws -> SymmetricKey {
+        try HKDF.deriveKey(from: dataKey, info: Array("keyvault/v2/upload-journal".utf8))
+    }
+
+    /// Passes over a chunk the server holds from the upload this one resumes.
+    package mutating func skip(last: Bool) { stream.skip(last: last) }
 
     /// Seals the next chunk: 2^chunkShift bytes, but for the last (1 to 2^chunkShift
     /// bytes, or empty when it is the only one).

@@ -39,6 +39,11 @@ import Testing
         let upload = try #require(started.upload)
         #expect(started.chunks == 3 && !started.existed)
         let chunk = { (index: String) in uri + "/uploads/\(upload)/chunks/\(index)" }
+        // Where it stands, for a device resuming it: the chunks there from index 0 on, without a gap.
+        func stored() async throws -> Int { try decode(UploadStatus.self, try await client.signed(phone, .get, uri + "/uploads/\(upload)")).stored }
+        #expect(try await stored() == 0)
+        #expect(try await client.signed(phone, .put, chunk("1"), body: chunks[1]).status == .noContent)
+        #expect(try await stored() == 0, "chunk 0 is missing")
         // Each chunk exactly its place's length; an index past the last, or not a number, is refused.
         response = try await client.signed(phone, .put, chunk("0"), body: chunks[2])
         #expect(response.status == .badRequest && errorCode(response) == "malformed_attachment")
@@ -51,6 +56,7 @@ import Testing
         for (index, bytes) in chunks.enumerated().prefix(2) {
             #expect(try await client.signed(phone, .put, chunk(String(index)), body: bytes).status == .noContent)
         }
+        #expect(try await stored() == 2)
         // Not readable, and not complete, while a chunk is missing.
         #expect(try await client.signed(phone, .get, uri).status == .notFound)
         response = try await client.signed(phone, .post, uri + "/uploads/\(upload)/complete")
@@ -58,6 +64,7 @@ import Testing
         #expect(try await client.signed(phone, .put, chunk("2"), body: chunks[2]).status == .noContent)
         response = try await client.signed(phone, .post, uri + "/uploads/\(upload)/complete")
         #expect(response.status == .created)
+        #expect(try await client.signed(phone, .get, uri + "/uploads/\(upload)").status == .notFound, "a completed upload is no longer one")
         let object = AttachmentObject(key: key, chunkShift: 10, chunks: chunks.flatMap { $0 })
         #expect(try decode(AttachmentInfo.self, response).size == object.bytes.count)
         response = try await client.signed(phone, .get, uri)

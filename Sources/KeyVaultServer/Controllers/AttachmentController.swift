@@ -20,6 +20,7 @@ struct AttachmentController: Sendable {
         routes.signed(.put, attachment + "/uploads/{upload}/chunks/{index}",
                       bodyLimit: ChunkLayout.maximumSealedChunkBytes, use: putChunk)
         routes.signed(.post, attachment + "/uploads/{upload}/complete", use: completeUpload)
+        routes.signed(.get, attachment + "/uploads/{upload}", use: uploadStatus)
         routes.signed(.get, attachment + "/chunks", use: listChunks)
         routes.signed(.get, attachment + "/chunks/{index}", use: getChunk)
     }
@@ -183,6 +184,18 @@ struct AttachmentController: Sendable {
             throw APIError.notFound("upload")
         }
         return Response(status: .noContent)
+    }
+
+    /// Where an unfinished upload stands, for a device resuming it: its chunk count and
+    /// how many chunks are stored from index 0 on. 404 once it completed or was dropped.
+    @Sendable func uploadStatus(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        let upload = try context.parameters.upload()
+        guard let info = try await service.database.unfinishedUpload(context.account, member: member, address: address, upload: upload) else {
+            throw APIError.notFound("upload")
+        }
+        let stored = try await service.database.storedChunkPrefix(upload: upload)
+        return try .json(UploadStatus(upload: upload, chunks: info.chunks, stored: min(stored, info.chunks)))
     }
 
     /// Makes a complete upload the attachment at its address.

@@ -1,0 +1,135 @@
+import Foundation
+import KeyVaultCrypto
+
+/// What a device remembers of an upload in chunks, so that one cut off (the network,
+/// a killed process, a server restart) resumes where the server's chunks end instead
+/// of starting over, without ever sealing other content at an index sealed before:
+/// the data key is the same on the retry, so the same index with other content would
+/// repeat a nonce (docs/formats/attachment.md, "Resuming an upload").
+///
+/// One file per upload in the device's transfer directory, mode 0600:
+///
+///     {"version":1,"upload":"…","key":"<base64 key part>","chunkShift":20,"size":N}\n
+///     record 0 ‖ record 1 ‖ …      (32 bytes each)
+///
+/// Record i is HMAC-SHA256 of chunk i's content under a key derived from the data key
+/// (``AttachmentSealer/journalKey()``), written before chunk i is sealed and sent. The
+/// key part is the server's ciphertext already (the data key wrapped for the member);
+/// the records say nothing about the file to anyone without the member's key.
+final class UploadJournal {
+    struct Header: Codable, Equatable {
+        var version = 1
+        var upload: String
+        /// The key part, base64: the wrapped data key, which opens only for this
+        /// account, member and address.
+        var key: String
+        var chunkShift: Int
+        var size: Int
+    }
+
+    static let recordBytes = 32
+    /// Journals older than the server keeps unfinished uploads are of no use.
+    static let maximumAge: TimeInterval = 24 * 3600
+
+    let path: String
+    let header: Header
+    private(set) var records: [[UInt8]]
+    private let fd: Int32
+
+    /// The journal's file for an upload of `address` by this account's `member`.
+    static func path(in directory: String, account: AccountID, member: MemberID, address: ContentAddress) -> String {
+        let name = Hex.encode(SHA256.hash(Array("\(account) \(member) \(address)".utf8)).prefix(16))
+        return directory + "/" + name + ".upload"
+    }
+
+    /// Starts a journal (replacing any at `path`): the header is on disk when this returns.
+    init(creating path: String, header: Header) throws {
+        try Self.ensureDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        unlink(path)
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.failure("cannot create the upload journal \(path)") }
+        self.fd = fd
+        self.path = path
+        self.header = header
+        records = []
+        var line = try JSONEncoder().encode(header)
+        line.append(0x0A)
+        try line.withUnsafeBytes { try write($0) }
+        _ = fsync(fd)
+    }
+
+    /// The journal at `path`, or nil when there is none or it is not one this device
+    /// wrote whole (then it is removed: the upload starts afresh).
+    init?(opening path: String) {
+        let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_size < 64 << 20,
+              let data = FileManager.default.contents(atPath: path),
+              let newline = data.firstIndex(of: 0x0A),
+              let header = try? JSONDecoder().decode(Header.self, from: data[..<newline]), header.version == 1
+        else {
+            close(fd)
+            unlink(path)
+            return nil
+        }
+        let body = [UInt8](data[(newline + 1)...])
+        // A record cut short by a crash is not one.
+        let whole = body.count / Self.recordBytes
+        records = (0..<whole).map { Array(body[($0 * Self.recordBytes)..<(($0 + 1) * Self.recordBytes)]) }
+        guard ftruncate(fd, off_t(newline + 1 + whole * Self.recordBytes)) == 0,
+              lseek(fd, 0, SEEK_END) >= 0 else {
+            close(fd)
+            return nil
+        }
+        self.fd = fd
+        self.path = path
+        self.header = header
+    }
+
+    deinit { close(fd) }
+
+    /// Appends the next record before its chunk leaves. Not synced: the page cache
+    /// outlives a killed process; a power cut may lose the last records, and then
+    /// only an unchanged file can be resumed (README: "Resuming").
+    func append(_ record: [UInt8]) throws {
+        precondition(record.count == Self.recordBytes)
+        try record.withUnsafeBytes { try write($0) }
+        records.append(record)
+    }
+
+    /// Removes the journal: the upload completed, or cannot be resumed.
+    func remove() { unlink(path) }
+
+    /// Removes journals older than the server keeps unfinished uploads.
+    static func sweep(_ directory: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasSuffix(".upload") {
+            let path = directory + "/" + name
+            if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
+               -modified.timeIntervalSinceNow > maximumAge {
+                unlink(path)
+            }
+        }
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw Self.failure("cannot write the upload journal \(path)") }
+            offset += n
+        }
+    }
+
+    private static func ensureDirectory(_ directory: String) throws {
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw failure("cannot create the transfer directory \(directory)")
+        }
+    }
+
+    private static func failure(_ message: String) -> KeyVaultError {
+        KeyVaultError(.io, message + ": " + String(cString: strerror(errno)))
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import KeyVault
+import KeyVaultCrypto
+import KeyVaultTestSupport
+import Testing
+@testable import KeyVaultCommands
+
+// Issue 21, item 4: a transfer cut off resumes from the last stored chunk, and never
+// seals other content at an index it sealed before.
+
+/// What the chunk PUTs carried: (upload, index, a digest of the sealed chunk).
+private final class ChunkLog: Sendable {
+    private let entries = Locked<[(upload: String, index: Int, digest: String)]>([])
+    private let begins = Locked(0)
+    var all: [(upload: String, index: Int, digest: String)] { entries.withLock { $0 } }
+    var uploadsBegun: Int { begins.withLock { $0 } }
+    func record(_ upload: String, _ index: Int, _ body: [UInt8]) {
+        let digest = "\(body.count) \(Data(body).hashValue)"  // within one run
+        entries.withLock { $0.append((upload, index, digest)) }
+    }
+    func begun() { begins.withLock { $0 += 1 } }
+}
+
+/// The real transport, logging chunk PUTs; it cuts the connection at the PUT of chunk
+/// `cutAt`, and may rewrite the server's upload status (`claimStored`: a dishonest count).
+private struct CuttingTransport: HTTPTransport {
+    let inner: URLSessionTransport
+    let log: ChunkLog
+    var cutAt: Int?
+    var claimStored: Int?
+
+    func send(_ request: HTTPExchange) async throws -> HTTPReply {
+        let parts = request.target.split(separator: "?")[0].split(separator: "/").map(String.init)
+        if request.method == "PUT", parts.count >= 4, parts[parts.count - 2] == "chunks", parts[parts.count - 4] == "uploads",
+           let index = Int(parts[parts.count - 1]) {
+            if index == cutAt { throw URLError(.networkConnectionLost) }
+            log.record(parts[parts.count - 3], index, request.body)
+        }
+        if request.method == "POST", parts.last == "uploads" { log.begun() }
+        var reply = try await inner.send(request)
+        if request.method == "GET", parts.count >= 2, parts[parts.count - 2] == "uploads", let claimStored, reply.status == 200,
+           var status = try JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any] {
+            status["stored"] = claimStored
+            reply.body = [UInt8](try JSONSerialization.data(withJSONObject: status))
+        }
+        return reply
+    }
+}
+
+private func put(_ story: Story, _ file: String, _ log: ChunkLog, cutAt: Int? = nil,
+                 claimStored: Int? = nil) async -> (code: Int32, out: String, err: String) {
+    let arguments = ["attachment", "put", "--member", "Emma", file, "--home", story.path("laptop")]
+    return await KeyctlMain.$transport.withValue({ server in
+        CuttingTransport(inner: URLSessionTransport(baseURL: URL(string: server)!), log: log, cutAt: cutAt, claimStored: claimStored)
+    }) { await runKeyctl(arguments, terminal: true) }
+}
+
+private func journals(_ story: Story) -> [String] {
+    (try? FileManager.default.contentsOfDirectory(atPath: story.path("laptop") + "/transfers")) ?? []
+}
+
+/// Six chunks; cut at the fifth PUT. The next run sends only chunks 4 and 5, every index
+/// ever sent carried one sealed chunk, the object opens whole, and no journal is left.
+@Test(.timeLimit(.minutes(3)))
+func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOtherContent() async throws {
+    let story = try Story("resume-upload")
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    let content = Data((0..<(5 << 20) + 1000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) })
+    let file = story.path("scan.bin")
+    try content.write(to: URL(fileURLWithPath: file))
+
+    let log = ChunkLog()
+    let first = await put(story, file, log, cutAt: 4)
+    #expect(first.code != 0, "the cut upload did not fail")
+    #expect(log.all.map(\.index) == [0, 1, 2, 3])
+    #expect(journals(story).count == 1, "the cut upload left no journal")
+
+    let second = await put(story, file, log)
+    #expect(second.code == 0, "\(second.err)")
+    #expect(second.err.contains("resuming where the last try stopped: 4 of 6 chunks"), "\(second.err)")
+    #expect(log.all.map(\.index) == [0, 1, 2, 3, 4, 5], "chunks sent again, or skipped")
+    #expect(Set(log.all.map(\.upload)).count == 1, "the resumed upload is another one")
+    #expect(log.uploadsBegun == 1)
+    #expect(journals(story).isEmpty, "the journal outlived the upload")
+
+    let address = try #require(try story.run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [[String: Any]])
+    let name = try #require(address.first?["address"] as? String)
+    _ = try story.run(["attachment", "get", "--member", "Emma", name, "-o", story.path("back.bin")], "laptop")
+    #expect(FileManager.default.contents(atPath: story.path("back.bin")) == content)
+}
+
+/// A journal whose record of a chunk does not match the content read now (the file
+/// changed while the cut upload read it): that index is never sealed again under the
+/// old upload's key; the upload is given up on the device's side, and the next run
+/// starts a new one. A server that claims more chunks than the device ever sent gets
+/// a new upload too.
+@Test(.timeLimit(.minutes(3)))
+func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent() async throws {
+    let story = try Story("resume-refused")
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    let content = Data((0..<(3 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+    let file = story.path("scan.bin")
+    try content.write(to: URL(fileURLWithPath: file))
+
+    // Cut at chunk 2: records 0 to 2 are journaled, chunks 0 and 1 stored.
+    let log = ChunkLog()
+    #expect(await put(story, file, log, cutAt: 2).code != 0)
+    let journal = story.path("laptop") + "/transfers/" + (try #require(journals(story).first))
+    var bytes = try #require(FileManager.default.contents(atPath: journal))
+    bytes[bytes.count - 1] ^= 1  // record 2: other content than what is read now
+    try bytes.write(to: URL(fileURLWithPath: journal))
+    let refused = await put(story, file, log)
+    #expect(refused.code != 0 && refused.err.contains("changed while it was read"), "\(refused.err)")
+    #expect(log.all.map(\.index) == [0, 1], "chunk 2 was sealed again under the old key with other content")
+    #expect(journals(story).isEmpty)
+
+    // A fresh upload, cut again; then a server that says it holds every chunk.
+    #expect(await put(story, file, log, cutAt: 2).code != 0)
+    #expect(log.uploadsBegun == 2)
+    let answered = await put(story, file, log, claimStored: 4)
+    #expect(answered.code == 0, "\(answered.err)")
+    #expect(log.uploadsBegun == 3, "the device believed chunks it never sent")
+    // Every (upload, index) ever sent carried one sealed chunk.
+    let sent = Dictionary(grouping: log.all, by: { "\($0.upload) \($0.index)" })
+    #expect(sent.values.allSatisfy { Set($0.map(\.digest)).count == 1 })
+}
