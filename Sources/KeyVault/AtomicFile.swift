@@ -35,9 +35,9 @@ package enum AtomicFile {
         private let path: String, temporary: String, directory: String
         private var fd: Int32
 
-        package init(_ path: String) throws(Failure) {
+        package convenience init(_ path: String) throws(Failure) {
             let target = URL(fileURLWithPath: path)
-            directory = target.deletingLastPathComponent().path
+            let directory = target.deletingLastPathComponent().path
             var temporary = "", fd: Int32 = -1
             for _ in 0..<8 {
                 temporary = directory + "/." + target.lastPathComponent + "." + Hex.encode(SystemRandom.bytes(count: 8)) + ".partial"
@@ -47,9 +47,65 @@ package enum AtomicFile {
             guard fd >= 0 else {
                 throw Failure(created: false, message: "cannot create a temporary file in \(directory) for \(path): \(String(cString: strerror(errno)))")
             }
+            self.init(path: path, temporary: temporary, directory: directory, fd: fd, existingLength: 0)
+        }
+
+        private init(path: String, temporary: String, directory: String, fd: Int32, existingLength: Int) {
             self.path = path
             self.temporary = temporary
+            self.directory = directory
             self.fd = fd
+            self.existingLength = existingLength
+        }
+
+        /// A writer whose temporary file has a fixed name for `path` and `tag` (the
+        /// content's address), so that a download cut off goes on in it the next time:
+        /// ``existingLength`` bytes are there already. The file is opened without
+        /// following a symlink and used only if it is a regular file of this user with
+        /// one link (otherwise a fresh random name, as ``init(_:)``); what it holds is
+        /// the caller's to check (a download checks it with the rest against the address).
+        package convenience init(resumable path: String, tag: String) throws(Failure) {
+            let target = URL(fileURLWithPath: path)
+            let directory = target.deletingLastPathComponent().path
+            let temporary = directory + "/." + target.lastPathComponent + "." + tag + ".partial"
+            let fd = open(temporary, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            var info = stat()
+            guard fd >= 0, fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1,
+                  fchmod(fd, 0o600) == 0, lseek(fd, 0, SEEK_END) == info.st_size else {
+                if fd >= 0 { close(fd) }
+                try self.init(path)
+                return
+            }
+            self.init(path: path, temporary: temporary, directory: directory, fd: fd, existingLength: Int(info.st_size))
+        }
+
+        /// Bytes a cut-off download left in the temporary file (0 for a fresh one).
+        package private(set) var existingLength = 0
+
+        /// Keeps the first `length` bytes (at most ``existingLength``), hands them to
+        /// `body` piece by piece, and goes on writing after them.
+        package func keep(first length: Int, reading body: (UnsafeRawBufferPointer) throws -> Void) throws {
+            let length = min(max(length, 0), existingLength)
+            guard ftruncate(fd, off_t(length)) == 0 else { throw fail("truncate: \(String(cString: strerror(errno)))") }
+            existingLength = length
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            defer { secureWipe(&buffer) }
+            var offset = 0
+            while offset < length {
+                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, min($0.count, length - offset), off_t(offset)) }
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { throw fail("read: \(String(cString: strerror(errno)))") }
+                try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+                offset += n
+            }
+            guard lseek(fd, off_t(length), SEEK_SET) == off_t(length) else { throw fail("seek: \(String(cString: strerror(errno)))") }
+        }
+
+        /// Closes the temporary file and leaves it for the next try (a transfer cut off).
+        package func leaveForResumption() {
+            guard fd >= 0 else { return }
+            close(fd)
+            fd = -1
         }
 
         deinit { abort() }

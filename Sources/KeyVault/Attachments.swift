@@ -182,14 +182,14 @@ extension Vault {
         do {
             while var (chunk, last) = try reader.next() {
                 defer { secureWipe(&chunk) }
-                guard index < count else { throw changed }
+                guard index < count else { throw ContentChanged() }
                 try hasher.update(chunk)
                 if let journal {
                     // Written before the chunk leaves; a chunk sealed before under this data
                     // key may only ever be sealed again with the same content.
                     let record = try HMACSHA256.authenticationCode(for: chunk, using: journalKey)
                     if index < journal.records.count {
-                        guard constantTimeEquals(record, journal.records[index]) else { throw changed }
+                        guard constantTimeEquals(record, journal.records[index]) else { throw ContentChanged() }
                     } else {
                         try journal.append(record)
                     }
@@ -206,18 +206,21 @@ extension Vault {
             do {
                 try AttachmentCrypto.check(try hasher.finalize(), against: address)
             } catch {
-                throw changed
+                throw ContentChanged()
             }
-            guard index == count else { throw changed }
-        } catch let error as KeyVaultError where error.code == changed.code {
+            guard index == count else { throw ContentChanged() }
+        } catch is ContentChanged {
             // This upload cannot be completed or resumed: the next one starts afresh.
             journal?.remove()
-            throw error
+            throw changed
         }
         let info = try await api.completeUpload(member: member.id, address: address, upload: upload, replace: replace)
         journal?.remove()
         return info
     }
+
+    /// The content read is not what was addressed, or not what the journal says was sealed.
+    private struct ContentChanged: Error {}
 
     /// The upload this device began for this content and did not finish, if the server
     /// still has it: its journal, its data key (from the key part this device made, which
@@ -263,7 +266,11 @@ extension Vault {
 
     /// Downloads an attachment and opens it into `sink`, piece by piece; the content
     /// address is checked last (``AttachmentCrypto/open(_:address:account:keyKeys:addressKeys:into:)``).
-    private func open(_ address: ContentAddress, member given: Member,
+    ///
+    /// `resuming`: a file a download cut off before left content in: its whole chunks are
+    /// kept and checked with the rest (the address covers them all), and the download
+    /// goes on after them.
+    private func open(_ address: ContentAddress, member given: Member, resuming file: AtomicFile.Writer? = nil,
                       into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
         // A `Member` kept across a rotation names an older generation: this account's own
         // member is judged by the verified chain (a newer generation there is no server lie).
@@ -273,9 +280,10 @@ extension Vault {
         }
         // This account's own, from a server that keeps it in chunks: fetched chunk by chunk.
         if member.sharer == nil, let list = try await api.chunkList(member: member.id, address: address) {
-            try await openInChunks(list, address: address, member: member, into: sink)
+            try await openInChunks(list, address: address, member: member, resuming: file, into: sink)
             return
         }
+        try file?.keep(first: 0) { _ in }
         let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer,
                                              limit: try await api.attachmentLimits()?.any)
         let object: AttachmentObject
@@ -308,7 +316,7 @@ extension Vault {
     /// server's count and chunk size are its word only: a chunk opens only at its
     /// place, with its last flag, under a header naming its size, so any other count or
     /// size is refused (and the content address is checked last, as ever).
-    private func openInChunks(_ list: ChunkList, address: ContentAddress, member: Member,
+    private func openInChunks(_ list: ChunkList, address: ContentAddress, member: Member, resuming file: AtomicFile.Writer?,
                               into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
         guard list.chunks >= 1, let shift = UInt8(exactly: list.chunkShift), AttachmentObject.chunkShifts.contains(shift) else {
             throw KeyVaultError(.badResponse, "the server's chunk list of \(address) is not one a reader takes", kind: .verification)
@@ -320,7 +328,11 @@ extension Vault {
             let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: shift, address: address)
             var hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
             let full = (1 << Int(shift)) + StreamAEAD.tagByteCount
-            for index in 0..<list.chunks {
+            // Whole chunks a cut-off download left: hashed, not fetched again (the last always is).
+            let start = min((file?.existingLength ?? 0) >> Int(shift), list.chunks - 1)
+            try file?.keep(first: start << Int(shift)) { try hasher.update($0) }
+            if start > 0 { progress(.resumingAttachment(from: start, of: list.chunks)) }
+            for index in start..<list.chunks {
                 let sealed = try await api.attachmentChunk(member: member.id, address: address, index: index)
                 // The framing the format fixes: full chunks but the last, which holds content unless it is the only one.
                 let last = index == list.chunks - 1
@@ -337,11 +349,13 @@ extension Vault {
         }
     }
 
-    /// Downloads an attachment, opens it chunk by chunk into a new temporary file
-    /// beside `path` (created exclusively, never through a symlink, mode 0600), and
+    /// Downloads an attachment, opens it chunk by chunk into a temporary file beside
+    /// `path` (never through a symlink, mode 0600, named for `path` and the address), and
     /// only once the whole content matched its address syncs it and renames it over
-    /// `path`. Content that does not match its address writes nothing; a failed
-    /// write leaves no temporary file behind.
+    /// `path`. Content that does not match its address writes nothing, and a failed
+    /// write leaves no temporary file behind; a download cut off (the network, the
+    /// server, a killed process) leaves it, and the next call for the same file and
+    /// address goes on after its whole chunks, which are checked with the rest.
     ///
     /// - Returns: the number of bytes written.
     /// - Throws: as ``get(_:member:)``; ``KeyVaultError`` `io` when the file cannot be written.
@@ -349,19 +363,25 @@ extension Vault {
     public func get(_ address: ContentAddress, member: Member, toFileAt path: String) async throws -> Int {
         try await exclusively {
             do {
-                let file = try AtomicFile.Writer(path)
+                // A name of its own for this file and content: a download cut off goes on there next time.
+                let file = try AtomicFile.Writer(resumable: path, tag: Hex.encode(SHA256.hash(Array(address.description.utf8)).prefix(8)))
                 var written = 0
                 do {
-                    try await open(address, member: member) { piece in
+                    try await open(address, member: member, resuming: file) { piece in
                         try file.append(piece)
                         written += piece.count
                     }
                     try file.commit()
-                } catch {
+                } catch let error as KeyVaultError where error.kind == .verification || error.code == .io {
+                    // Refused content, or a file that cannot be written: nothing is kept.
                     file.abort()
                     throw error
+                } catch {
+                    // Cut off (the network, the server, a cancellation): what arrived is kept for the next try.
+                    file.leaveForResumption()
+                    throw error
                 }
-                return written
+                return file.existingLength + written
             } catch let error as AtomicFile.Failure {
                 throw KeyVaultError(.io, error.message)
             }

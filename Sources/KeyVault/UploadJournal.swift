@@ -55,7 +55,9 @@ final class UploadJournal {
         var line = try JSONEncoder().encode(header)
         line.append(0x0A)
         try line.withUnsafeBytes { try write($0) }
-        _ = fsync(fd)
+        try sync()
+        let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 { _ = fsync(directory); close(directory) }
     }
 
     /// The journal at `path`, or nil when there is none or it is not one this device
@@ -65,15 +67,15 @@ final class UploadJournal {
         guard fd >= 0 else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_size < 64 << 20,
-              let data = FileManager.default.contents(atPath: path),
+              let data = Self.read(fd, count: Int(info.st_size)),
               let newline = data.firstIndex(of: 0x0A),
-              let header = try? JSONDecoder().decode(Header.self, from: data[..<newline]), header.version == 1
+              let header = try? JSONDecoder().decode(Header.self, from: Data(data[..<newline])), header.version == 1
         else {
             close(fd)
             unlink(path)
             return nil
         }
-        let body = [UInt8](data[(newline + 1)...])
+        let body = Array(data[(newline + 1)...])
         // A record cut short by a crash is not one.
         let whole = body.count / Self.recordBytes
         records = (0..<whole).map { Array(body[($0 * Self.recordBytes)..<(($0 + 1) * Self.recordBytes)]) }
@@ -89,13 +91,31 @@ final class UploadJournal {
 
     deinit { close(fd) }
 
-    /// Appends the next record before its chunk leaves. Not synced: the page cache
-    /// outlives a killed process; a power cut may lose the last records, and then
-    /// only an unchanged file can be resumed (README: "Resuming").
+    /// Appends the next record and syncs it before its chunk leaves (one sync per chunk
+    /// of 1 MiB): a record lost to a power cut would let a server that keeps quiet about
+    /// that chunk have it sealed again from whatever the file holds then.
     func append(_ record: [UInt8]) throws {
         precondition(record.count == Self.recordBytes)
         try record.withUnsafeBytes { try write($0) }
+        try sync()
         records.append(record)
+    }
+
+    private func sync() throws {
+        guard fdatasync(fd) == 0 else { throw Self.failure("cannot sync the upload journal \(path)") }
+    }
+
+    /// The whole file, through the descriptor that was checked.
+    private static func read(_ fd: Int32, count: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, count - offset, off_t(offset)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            offset += n
+        }
+        return bytes
     }
 
     /// Removes the journal: the upload completed, or cannot be resumed.

@@ -186,17 +186,21 @@ extension PostgresKeyVaultDatabase {
         return (false, nil)
     }
 
+    /// Synced, as the chain (recovery only, so rare): a token a crash forgot could be used again.
     package func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
-        try await client.query("DELETE FROM used_once WHERE expires < \(forgetBefore)", logger: logger)
-        // The primary key decides across replicas: one insert of a (kind, value) wins.
-        return try await client.query("""
-            INSERT INTO used_once (kind, value, expires) VALUES (\(kind), \(value), \(expires))
-            ON CONFLICT (kind, value) DO NOTHING RETURNING 1
-            """, logger: logger).collect().count == 1
+        try await durableTransaction { db in
+            try await db.query("DELETE FROM used_once WHERE expires < \(forgetBefore)", logger: logger)
+            // The primary key decides across replicas: one insert of a (kind, value) wins.
+            return try await db.query("""
+                INSERT INTO used_once (kind, value, expires) VALUES (\(kind), \(value), \(expires))
+                ON CONFLICT (kind, value) DO NOTHING RETURNING 1
+                """, logger: logger).collect().count == 1
+        }
     }
 
+    /// Synced, as the chain: failures a crash forgot would be recovery guesses given back.
     package func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts) {
-        try await transaction { db in
+        try await durableTransaction { db in
             // A lock per key (taken in one order, so two transactions never wait on each
             // other crosswise) makes the count and the insert one step across replicas.
             for key in keys.sorted() {

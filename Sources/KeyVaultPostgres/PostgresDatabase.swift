@@ -62,9 +62,10 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
 
     /// Every commit returns before its WAL record is flushed (`synchronous_commit = off`):
     /// nonces, last-seen, audit rows, attachments, as SQLite's `NORMAL` (a power cut may lose
-    /// the last moments' writes, never corrupt). Chain writes set it back on for their own
-    /// transaction (``durableTransaction(_:)``): a key event the client was told is stored
-    /// survives a power cut.
+    /// the last moments' writes, never corrupt). Chain writes, and recovery's single-use
+    /// values and failure counts, set it back on for their own transaction
+    /// (``durableTransaction(_:)``): a key event the client was told is stored, a spent
+    /// recovery token, a counted guess survive a power cut.
     private static func startupParameters(_ schema: String?) -> [(String, String)] {
         [("synchronous_commit", "off")] + (schema.map { [("search_path", $0)] } ?? [])
     }

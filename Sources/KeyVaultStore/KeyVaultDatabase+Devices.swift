@@ -33,8 +33,9 @@ extension KeyVaultDatabase {
         }
     }
 
+    /// Synced, as the chain: a recovery token or challenge a power cut forgot could be used again.
     package func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
-        try await writer.write { db in
+        try await durableWrite { db in
             try db.cachedStatement(sql: "DELETE FROM used_once WHERE expires < ?").execute(arguments: [forgetBefore])
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_once (kind, value, expires) VALUES (?, ?, ?)")
                 .execute(arguments: [kind, value, expires])
@@ -44,7 +45,8 @@ extension KeyVaultDatabase {
 
     package func recordFailure(_ keys: [String], at time: Int64, since: Int64, limit: Int, cap: Int) async throws -> (counted: Bool, before: FailureCounts) {
         // One write transaction: SQLite's single writer makes the check and the insert one step.
-        try await writer.write { db in
+        // Synced, as the chain: failures a power cut forgot would be guesses given back.
+        try await durableWrite { db in
             try db.cachedStatement(sql: "DELETE FROM failures WHERE time < ?").execute(arguments: [since])
             var counts = FailureCounts(total: 0, byKey: [:])
             for key in keys {

@@ -126,3 +126,63 @@ func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent()
     let sent = Dictionary(grouping: log.all, by: { "\($0.upload) \($0.index)" })
     #expect(sent.values.allSatisfy { Set($0.map(\.digest)).count == 1 })
 }
+
+/// The real transport, failing the GET of chunk `cutAt` and logging which chunks were fetched.
+private struct CuttingReads: HTTPTransport {
+    let inner: URLSessionTransport
+    let fetched: Locked<[Int]>
+    let cutAt: Int?
+    func send(_ request: HTTPExchange) async throws -> HTTPReply {
+        let parts = request.target.split(separator: "?")[0].split(separator: "/").map(String.init)
+        if request.method == "GET", parts.count >= 2, parts[parts.count - 2] == "chunks", let index = Int(parts[parts.count - 1]) {
+            if index == cutAt { throw URLError(.networkConnectionLost) }
+            fetched.withLock { $0.append(index) }
+        }
+        return try await inner.send(request)
+    }
+}
+
+/// A download cut off at chunk 3 of 4 leaves what arrived; the next run fetches only
+/// chunks 3 on and writes the whole file. A partial file changed in between fails the
+/// address check (exit 5): nothing is written and the partial file goes.
+@Test(.timeLimit(.minutes(3)))
+func aDownloadCutOffGoesOnAfterTheChunksItHasAndChecksThemWithTheRest() async throws {
+    let story = try Story("resume-download")
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    let content = Data((0..<(3 << 20) + 77).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) })
+    try content.write(to: URL(fileURLWithPath: story.path("scan.bin")))
+    let address = try #require(try story.run(["attachment", "put", "--member", "Emma", story.path("scan.bin")], "laptop")["address"] as? String)
+    let out = story.root.appendingPathComponent("out")
+    try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+    let target = out.appendingPathComponent("back.bin").path
+    let fetched = Locked<[Int]>([])
+    func get(cutAt: Int?) async -> (code: Int32, out: String, err: String) {
+        await KeyctlMain.$transport.withValue({ server in
+            CuttingReads(inner: URLSessionTransport(baseURL: URL(string: server)!), fetched: fetched, cutAt: cutAt)
+        }) { await runKeyctl(["attachment", "get", "--member", "Emma", address, "-o", target, "--home", story.path("laptop")], terminal: true) }
+    }
+    var result = await get(cutAt: 3)
+    #expect(result.code != 0)
+    #expect(!FileManager.default.fileExists(atPath: target))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).count == 1, "the cut download left nothing to go on from")
+    result = await get(cutAt: nil)
+    #expect(result.code == 0, "\(result.err)")
+    #expect(result.err.contains("3 of 4 chunks are there already"), "\(result.err)")
+    #expect(fetched.withLock { $0 } == [0, 1, 2, 3])
+    #expect(FileManager.default.contents(atPath: target) == content)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["back.bin"])
+
+    // Cut again into another file; change what it left; the next run refuses it whole.
+    let second = out.appendingPathComponent("again.bin").path
+    try FileManager.default.removeItem(atPath: target)
+    _ = await get(cutAt: 2)
+    let partial = out.appendingPathComponent(try #require(try FileManager.default.contentsOfDirectory(atPath: out.path).first)).path
+    var bytes = try #require(FileManager.default.contents(atPath: partial))
+    bytes[1000] ^= 1
+    try bytes.write(to: URL(fileURLWithPath: partial))
+    result = await get(cutAt: nil)
+    #expect(result.code == 5, "\(result.err)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "a refused download left a file")
+    _ = second
+}

@@ -111,8 +111,11 @@ struct Authenticator: Sendable {
             (fresh, current) = try await database.useNonceReadingDevice(nonce, device: device.id, timestamp: timestamp,
                                                                         forgetBefore: now - 2 * window)
             // Gone since the first read: its account was deleted meanwhile.
-            guard let current else { throw ProtocolError(.unknownDevice, "this device is not enrolled in any account") }
-            devices.put(current)
+            guard let stored = current, stored.account == account else {
+                throw ProtocolError(.unknownDevice, "this device is not enrolled in any account")
+            }
+            devices.put(stored)
+            current = devices.get(stored.id) ?? stored  // a revocation this process committed stays
         } else {
             fresh = persistNonce
                 ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
