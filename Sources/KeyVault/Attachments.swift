@@ -26,12 +26,17 @@ extension Vault {
         public let address: ContentAddress
         public let size: Int
         public let existed: Bool
+        /// Chunks an upload cut off before had stored already, not sent again (0 for an
+        /// upload that started afresh).
+        public var resumedChunks = 0
     }
 
     /// Seals a file for a member and uploads it under its content address
     /// (``put(_:member:)`` with the file's content). The file is read twice, to
-    /// address it and then to seal it, one chunk at a time; only the sealed object
-    /// is held whole, for the upload.
+    /// address it and then to seal it, one chunk at a time: memory stays bounded
+    /// whatever its size. An upload cut off before (the network, a killed process, a
+    /// server restart) goes on after the chunks the server holds when the storage has
+    /// a ``DeviceStorage/transferDirectory`` (docs/api.md, "Resuming").
     ///
     /// - Throws: ``KeyVaultError`` `io` when the file cannot be read or changed while
     ///   it was read; `payload_too_large` before anything is read when the server
@@ -106,10 +111,11 @@ extension Vault {
             try read { try hasher.update($0) }
             let address = try hasher.finalize()
             let changed = KeyVaultError(.io, "\(what) changed while it was read: nothing was kept; try again once it is written")
+            var resumed = 0
             func upload(replace: Bool) async throws -> AttachmentInfo {
                 if inChunks {
                     return try await uploadInChunks(chunks, size: size, address: address, member: member, keys: keys,
-                                                    replace: replace, changed: changed)
+                                                    replace: replace, changed: changed, resumed: &resumed)
                 }
                 let object: AttachmentObject
                 do {
@@ -136,7 +142,7 @@ extension Vault {
                     info = try await upload(replace: true)
                 }
             }
-            return PutResult(address: address, size: size, existed: info.existed ?? false)
+            return PutResult(address: address, size: size, existed: info.existed ?? false, resumedChunks: resumed)
         }
     }
 
@@ -149,7 +155,7 @@ extension Vault {
     /// one cut off resumes after the chunks the server holds, under the same data key,
     /// every chunk checked against the journal first (docs/api.md, "Resuming").
     private func uploadInChunks(_ chunks: (Int) throws -> ChunkReader, size: Int, address: ContentAddress, member: Member,
-                                keys: MemberKeys, replace: Bool, changed: KeyVaultError) async throws -> AttachmentInfo {
+                                keys: MemberKeys, replace: Bool, changed: KeyVaultError, resumed: inout Int) async throws -> AttachmentInfo {
         let shift = AttachmentObject.defaultChunkShift
         let count = ChunkLayout.count(ofContent: size, chunkShift: shift)
         let directory = home.storage.transferDirectory
@@ -160,6 +166,7 @@ extension Vault {
         if let (found, dataKey, status) = try await resumableUpload(at: path, size: size, count: count, address: address, member: member) {
             sealer = try AttachmentSealer(resuming: dataKey, chunkShift: shift)
             (journal, upload, stored) = (found, found.header.upload, status.stored)
+            resumed = stored
             progress(.resumingAttachment(from: stored, of: count))
         } else {
             sealer = AttachmentSealer(chunkShift: shift)

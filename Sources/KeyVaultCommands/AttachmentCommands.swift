@@ -40,7 +40,10 @@ struct Attachment: AsyncParsableCommand {
                 refused before it is read. The file is read twice, to compute its address
                 and then to seal it in 1 MiB chunks; a file that changes in between is
                 refused, nothing sent. Prints its address, and says when the server already
-                had it. --json prints {"address", "size", "existed"}.
+                had it. An upload cut off (the network, Ctrl-C, a server restart) goes on
+                where it stopped when the same command runs again: the chunks the server
+                holds are checked against a journal in the device's home, not sent again.
+                --json prints {"address", "size", "existed", "resumedChunks"}.
                 """#)
         @OptionGroup var member: MemberOption
         @Argument(help: "The file.") var file: String
@@ -49,7 +52,8 @@ struct Attachment: AsyncParsableCommand {
         func run() async throws {
             let vault = try await options.openVault()
             let result = try await vault.put(fileAt: file, member: try await vault.member(named: member.member))
-            options.result(["address": result.address.description, "size": result.size, "existed": result.existed],
+            options.result(["address": result.address.description, "size": result.size, "existed": result.existed,
+                            "resumedChunks": result.resumedChunks],
                            "\(result.address)\n" + (result.existed ? "(the server already had it; nothing new was stored)\n" : ""))
         }
     }
@@ -60,11 +64,13 @@ struct Attachment: AsyncParsableCommand {
             discussion: """
                 Writes the content to -o FILE, or to standard output when that is not a
                 terminal (a PDF or a photo is no text to show). FILE is written through
-                a new temporary file in the same directory (created exclusively, never
-                through a symlink, mode 0600), synced, then renamed over FILE: an
+                a temporary file in the same directory (named for FILE and the address,
+                never through a symlink, mode 0600), synced, then renamed over FILE: an
                 existing FILE, or a symlink at FILE, is replaced, never written through.
                 Content that does not match its address is refused (exit 5) and nothing
-                is written; a failed write leaves no temporary file behind.
+                is written; a failed write leaves no temporary file behind. A download
+                cut off (the network, Ctrl-C, a server restart) leaves it, and the same
+                command run again goes on after what arrived, checked with the rest.
                 --json (needs -o) prints {"address", "size", "output"}.
                 """)
         @OptionGroup var member: MemberOption

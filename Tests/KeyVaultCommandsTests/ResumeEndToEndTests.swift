@@ -1,0 +1,81 @@
+import Foundation
+import KeyVaultTestSupport
+import Testing
+
+// Issue 21, item 4, with the real binaries: `keyctl attachment put` killed (SIGKILL)
+// part way goes on when run again; `attachment get` cut off by the server's own crash
+// and restart goes on too. Neither leaves anything that opens or blocks the whole.
+
+/// Waits until `ready` holds (checked every 5 ms), at most `seconds`.
+private func wait(seconds: Double = 60, until ready: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if ready() { return true }
+        usleep(5_000)
+    }
+    return false
+}
+
+private func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+
+@Test(.timeLimit(.minutes(5)))
+func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() throws {
+    let first = try RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)])
+    let homes = try DeviceHomes("kv-resume-e2e")
+    _ = try homes.run(["init", "--server", first.url, "--name", "laptop", "--recovery-file", homes.path("code"),
+                       "--kdf", "interactive", "--yes"], "laptop")
+    _ = try homes.run(["member", "add", "Emma"], "laptop")
+    let file = homes.path("video.mp4")
+    let block = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255) })
+    var content = Data()
+    for i in 0..<160 { content.append(block); content[content.count - 1] = UInt8(truncatingIfNeeded: i) }
+    try content.write(to: URL(fileURLWithPath: file))
+
+    // The put, killed once its journal holds 8 chunks' records.
+    let put = Process()
+    put.executableURL = BuiltProducts.keyctl
+    put.arguments = ["attachment", "put", "--member", "Emma", file] + homes.home("laptop")
+    put.standardOutput = FileHandle.nullDevice
+    put.standardError = FileHandle.nullDevice
+    try put.run()
+    let transfers = homes.path("laptop") + "/transfers"
+    func journal() -> String? {
+        (try? FileManager.default.contentsOfDirectory(atPath: transfers))?.first.map { transfers + "/" + $0 }
+    }
+    let started = wait { journal().map { size($0) > 200 + 8 * 32 } ?? false }
+    kill(put.processIdentifier, SIGKILL)
+    put.waitUntilExit()
+    #expect(started, "the put never journaled 8 chunks")
+    #expect(put.terminationReason == .uncaughtSignal, "the put finished before it was killed")
+
+    let resumed = try homes.run(["attachment", "put", "--member", "Emma", file], "laptop")
+    let chunks = resumed["resumedChunks"] as? Int ?? 0
+    #expect((1..<160).contains(chunks), "the second put sent every chunk again: \(resumed)")
+    #expect(journal() == nil, "the journal outlived the upload")
+    let address = try #require(resumed["address"] as? String)
+
+    // The get, cut off by the server's crash once 8 MiB arrived; the server restarts on its database.
+    let out = homes.path("copy.mp4")
+    let get = Process()
+    get.executableURL = BuiltProducts.keyctl
+    get.arguments = ["attachment", "get", "--member", "Emma", address, "-o", out] + homes.home("laptop")
+    get.standardOutput = FileHandle.nullDevice
+    get.standardError = FileHandle.nullDevice
+    try get.run()
+    let directory = URL(fileURLWithPath: homes.path("."))
+    func partial() -> String? {
+        (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.first { $0.hasPrefix(".copy.mp4.") }
+            .map { directory.appendingPathComponent($0).path }
+    }
+    #expect(wait { partial().map { size($0) >= 8 << 20 } ?? false }, "the get never wrote 8 MiB")
+    _ = first.stop(SIGKILL)
+    get.waitUntilExit()
+    #expect(get.terminationStatus != 0, "the get finished before the server went")
+    let kept = partial().map(size) ?? 0
+    #expect(kept >= 8 << 20, "the cut get kept nothing to go on from")
+    let second = try RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)], directory: first.directory, port: first.port)
+    _ = try homes.run(["attachment", "get", "--member", "Emma", address, "-o", out], "laptop")
+    #expect(FileManager.default.contents(atPath: out) == content)
+    #expect(partial() == nil)
+    #expect(second.stop() == 0)
+}
