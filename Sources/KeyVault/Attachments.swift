@@ -186,6 +186,12 @@ extension Vault {
         var hasher = try ContentAddressHasher(key: keys.contentAddressKey)
         let reader = try chunks(1 << Int(shift))
         var index = 0
+        // A few chunks in flight at once (each its own request on the transport's kept-open
+        // connections): sealing and reading the file overlap the network. Memory: that many
+        // sealed chunks. A failure stops the rest; the server's stored prefix says where a
+        // resumption goes on.
+        let api = self.api
+        var sending: [Task<Void, any Error>] = [], sent = 0
         do {
             while var (chunk, last) = try reader.next() {
                 defer { secureWipe(&chunk) }
@@ -203,12 +209,25 @@ extension Vault {
                 }
                 if index < stored {
                     sealer.skip(last: last)
+                    sent += 1
+                    progress(.sendingAttachment(done: sent, of: count))
                 } else {
                     let sealed = try sealer.seal(chunk, last: last)
-                    try await api.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
+                    if sending.count >= Self.chunksInFlight {
+                        try await sending.removeFirst().value
+                        sent += 1
+                        progress(.sendingAttachment(done: sent, of: count))
+                    }
+                    sending.append(Task.detached { [index, member] in
+                        try await api.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
+                    })
                 }
                 index += 1
-                progress(.sendingAttachment(done: index, of: count))
+            }
+            while !sending.isEmpty {
+                try await sending.removeFirst().value
+                sent += 1
+                progress(.sendingAttachment(done: sent, of: count))
             }
             do {
                 try AttachmentCrypto.check(try hasher.finalize(), against: address)
@@ -216,15 +235,29 @@ extension Vault {
                 throw ContentChanged()
             }
             guard index == count else { throw ContentChanged() }
-        } catch is ContentChanged {
+        } catch {
+            // Nothing of this upload goes on after it failed.
+            for task in sending { task.cancel() }
+            for task in sending { _ = try? await task.value }
+            guard error is ContentChanged else { throw error }
             // This upload cannot be completed or resumed: the next one starts afresh.
             journal?.remove()
             throw changed
         }
-        let info = try await api.completeUpload(member: member.id, address: address, upload: upload, replace: replace)
+        let info: AttachmentInfo
+        do {
+            info = try await api.completeUpload(member: member.id, address: address, upload: upload, replace: replace)
+        } catch let error as KeyVaultError where error.status == 400 {
+            // The server lacks chunks it said it held: this upload is not resumed again.
+            journal?.remove()
+            throw error
+        }
         journal?.remove()
         return info
     }
+
+    /// Chunks of an upload sent at once.
+    static let chunksInFlight = 3
 
     /// The content read is not what was addressed, or not what the journal says was sealed.
     private struct ContentChanged: Error {}

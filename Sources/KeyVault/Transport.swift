@@ -73,11 +73,15 @@ public struct URLSessionTransport: HTTPTransport {
     public let baseURL: URL
     public let allowInsecureHTTP: Bool
     let timeout: TimeInterval
+    /// One session for every exchange of this transport (and its copies): connections
+    /// are kept open and used again, instead of one connection per request.
+    private let sessions: SessionOwner
 
     public init(baseURL: URL, timeout: TimeInterval = 30, allowInsecureHTTP: Bool = false) {
         self.baseURL = baseURL
         self.timeout = timeout
         self.allowInsecureHTTP = allowInsecureHTTP
+        sessions = SessionOwner(SharedSession(timeout: timeout))
     }
 
     /// Whether `url` names this machine: an IPv4 address in 127.0.0.0/8, `::1`, or `localhost`.
@@ -116,16 +120,9 @@ public struct URLSessionTransport: HTTPTransport {
         request.httpMethod = exchange.method
         for (name, value) in exchange.headers { request.setValue(value, forHTTPHeaderField: name) }
         if !exchange.body.isEmpty { request.httpBody = Data(exchange.body) }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        let reader = BoundedReader(limit: max(0, exchange.maxReplyBytes))
-        // A session per exchange: its delegate reads this one answer, then both go.
-        let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
         let outcome: BoundedReader.Outcome
         do {
-            outcome = try await reader.run(session.dataTask(with: request))
+            outcome = try await sessions.shared.exchange(request, limit: max(0, exchange.maxReplyBytes))
         } catch let error as KeyVaultError {
             throw error
         } catch {
@@ -149,9 +146,96 @@ public struct URLSessionTransport: HTTPTransport {
     }
 }
 
+/// Ends the shared session when the last copy of its transport goes (the session holds
+/// its delegate until then).
+private final class SessionOwner: Sendable {
+    let shared: SharedSession
+    init(_ shared: SharedSession) { self.shared = shared }
+    deinit { shared.invalidate() }
+}
+
+/// A URLSession shared by a transport's exchanges, whose delegate hands each task's
+/// events to that task's ``BoundedReader``. A reader that must stop its answer for good
+/// (too large, a redirect) ends the whole session, as cancelling the task alone lets
+/// URLSession read on; the next exchange makes a new one.
+private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private let timeout: TimeInterval
+    // All mutable state is behind `lock`: URLSession calls the delegate on its own queue.
+    private let lock = NSLock()
+    private var session: URLSession?
+    private var readers: [ObjectIdentifier: BoundedReader] = [:]
+
+    init(timeout: TimeInterval) { self.timeout = timeout }
+
+    func exchange(_ request: URLRequest, limit: Int) async throws -> BoundedReader.Outcome {
+        let reader = BoundedReader(limit: limit)
+        let (session, task) = start(request, reader)
+        return try await reader.run(task, stop: { [weak self] in self?.end(session) })
+    }
+
+    private func start(_ request: URLRequest, _ reader: BoundedReader) -> (URLSession, URLSessionDataTask) {
+        lock.withLock {
+            let session = self.session ?? {
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.timeoutIntervalForRequest = timeout
+                configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+                let made = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+                self.session = made
+                return made
+            }()
+            let task = session.dataTask(with: request)
+            readers[ObjectIdentifier(task)] = reader
+            return (session, task)
+        }
+    }
+
+    /// Ends `session` for good (its tasks are cancelled); the next exchange makes a new one.
+    private func end(_ session: URLSession) {
+        lock.lock()
+        let current = self.session === session
+        if current { self.session = nil }
+        lock.unlock()
+        if current { session.invalidateAndCancel() }
+    }
+
+    func invalidate() {
+        lock.lock()
+        let session = self.session
+        self.session = nil
+        lock.unlock()
+        session?.finishTasksAndInvalidate()
+    }
+
+    private func reader(_ task: URLSessionTask, removing: Bool = false) -> BoundedReader? {
+        lock.lock()
+        defer { lock.unlock() }
+        return removing ? readers.removeValue(forKey: ObjectIdentifier(task)) : readers[ObjectIdentifier(task)]
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        guard let reader = reader(dataTask) else { return completionHandler(.cancel) }
+        reader.received(response, dataTask, completionHandler)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive chunk: Data) {
+        reader(dataTask)?.received(chunk, dataTask)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        reader(task)?.redirected(task)
+        completionHandler(nil)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        reader(task, removing: true)?.completed(error)
+    }
+}
+
 /// Reads one answer as it arrives and cancels it past `limit` bytes, so an endless
 /// or huge answer costs at most `limit` bytes of memory.
-private final class BoundedReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+private final class BoundedReader: @unchecked Sendable {
     enum Outcome { case done(Data, URLResponse), tooLarge, redirected }
 
     let limit: Int
@@ -165,8 +249,12 @@ private final class BoundedReader: NSObject, URLSessionDataDelegate, @unchecked 
 
     init(limit: Int) { self.limit = limit }
 
-    func run(_ task: URLSessionDataTask) async throws -> Outcome {
-        try await withTaskCancellationHandler {
+    /// Ends the session this answer comes through (set by ``run(_:stop:)``).
+    private var endSession: (@Sendable () -> Void)?
+
+    func run(_ task: URLSessionDataTask, stop endSession: @escaping @Sendable () -> Void) async throws -> Outcome {
+        lock.withLock { self.endSession = endSession }
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 lock.lock()
                 if let finished {
@@ -185,20 +273,21 @@ private final class BoundedReader: NSObject, URLSessionDataDelegate, @unchecked 
 
     /// Stops the exchange for good: cancelling only the task let URLSession read on
     /// (a test saw a whole gigabyte go by), so the session goes with it.
-    private func stop(_ outcome: Outcome, _ session: URLSession, _ task: URLSessionTask) {
+    private func stop(_ outcome: Outcome, _ task: URLSessionTask) {
         lock.lock()
         let first = stopped == nil
         if first { stopped = outcome }
         data = Data()
+        let endSession = self.endSession
         lock.unlock()
         task.cancel()
-        if first { session.invalidateAndCancel() }
+        if first { endSession?() }
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+    func received(_ response: URLResponse, _ task: URLSessionDataTask,
+                  _ completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
         if response.expectedContentLength > Int64(limit) {
-            stop(.tooLarge, session, dataTask)
+            stop(.tooLarge, task)
             completionHandler(.cancel)
             return
         }
@@ -208,21 +297,17 @@ private final class BoundedReader: NSObject, URLSessionDataDelegate, @unchecked 
         completionHandler(.allow)
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive chunk: Data) {
+    func received(_ chunk: Data, _ task: URLSessionDataTask) {
         lock.lock()
         let over = stopped != nil || data.count + chunk.count > limit
         if !over { data.append(chunk) }
         lock.unlock()
-        if over { stop(.tooLarge, session, dataTask) }
+        if over { stop(.tooLarge, task) }
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-        stop(.redirected, session, task)
-        completionHandler(nil)
-    }
+    func redirected(_ task: URLSessionTask) { stop(.redirected, task) }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+    func completed(_ error: (any Error)?) {
         lock.lock()
         let result: Result<Outcome, any Error>
         if let stopped {

@@ -59,8 +59,9 @@ private func journals(_ story: Story) -> [String] {
     (try? FileManager.default.contentsOfDirectory(atPath: story.path("laptop") + "/transfers")) ?? []
 }
 
-/// Six chunks; cut at the fifth PUT. The next run sends only chunks 4 and 5, every index
-/// ever sent carried one sealed chunk, the object opens whole, and no journal is left.
+/// Six chunks; cut at the fifth PUT (chunks after it may be in flight already). The next
+/// run sends only what the server lacks from chunk 4 on, every index ever sent carried
+/// one sealed chunk, the object opens whole, and no journal is left.
 @Test(.timeLimit(.minutes(3)))
 func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOtherContent() async throws {
     let story = try Story("resume-upload")
@@ -73,13 +74,14 @@ func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOt
     let log = ChunkLog()
     let first = await put(story, file, log, cutAt: 4)
     #expect(first.code != 0, "the cut upload did not fail")
-    #expect(log.all.map(\.index) == [0, 1, 2, 3])
+    let before = log.all.count
+    #expect(Set(log.all.map(\.index)).isSuperset(of: [0, 1, 2, 3]) && !log.all.contains { $0.index == 4 })
     #expect(journals(story).count == 1, "the cut upload left no journal")
 
     let second = await put(story, file, log)
     #expect(second.code == 0, "\(second.err)")
     #expect(second.err.contains("resuming where the last try stopped: 4 of 6 chunks"), "\(second.err)")
-    #expect(log.all.map(\.index) == [0, 1, 2, 3, 4, 5], "chunks sent again, or skipped")
+    #expect(Set(log.all.dropFirst(before).map(\.index)) == [4, 5], "chunks sent again, or skipped")
     #expect(Set(log.all.map(\.upload)).count == 1, "the resumed upload is another one")
     #expect(log.uploadsBegun == 1)
     #expect(journals(story).isEmpty, "the journal outlived the upload")
@@ -100,26 +102,28 @@ func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent()
     let story = try Story("resume-refused")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     _ = try story.run(["member", "add", "Emma"], "laptop")
-    let content = Data((0..<(3 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+    let content = Data((0..<(8 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
     let file = story.path("scan.bin")
     try content.write(to: URL(fileURLWithPath: file))
 
-    // Cut at chunk 2: records 0 to 2 are journaled, chunks 0 and 1 stored.
+    // Cut at chunk 2: chunks 0 and 1 stored, the records of 2 and of those in flight after it journaled.
     let log = ChunkLog()
     #expect(await put(story, file, log, cutAt: 2).code != 0)
     let journal = story.path("laptop") + "/transfers/" + (try #require(journals(story).first))
     var bytes = try #require(FileManager.default.contents(atPath: journal))
-    bytes[bytes.count - 1] ^= 1  // record 2: other content than what is read now
+    let header = try #require(bytes.firstIndex(of: 0x0A)) + 1
+    bytes[header + 2 * 32] ^= 1  // record 2: other content than what is read now
     try bytes.write(to: URL(fileURLWithPath: journal))
+    let sentBefore = log.all.count
     let refused = await put(story, file, log)
     #expect(refused.code != 0 && refused.err.contains("changed while it was read"), "\(refused.err)")
-    #expect(log.all.map(\.index) == [0, 1], "chunk 2 was sealed again under the old key with other content")
+    #expect(!log.all.dropFirst(sentBefore).contains { $0.index >= 2 }, "chunk 2 was sealed again under the old key with other content: \(log.all.map(\.index)) \(sentBefore) \(bytes.count)")
     #expect(journals(story).isEmpty)
 
     // A fresh upload, cut again; then a server that says it holds every chunk.
     #expect(await put(story, file, log, cutAt: 2).code != 0)
     #expect(log.uploadsBegun == 2)
-    let answered = await put(story, file, log, claimStored: 4)
+    let answered = await put(story, file, log, claimStored: 9)
     #expect(answered.code == 0, "\(answered.err)")
     #expect(log.uploadsBegun == 3, "the device believed chunks it never sent")
     // Every (upload, index) ever sent carried one sealed chunk.
