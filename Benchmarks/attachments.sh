@@ -11,8 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${BENCH_RUNS:-3}
-swift build -c release --product keyctl >&2
-keyctl=$PWD/.build/release/keyctl
+swift build -c release --scratch-path .build-release --product keyctl >&2
+keyctl=$PWD/.build-release/release/keyctl
 work=$(mktemp -d "${TMPDIR:-/tmp}/kv-bench-att.XXXXXX")
 server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }

@@ -256,7 +256,7 @@ extension Vault {
         return info
     }
 
-    /// Chunks of an upload sent at once.
+    /// Chunks of a transfer on the network at once.
     static let chunksInFlight = 3
 
     /// The content read is not what was addressed, or not what the journal says was sealed.
@@ -372,16 +372,33 @@ extension Vault {
             let start = min((file?.existingLength ?? 0) >> Int(shift), list.chunks - 1)
             try file?.keep(first: start << Int(shift)) { try hasher.update($0) }
             if start > 0 { progress(.resumingAttachment(from: start, of: list.chunks)) }
-            for index in start..<list.chunks {
-                let sealed = try await api.attachmentChunk(member: member.id, address: address, index: index)
-                // The framing the format fixes: full chunks but the last, which holds content unless it is the only one.
-                let last = index == list.chunks - 1
-                guard last ? (sealed.count <= full && (sealed.count > StreamAEAD.tagByteCount || list.chunks == 1)) : sealed.count == full else {
-                    throw VaultError(.addressMismatch, "chunk \(index) of \(address) is \(sealed.count) bytes, which is not its place's length")
+            // A few chunks fetched ahead (the transport's kept-open connections), opened in order.
+            let api = self.api
+            var fetching: [Task<[UInt8], any Error>] = []
+            var next = start
+            do {
+                for index in start..<list.chunks {
+                    while next < list.chunks, fetching.count < Self.chunksInFlight {
+                        fetching.append(Task.detached { [next] in
+                            try await api.attachmentChunk(member: member.id, address: address, index: next)
+                        })
+                        next += 1
+                    }
+                    let sealed = try await fetching.removeFirst().value
+                    // The framing the format fixes: full chunks but the last, which holds content unless it is the only one.
+                    let last = index == list.chunks - 1
+                    guard last ? (sealed.count <= full && (sealed.count > StreamAEAD.tagByteCount || list.chunks == 1)) : sealed.count == full else {
+                        throw VaultError(.addressMismatch, "chunk \(index) of \(address) is \(sealed.count) bytes, which is not its place's length")
+                    }
+                    let chunk = try opener.open(sealed, index: index, of: list.chunks)
+                    try chunk.withUnsafeBytes { try hasher.update($0); try sink($0) }
+                    progress(.receivingAttachment(done: index + 1, of: list.chunks))
                 }
-                let chunk = try opener.open(sealed, index: index, of: list.chunks)
-                try chunk.withUnsafeBytes { try hasher.update($0); try sink($0) }
-                progress(.receivingAttachment(done: index + 1, of: list.chunks))
+            } catch {
+                // Nothing of this download goes on after it failed.
+                for task in fetching { task.cancel() }
+                for task in fetching { _ = try? await task.value }
+                throw error
             }
             try AttachmentCrypto.check(try hasher.finalize(), against: address)
         } catch let error as VaultError {

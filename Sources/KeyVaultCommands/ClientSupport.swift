@@ -129,13 +129,10 @@ extension KeyctlMain {
 
     /// How commands reach a server; tests may replace it for one run. Commands call
     /// it through `HomeOptions.transport(for:)`, which refuses plain HTTP first.
-    /// URLSession, unless a CA is to be trusted beside the system's (``TrustingTransport``).
+    /// ``KeyctlTransport`` (AsyncHTTPClient), trusting `certificateAuthority` too when one is given.
     @TaskLocal static var transport: @Sendable (String) throws -> any HTTPTransport = { server in
         guard let url = URL(string: server) else { throw KeyctlError(.invalidInput, "\(server) is not a URL") }
-        if let certificateAuthority {
-            return try TrustingTransport(baseURL: url, certificateAuthority: certificateAuthority, allowInsecureHTTP: insecureHTTP)
-        }
-        return URLSessionTransport(baseURL: url, allowInsecureHTTP: insecureHTTP)
+        return try KeyctlTransport(baseURL: url, certificateAuthority: certificateAuthority, allowInsecureHTTP: insecureHTTP)
     }
 }
 

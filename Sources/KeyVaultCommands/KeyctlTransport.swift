@@ -5,56 +5,54 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 
-/// keyctl's transport when `--ca-cert` (or `KEYCTL_CA_CERT`) names a certificate
-/// authority to trust beside the system's, such as a private CA's root.
+/// keyctl's transport: AsyncHTTPClient on swift-nio (and swift-nio-ssl for HTTPS),
+/// one client per transport, so that its connections are kept open and used again.
 ///
-/// URLSession cannot do that on Linux: swift-corelibs-foundation hands libcurl the
-/// system bundle and reads `URLSessionCertificateAuthorityInfoFile` on Android only
-/// (EasyHandle.swift, `setCARootBundlePath`), and it passes no server-trust challenge
-/// to a delegate. So this transport is AsyncHTTPClient on swift-nio-ssl, whose
-/// `additionalTrustRoots` adds the CA to the system's roots. It keeps the duties of
-/// ``URLSessionTransport``: plain HTTP only to loopback unless allowed, no redirects
-/// followed, and an answer read only up to the exchange's `maxReplyBytes`.
-struct TrustingTransport: HTTPTransport {
+/// Not URLSession, for two reasons. On Linux, swift-corelibs-foundation's URLSession
+/// moves a request body through libcurl in small pieces with a thread hop each: a
+/// 1 MiB attachment chunk cost keyctl more CPU in the kernel than in its own work
+/// (BENCHMARKS.md, "Attachments of 1 GiB"). And it cannot trust a CA beside the
+/// system's (`--ca-cert`, `KEYCTL_CA_CERT`): it hands libcurl the system bundle and
+/// reads `URLSessionCertificateAuthorityInfoFile` on Android only (EasyHandle.swift,
+/// `setCARootBundlePath`), and passes no server-trust challenge to a delegate;
+/// swift-nio-ssl's `additionalTrustRoots` adds the CA to the system's roots. It keeps
+/// the duties of ``URLSessionTransport``: plain HTTP only to loopback unless allowed,
+/// no redirects followed, and an answer read only up to the exchange's `maxReplyBytes`.
+struct KeyctlTransport: HTTPTransport {
     let baseURL: URL
     let allowInsecureHTTP: Bool
-    private let trusted: [NIOSSLCertificate]
-    private let timeout: TimeAmount = .seconds(30)
+    private let client: ClientOwner
+    private static let timeout: TimeAmount = .seconds(30)
 
+    /// - Parameter certificateAuthority: a PEM file of a CA to trust beside the system's.
     /// - Throws: `invalid_input` (exit 64) when `certificateAuthority` holds no PEM certificate.
-    init(baseURL: URL, certificateAuthority path: String, allowInsecureHTTP: Bool) throws {
-        guard let certificates = try? NIOSSLCertificate.fromPEMFile(path), !certificates.isEmpty else {
-            throw KeyctlError(.invalidInput, "--ca-cert (KEYCTL_CA_CERT): \(path) is not a readable PEM certificate file",
-                              hint: "give the CA's certificate in PEM form (-----BEGIN CERTIFICATE-----), e.g. the ca.pem your server's certificate was issued from",
-                              exitCode: .usage)
+    init(baseURL: URL, certificateAuthority path: String?, allowInsecureHTTP: Bool) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if let path {
+            guard let certificates = try? NIOSSLCertificate.fromPEMFile(path), !certificates.isEmpty else {
+                throw KeyctlError(.invalidInput, "--ca-cert (KEYCTL_CA_CERT): \(path) is not a readable PEM certificate file",
+                                  hint: "give the CA's certificate in PEM form (-----BEGIN CERTIFICATE-----), e.g. the ca.pem your server's certificate was issued from",
+                                  exitCode: .usage)
+            }
+            tls.additionalTrustRoots = [.certificates(certificates)]
         }
         self.baseURL = baseURL
         self.allowInsecureHTTP = allowInsecureHTTP
-        trusted = certificates
-    }
-
-    func send(_ exchange: HTTPExchange) async throws -> HTTPReply {
-        try URLSessionTransport.checkCleartext(baseURL, allowInsecureHTTP: allowInsecureHTTP)
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.additionalTrustRoots = [.certificates(trusted)]
-        tls.minimumTLSVersion = .tlsv12
-        // A client per exchange, as URLSessionTransport has a session per exchange: a
-        // command makes few, and nothing is left running when it ends.
+        // Read timeout: 30 s without a byte (as URLSession's request timeout), not 30 s for
+        // a whole answer, which a large one on a slow network may take.
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow,
-                                                     timeout: .init(connect: timeout, read: timeout))
+                                                     timeout: .init(connect: Self.timeout, read: Self.timeout))
         // Fail at the first refused connection or handshake, as URLSession does: by
         // default AsyncHTTPClient retries until the connect timeout (30 s of waiting for
         // a certificate that will not verify).
         configuration.connectionPool.retryConnectionEstablishment = false
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        do {
-            let reply = try await send(exchange, with: client)
-            try? await client.shutdown()
-            return reply
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
+        client = ClientOwner(HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration))
+    }
+
+    func send(_ exchange: HTTPExchange) async throws -> HTTPReply {
+        try URLSessionTransport.checkCleartext(baseURL, allowInsecureHTTP: allowInsecureHTTP)
+        return try await send(exchange, with: client.client)
     }
 
     private func send(_ exchange: HTTPExchange, with client: HTTPClient) async throws -> HTTPReply {
@@ -65,7 +63,7 @@ struct TrustingTransport: HTTPTransport {
         if !exchange.body.isEmpty { request.body = .bytes(ByteBuffer(bytes: exchange.body)) }
         let response: HTTPClientResponse
         do {
-            response = try await client.execute(request, timeout: timeout)
+            response = try await client.execute(request, deadline: .distantFuture)
         } catch {
             throw KeyVaultError(.network, "cannot reach the server at \(baseURL.absoluteString): \(Self.describe(error))")
         }
@@ -98,5 +96,15 @@ struct TrustingTransport: HTTPTransport {
             return "TLS certificate problem: the server's certificate was issued neither by the CA given with --ca-cert nor by one this computer trusts"
         }
         return text
+    }
+}
+
+/// Shuts the client down when the last copy of its transport goes (a command's end).
+private final class ClientOwner: Sendable {
+    let client: HTTPClient
+    init(_ client: HTTPClient) { self.client = client }
+    deinit {
+        let client = self.client
+        Task { try? await client.shutdown() }
     }
 }
