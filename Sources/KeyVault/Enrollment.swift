@@ -10,7 +10,7 @@ extension Vault {
     /// 1, then sets `code` as its recovery code. The account is saved in `home` as
     /// soon as the server has it, so an interruption before the recovery code is set
     /// leaves a working device (`keyctl status` says the code is missing).
-    package static func createAccount(home: DeviceHome, server: String, transport: any HTTPTransport, name: String,
+    package static func createAccount(home: DeviceHome, server: String, transport: any HTTPTransport, invite: String? = nil, name: String,
                                      code: Mnemonic, parameters: Argon2id.Parameters,
                                      progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
@@ -30,7 +30,7 @@ extension Vault {
             box.sign(with: keys.signing, account: state.account)
             let api = ServerAPI(transport: transport)
             progress(.creatingAccount(server: server))
-            let created = try await api.createAccount(CreateAccountRequest(genesis: genesis, boxes: [box], recovery: nil))
+            let created = try await api.createAccount(CreateAccountRequest(genesis: genesis, boxes: [box], recovery: nil), invite: invite)
             guard created.account == state.account, created.head == state.head else {
                 throw KeyVaultError(.wrongAccount, "the server answered with another account than the one this device made",
                                   kind: .verification)

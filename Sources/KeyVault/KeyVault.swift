@@ -62,6 +62,9 @@ extension Vault {
     ///     show it to the person once and make sure they wrote it down.
     ///   - storage: where the device keeps its keys; it must hold no device yet.
     ///   - transport: how to reach `server` (default: `URLSession`).
+    ///   - invite: the server's invite token, for a server that takes new accounts by
+    ///     invitation only (its operator gives it); ask ``checkServer(_:invite:transport:)``
+    ///     first, before the code is shown.
     ///   - parameters: what guessing the code costs (default `.recovery`).
     ///   - passphrase: seals the device's secrets in `storage` under this passphrase
     ///     (Argon2id; docs/formats/device-home.md); ``open(storage:offline:passphrase:progress:transportFor:)``
@@ -70,11 +73,11 @@ extension Vault {
     /// - Throws: ``KeyVaultError`` `already_initialized` when `storage` holds a
     ///   device; `wrong_account` when the server answers for another account.
     public static func create(server: URL, deviceName: String, recoveryCode: RecoveryCode, storage: any DeviceStorage,
-                              transport: (any HTTPTransport)? = nil, parameters: RecoveryCost = .recovery,
+                              transport: (any HTTPTransport)? = nil, invite: String? = nil, parameters: RecoveryCost = .recovery,
                               passphrase: SecureBytes? = nil,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await createAccount(home: try home(storage, sealedUnder: passphrase), server: server.absoluteString,
-                                transport: transport ?? defaultTransport(server), name: deviceName,
+                                transport: transport ?? defaultTransport(server), invite: invite, name: deviceName,
                                 code: recoveryCode.mnemonic, parameters: parameters.parameters, progress: progress)
     }
 
@@ -163,13 +166,17 @@ extension Vault {
         }, offline: offline, progress: progress)
     }
 
-    /// Whether the server at `server` answers as a KeyVault service: an app asks
-    /// before it shows a new recovery code for an account it cannot create there.
+    /// Whether the server at `server` answers as a KeyVault service and takes a new
+    /// account with `invite` (or without one): an app asks before it shows a new
+    /// recovery code for an account it cannot create there.
     ///
-    /// - Throws: ``KeyVaultError`` of kind `network` when nothing answers; the
-    ///   server's refusal otherwise.
-    public static func checkServer(_ server: URL, transport: (any HTTPTransport)? = nil) async throws {
-        try await ServerAPI(transport: transport ?? defaultTransport(server)).health()
+    /// - Throws: ``KeyVaultError`` of kind `network` when nothing answers;
+    ///   `invite_required` when the server takes new accounts by invitation and
+    ///   `invite` is not its token; the server's refusal otherwise.
+    public static func checkServer(_ server: URL, invite: String? = nil, transport: (any HTTPTransport)? = nil) async throws {
+        let api = ServerAPI(transport: transport ?? defaultTransport(server))
+        try await api.health()
+        try await api.checkInvite(invite)
     }
 
     /// The fewest bytes (UTF-8) a passphrase that seals a device may have.

@@ -51,8 +51,9 @@ package struct ServerAPI: Sendable {
     ///   (kind `.revoked`) when this device was revoked.
     ///   `response_too_large` for an answer beyond `maxReply` bytes.
     func call(_ method: String, _ path: String, query: String = "", body: [UInt8] = [], signed: Bool = true,
-              contentType: String = "application/json", maxReply: Int = maxJSONReplyBytes) async throws -> (status: Int, body: [UInt8]) {
-        var headers: [(String, String)] = []
+              contentType: String = "application/json", maxReply: Int = maxJSONReplyBytes,
+              extraHeaders: [(String, String)] = []) async throws -> (status: Int, body: [UInt8]) {
+        var headers: [(String, String)] = extraHeaders
         if !body.isEmpty { headers.append(("Content-Type", contentType)) }
         if signed {
             guard let keys else { throw KeyVaultError(.notInitialized, "this request needs an enrolled device") }
@@ -127,8 +128,23 @@ package struct ServerAPI: Sendable {
         }
     }
 
-    package func createAccount(_ request: CreateAccountRequest) async throws -> CreateAccountResponse {
-        try json(CreateAccountResponse.self, try await call("POST", "/v1/accounts", body: encode(request), signed: false).body, "answer")
+    package func createAccount(_ request: CreateAccountRequest, invite: String?) async throws -> CreateAccountResponse {
+        try json(CreateAccountResponse.self, try await call("POST", "/v1/accounts", body: encode(request), signed: false,
+                                                            extraHeaders: Self.inviteHeader(invite)).body, "answer")
+    }
+
+    /// Whether the server takes a new account with `invite` (or without one): throws
+    /// `invite_required` when not. A server too old to say (404) is not asked again.
+    package func checkInvite(_ invite: String?) async throws {
+        do {
+            _ = try await call("POST", "/v1/invites/check", signed: false, extraHeaders: Self.inviteHeader(invite))
+        } catch let error as KeyVaultError where error.status == 404 {
+            return
+        }
+    }
+
+    static func inviteHeader(_ invite: String?) -> [(String, String)] {
+        invite.map { [("KeyVault-Invite", $0)] } ?? []
     }
 
     package func deleteAccount() async throws {

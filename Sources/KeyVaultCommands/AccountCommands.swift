@@ -18,10 +18,22 @@ struct Init: AsyncParsableCommand {
             creates the account on the server and sets the code. Prints the account
             id: other devices join with it (`keyctl device enroll` or `keyctl device link`).
 
+            A server that takes new accounts by invitation needs its token: --invite
+            TOKEN, or KEYCTL_INVITE (which keeps it out of the process list). It is
+            checked before the code is shown.
+
             --json prints {"account", "device", "server"}; it needs --recovery-file.
             """)
 
     @OptionGroup var server: ServerOptions
+
+    @Option(help: ArgumentHelp("The server's invite token, if it takes new accounts by invitation (or KEYCTL_INVITE).",
+                               valueName: "token"))
+    var invite: String?
+    var inviteToken: String? {
+        if let invite, !invite.isEmpty { return invite }
+        return ProcessInfo.processInfo.environment["KEYCTL_INVITE"].flatMap { $0.isEmpty ? nil : $0 }
+    }
 
     @OptionGroup var device: DeviceNameOption
     var name: String { device.name }
@@ -38,10 +50,11 @@ struct Init: AsyncParsableCommand {
             throw KeyctlError(.invalidInput, "\(storage.location) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
         }
         let passphrase = try seal.newPassphrase()
-        try await Vault.checkServer(try server.url, transport: transport)
+        try await Vault.checkServer(try server.url, invite: inviteToken, transport: transport)
         let code = try recovery.newCode(json: options.json)
         let vault = try await Vault.create(server: try server.url, deviceName: name, recoveryCode: code, storage: storage,
-                                           transport: transport, parameters: recovery.kdf, passphrase: passphrase, progress: options.progress)
+                                           transport: transport, invite: inviteToken, parameters: recovery.kdf, passphrase: passphrase,
+                                           progress: options.progress)
         options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "server": server.server], """
             Account \(vault.account) created; this device is \(vault.device) (\(name)).
             Add another device with:  keyctl device link --server \(server.server)\(options.insecureHTTP ? " --insecure-http" : "") --account \(vault.account) --name NAME

@@ -120,3 +120,26 @@ import Testing
     #expect(!refused.contains("00000000000000000000000000000000"), "the account id is logged: \(refused)")
     #expect(lines.contains { $0.contains("\"stopped\"") }, "\(lines)")
 }
+
+/// Issue 22, item 6: on a server that takes new accounts by invitation, `keyctl init`
+/// without the token (or with another) stops before a recovery code is shown or
+/// written, and says how to pass it; `--invite` or KEYCTL_INVITE creates the account.
+@Test(.timeLimit(.minutes(3)))
+func anInviteOnlyServerStopsInitBeforeTheCodeIsShownAndTakesTheToken() throws {
+    let token = "family-invite-7f3a9c2e51"
+    let server = try RunningServer(environment: ["KEYVAULT_INVITE_TOKEN": token])
+    let homes = try DeviceHomes("kv-invite")
+    func initialize(_ name: String, _ extra: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+        try keyctl(["init", "--server", server.url, "--name", name, "--recovery-file", homes.path("\(name).code"), "--yes",
+                    "--kdf", "interactive", "--home", homes.path(name)] + extra, environment: environment)
+    }
+    for (name, extra) in [("none", [String]()), ("wrong", ["--invite", "not-the-token-at-all"])] {
+        let refused = try initialize(name, extra)
+        #expect(refused.code != 0 && refused.err.contains("--invite"), "\(name): \(refused.err)")
+        #expect(!FileManager.default.fileExists(atPath: homes.path("\(name).code")), "\(name): a recovery code was written")
+    }
+    #expect(try initialize("flag", ["--invite", token]).code == 0)
+    let fromEnvironment = try initialize("env", [], environment: ["KEYCTL_INVITE": token])
+    #expect(fromEnvironment.code == 0, "\(fromEnvironment.err)")
+    #expect(server.stop() == 0)
+}

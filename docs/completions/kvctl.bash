@@ -188,12 +188,15 @@ _kvctl_init() {
     repeating_flags=()
     non_repeating_flags=(--yes --passphrase --json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--server --name --recovery-file --kdf --home --ca-cert)
+    non_repeating_options=(--server --invite --name --recovery-file --kdf --home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--server')
+        return
+        ;;
+    '--invite')
         return
         ;;
     '--name')

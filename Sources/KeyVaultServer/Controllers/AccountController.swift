@@ -10,16 +10,30 @@ struct AccountController: Sendable {
 
     func addRoutes(to routes: RouteBuilder) {
         routes.open(.post, "/v1/accounts", use: create)
+        routes.open(.post, "/v1/invites/check", use: checkInvite)
         routes.signed(.delete, "/v1/accounts/{account}", acceptsSessions: false, use: delete)
     }
 
-    @Sendable func create(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+    /// Account creation's invite check alone, so that a client learns it before it
+    /// shows a new recovery code: 204 when this server takes new accounts with what the
+    /// request offers (no token needed, or the right one). It grants nothing, and
+    /// revocation has nothing to end in it.
+    @Sendable func checkInvite(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+        try checkInvite(request)
+        return Response(status: .noContent)
+    }
+
+    private func checkInvite(_ request: Request) throws {
         if let token = service.configuration.inviteToken {
             let offered = request.headers[Headers.invite] ?? ""
             guard constantTimeEquals(Array(offered.utf8), Array(token.utf8)) else {
                 throw APIError(.inviteRequired, "account creation on this server needs a valid invite token (KeyVault-Invite header)")
             }
         }
+    }
+
+    @Sendable func create(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+        try checkInvite(request)
         let create = try decodeBody(CreateAccountRequest.self, from: try await request.collectBody(limit: service.configuration.maxJSONBytes))
         let state = try ChainState(genesis: create.genesis)
         for box in create.boxes { try service.checkAppended(box, in: state) }
