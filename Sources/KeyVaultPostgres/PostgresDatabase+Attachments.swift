@@ -69,10 +69,18 @@ extension PostgresKeyVaultDatabase {
                              chunkShift: Int, size: Int, chunks: Int) async throws {
         let now = KeyVaultDatabase.now()
         try await transaction { db in
+            // The count and the insert under a lock of the account: replicas count the same rows.
+            _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\("uploads " + account.rawValue), 0))",
+                                   logger: logger).collect()
             try await db.query("""
                 DELETE FROM attachment_uploads WHERE account = \(account.rawValue) AND NOT complete
                     AND created < \(now - KeyVaultDatabase.unfinishedUploadSeconds)
                 """, logger: logger).collect()
+            for try await unfinished in try await db.query("""
+                SELECT count(*) FROM attachment_uploads WHERE account = \(account.rawValue) AND NOT complete
+                """, logger: logger).decode(Int64.self) where unfinished >= KeyVaultDatabase.maxUnfinishedUploads {
+                throw StoreError.tooManyUploads
+            }
             try await db.query("""
                 INSERT INTO attachment_uploads (upload, account, member, address, key, chunk_shift, size, chunks, created)
                 VALUES (\(upload), \(account.rawValue), \(member.rawValue), \(address), \(key), \(Int32(chunkShift)),

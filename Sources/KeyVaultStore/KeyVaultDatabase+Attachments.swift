@@ -60,6 +60,9 @@ extension KeyVaultDatabase {
             let now = Self.now()
             try db.execute(sql: "DELETE FROM attachment_uploads WHERE account = ? AND complete = 0 AND created < ?",
                            arguments: [account.rawValue, now - Self.unfinishedUploadSeconds])
+            let unfinished = try Int.fetchOne(db, sql: "SELECT count(*) FROM attachment_uploads WHERE account = ? AND complete = 0",
+                                              arguments: [account.rawValue]) ?? 0
+            guard unfinished < Self.maxUnfinishedUploads else { throw StoreError.tooManyUploads }
             try db.execute(sql: """
                 INSERT INTO attachment_uploads (upload, account, member, address, key, chunk_shift, size, chunks, created)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -69,6 +72,9 @@ extension KeyVaultDatabase {
 
     /// How long an unfinished upload is kept.
     package static let unfinishedUploadSeconds: Int64 = 24 * 3600
+    /// How many uploads an account may have begun and not completed at once: what one
+    /// account's abandoned uploads can hold of the server's disk is bounded.
+    package static let maxUnfinishedUploads = 16
 
     package func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String) async throws
         -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)? {

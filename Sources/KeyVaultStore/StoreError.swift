@@ -10,6 +10,8 @@ package enum StoreError: Error, Sendable, Equatable {
     case notFound
     /// Too many pending device-link requests from one client address, or on the whole server.
     case tooManyLinkRequests
+    /// The account has ``KeyVaultDatabase/maxUnfinishedUploads`` uploads begun and not complete.
+    case tooManyUploads
     /// The link request is no longer pending (approved, refused or expired).
     case linkRequestClosed
     /// The link request is pending but not at the step this write needs (answered

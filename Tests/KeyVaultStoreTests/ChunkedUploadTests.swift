@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultPostgres
 import Testing
@@ -80,5 +81,40 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
         _ = try await database.putUploadChunk(account, member: member, address: "ca1.1.d", upload: hex(4), index: 0, data: Data([5]))
         try await database.deleteAccount(account)
         #expect(try await database.attachmentChunk(upload: hex(4), index: 0) == nil)
+    }
+}
+
+/// What one account's abandoned uploads hold of the server is bounded: at most
+/// `maxUnfinishedUploads` begun and not complete at once, counted alike by replicas
+/// that begin them together; a completed one makes room.
+@Test(arguments: Backend.all) func anAccountBeginsAtMostSoManyUploadsNotCompleteAtOnce(_ backend: Backend) async throws {
+    try await backend.withStore { database in
+        try await createAccount(database)
+        let limit = KeyVaultDatabase.maxUnfinishedUploads
+        let refused = Locked(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<(limit + 4) {
+                group.addTask {
+                    do {
+                        try await database.beginUpload(account, member: member, address: "ca1.1.\(i)", upload: hex(200 + i), key: Data([7]),
+                                                       chunkShift: 10, size: 10, chunks: 1)
+                    } catch StoreError.tooManyUploads {
+                        refused.withLock { $0 += 1 }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(refused.withLock { $0 } == 4)
+        await #expect(throws: StoreError.tooManyUploads) {
+            try await database.beginUpload(account, member: member, address: "ca1.1.x", upload: hex(300), key: Data([7]),
+                                           chunkShift: 10, size: 10, chunks: 1)
+        }
+        // One completes: room for one more.
+        #expect(try await database.putUploadChunk(account, member: member, address: "ca1.1.0", upload: hex(200), index: 0, data: Data(count: 26)))
+        _ = try await database.completeUpload(account, member: member, address: "ca1.1.0", upload: hex(200), replace: false,
+                                              objectSize: 40, device: phone.id)
+        try await database.beginUpload(account, member: member, address: "ca1.1.x", upload: hex(300), key: Data([7]),
+                                       chunkShift: 10, size: 10, chunks: 1)
     }
 }

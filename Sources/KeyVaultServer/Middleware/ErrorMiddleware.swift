@@ -37,6 +37,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .deviceExists: APIError(.deviceExists, "that device is already enrolled in an account; a device joins one account, with keys of its own")
             case .notFound: APIError.notFound("account")
             case .tooManyLinkRequests: APIError(.tooManyLinkRequests, "too many pending link requests from this address (or on this server); wait for them to expire")
+            case .tooManyUploads:
+                APIError(.rateLimited, "this account has \(KeyVaultDatabase.maxUnfinishedUploads) uploads begun and not complete: complete them, or begin again after a day (unfinished ones are dropped then)")
             case .linkRequestClosed: APIError(.linkRequestClosed, "this link request is no longer pending")
             case .linkRequestOutOfTurn: APIError(.linkRequestOutOfTurn, "this link request is not at that step (already answered, not answered yet, or not revealed yet)")
             }
