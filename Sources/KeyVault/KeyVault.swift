@@ -249,6 +249,16 @@ extension Vault {
         try chain.devices.values.map(Device.init).sorted { ($0.isActive ? 0 : 1, $0.added) < ($1.isActive ? 0 : 1, $1.added) }
     }
 
+    /// When each device was added: the time in the link that added it, as the device
+    /// (or recovery code) that signed that link wrote it. The chain is verified; the
+    /// time is its signer's clock.
+    public func addedTimes() throws -> [DeviceID: Date] {
+        let links = self.links
+        return Dictionary(try chain.devices.values.compactMap { device in
+            Int(exactly: device.added).flatMap { links.indices.contains($0) ? (device.id, Date(timeIntervalSince1970: TimeInterval(links[$0].time))) : nil }
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// When the server last saw each device make a signed request. The server says
     /// so and nothing checks it: show it, decide nothing on it (revocation is the
     /// chain's, ``devices()``).

@@ -203,19 +203,31 @@ extension Vault {
     ///   whose pin and grants it did not sign.
     public func revocationPlan(for target: Device, keeping keep: Set<DeviceID> = [],
                                keepingContacts keepContacts: Set<AccountID> = []) throws -> RevocationPlan {
+        try revocationPlan(for: [target], keeping: keep, keepingContacts: keepContacts)
+    }
+
+    /// The same for several devices revoked at once, in one rotation (pruning devices
+    /// long unseen): `targets` first in the plan, in their order.
+    public func revocationPlan(for targets: [Device], keeping keep: Set<DeviceID> = [],
+                               keepingContacts keepContacts: Set<AccountID> = []) throws -> RevocationPlan {
         let state = try chain
-        guard target.id != device else {
-            throw KeyVaultError(.invalidInput, "this device cannot revoke itself: revoke it from another device of the account")
+        guard !targets.isEmpty else { throw KeyVaultError(.invalidInput, "no device to revoke") }
+        let chained = try targets.map { target in
+            guard target.id != device else {
+                throw KeyVaultError(.invalidInput, "this device cannot revoke itself: revoke it from another device of the account")
+            }
+            guard let chained = state.devices[target.id] else {
+                throw KeyVaultError(.noSuchDevice, "\(target.id) is not a device of this account")
+            }
+            return chained
         }
-        guard let chained = state.devices[target.id] else {
-            throw KeyVaultError(.noSuchDevice, "\(target.id) is not a device of this account")
-        }
-        let revocation = state.revocation(of: [chained], keeping: keep, keepingContacts: keepContacts, by: device)
+        let what = targets.count == 1 ? targets[0].name.debugDescription : "the devices revoked"
+        let revocation = state.revocation(of: chained, keeping: keep, keepingContacts: keepContacts, by: device)
         for id in keep where !revocation.keptDevices.contains(where: { $0.id == id }) {
-            throw KeyVaultError(.invalidInput, "\(id) is to be kept, but \(target.name.debugDescription) did not add it, so revoking it does not revoke that device; nothing was changed")
+            throw KeyVaultError(.invalidInput, "\(id) is to be kept, but \(what) did not add it, so revoking it does not revoke that device; nothing was changed")
         }
         for id in keepContacts where !revocation.kept.contains(where: { $0.account == id }) {
-            throw KeyVaultError(.invalidInput, "\(id) is to be kept, but \(target.name.debugDescription) neither pinned nor shared with that account, so revoking it ends nothing of it; nothing was changed")
+            throw KeyVaultError(.invalidInput, "\(id) is to be kept, but \(what) neither pinned nor shared with that account, so revoking it ends nothing of it; nothing was changed")
         }
         return RevocationPlan(targets: revocation.devices.map(Device.init), kept: revocation.keptDevices.map(Device.init), endedOnChain: revocation.ended,
                               keptOnChain: revocation.kept, compromisesRecovery: revocation.compromisesRecovery)

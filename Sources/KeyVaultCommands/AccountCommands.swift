@@ -73,7 +73,9 @@ struct Status: AsyncParsableCommand {
             device, the server, the chain head, the master, recovery and member key
             generations, pending device-link requests and any unfinished rotation.
             Devices and members are named; past 10, the first 5 and how many more.
-            --json lists them all.
+            Warns about devices the server has not seen for 90 days (KEYCTL_STALE_DAYS
+            changes it), with the command that revokes them (`keyctl device prune`).
+            --json lists them all, and the unseen devices in "staleDevices".
             """)
 
     @OptionGroup var options: HomeOptions
@@ -125,6 +127,13 @@ struct Status: AsyncParsableCommand {
             members     \(members.isEmpty ? "none" : "\(members.count): " + StatusSummary.list(members.map { ($0.name?.printable ?? "\($0.id.prefix(8))…") + ($0.generation > 1 ? " (generation \($0.generation))" : "") }, more: "`keyctl member list`"))
 
             """
+        let days = StaleDevices.warningDays
+        let stale = try await StaleDevices.find(in: vault, days: days)
+        object["staleDevices"] = stale.map { ["id": $0.device.id.rawValue, "name": $0.device.name, "since": Int64($0.since.timeIntervalSince1970)] }
+        if !stale.isEmpty {
+            text += "unseen for \(days) days or more: " + stale.map(StaleDevices.describe).joined(separator: "; ")
+                + ". If they are lost or no longer used, revoke them: `keyctl device prune --unseen-for \(days)d`\n"
+        }
         for request in pending {
             text += "link request \(request.code) from \(request.deviceName.printable.debugDescription): approve with `keyctl device approve \(request.code)`\n"
         }

@@ -10,7 +10,7 @@ struct Device: AsyncParsableCommand {
             approval of a device already in the account (`device link` on the new one,
             `device approve` on the old one, comparing a short code on both screens).
             """,
-        subcommands: [Enroll.self, Link.self, Approve.self, List.self, Revoke.self])
+        subcommands: [Enroll.self, Link.self, Approve.self, List.self, Revoke.self, Prune.self])
 }
 
 /// `--name` of a new device (init, enroll, link).
@@ -188,8 +188,11 @@ extension Device {
         static let configuration = CommandConfiguration(
             abstract: "List the devices of the account.",
             discussion: """
-                Status comes from the verified chain; last seen from the server.
-                --json prints {"devices": [{"id", "name", "status", "added", "revoked", "lastSeen", "current"}]}.
+                Status and when each device was added come from the verified chain (the
+                time is the clock of the device that added it); last seen from the server.
+                --json prints {"devices": [{"id", "name", "status", "added", "addedAt",
+                "revoked", "lastSeen", "current"}]}: added and revoked are chain link
+                numbers, addedAt and lastSeen Unix seconds.
                 """)
 
         @OptionGroup var options: HomeOptions
@@ -197,17 +200,22 @@ extension Device {
         func run() async throws {
             let vault = try await options.openVault()
             let seen = try await vault.lastSeen()
+            let addedAt = try await vault.addedTimes()
             let devices = try await vault.devices().sorted { $0.added < $1.added }
             let objects: [[String: Any]] = devices.map { device in
                 var object: [String: Any] = ["id": device.id.rawValue, "name": device.name, "status": device.isActive ? "active" : "revoked",
                                              "added": device.added, "current": device.id == vault.device]
                 if let revoked = device.revoked { object["revoked"] = revoked }
+                if let added = addedAt[device.id], let seconds = Int64(exactly: added.timeIntervalSince1970.rounded(.down)) { object["addedAt"] = seconds }
                 // The server's number, whatever it is: a time past Int64 is left out, not a crash.
                 if let last = seen[device.id], let seconds = Int64(exactly: last.timeIntervalSince1970.rounded(.down)) { object["lastSeen"] = seconds }
                 return object
             }
             options.result(["devices": objects], devices.map { device in
-                "\(device.id)  \(device.isActive ? "active " : "revoked")  \(device.name.printable)\(device.id == vault.device ? "  (this device)" : "")\n"
+                let added = addedAt[device.id].map { "added \(StaleDevices.day($0))" } ?? ""
+                let last = seen[device.id].map { "last seen \(StaleDevices.day($0))" } ?? "never seen"
+                return "\(device.id)  \(device.isActive ? "active " : "revoked")  \(device.name.printable)  \(added), \(last)"
+                    + "\(device.id == vault.device ? "  (this device)" : "")\n"
             }.joined())
         }
     }

@@ -248,13 +248,13 @@ _kvctl_device() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    enroll|link|approve|list|revoke)
+    enroll|link|approve|list|revoke|prune)
         # Offer subcommand argument completions
         "_kvctl_device_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'enroll link approve list revoke' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'enroll link approve list revoke prune' -- "${cur}"))
         ;;
     esac
 }
@@ -365,6 +365,34 @@ _kvctl_device_revoke() {
     # Offer option value completions
     case "${prev}" in
     '--keep')
+        return
+        ;;
+    '--recovery-file')
+        return
+        ;;
+    '--kdf')
+        __kvctl_add_completions -W 'floor'$'\n''interactive'$'\n''recovery'$'\n''moderate'$'\n''sensitive'
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_device_prune() {
+    repeating_flags=()
+    non_repeating_flags=(--yes --json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--unseen-for --recovery-file --kdf --home --ca-cert)
+    __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--unseen-for')
         return
         ;;
     '--recovery-file')
