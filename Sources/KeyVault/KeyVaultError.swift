@@ -145,6 +145,8 @@ public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible
         case tooManyContactRequests = "too_many_contact_requests"
         /// A bug in the server, never bad input. The wire string is `internal`.
         case internalError = "internal"
+        /// The server's database does not answer: try again shortly.
+        case unavailable
 
         // MARK: The client's own checks
         case network
@@ -212,7 +214,7 @@ public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible
 
     static func defaultKind(_ code: Code) -> Kind {
         switch code {
-        case .network, .badResponse, .responseTooLarge: .network
+        case .network, .badResponse, .responseTooLarge, .unavailable: .network
         case .home, .homeDamaged, .notInitialized, .enrollmentIncomplete, .alreadyInitialized, .passphraseRequired, .deviceBusy: .home
         case .deviceRevoked: .revoked
         case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal,

@@ -68,6 +68,8 @@ enum Hints {
             return "is --server a KeyVault server (`keyctl serve`)?"
         case .tooManyConflicts:
             return "run the command again in a moment; if this repeats, do not trust this server"
+        case .unavailable:
+            return "the server is up but its database does not answer: try again in a minute; if it lasts, tell the server's operator"
         case .inviteRequired:
             return "this server takes new accounts by invitation: ask its operator for the token, and run again with --invite TOKEN (or KEYCTL_INVITE)"
         case .payloadTooLarge:

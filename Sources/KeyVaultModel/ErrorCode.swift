@@ -141,7 +141,7 @@ extension ErrorCode {
     /// A contact request step out of order (a reveal before the answer).
     package static let contactRequestOutOfTurn = ErrorCode(rawValue: "contact_request_out_of_turn")
 
-    // 413, 429, 500
+    // 413, 429, 500, 503
 
     /// A body over the endpoint's limit.
     package static let payloadTooLarge = ErrorCode(rawValue: "payload_too_large")
@@ -153,6 +153,8 @@ extension ErrorCode {
     package static let tooManyContactRequests = ErrorCode(rawValue: "too_many_contact_requests")
     /// A bug in the server, never bad input. The wire string is `internal`.
     package static let internalError = ErrorCode(rawValue: "internal")
+    /// The service's database does not answer (503, see Retry-After): try again shortly.
+    package static let unavailable = ErrorCode(rawValue: "unavailable")
 
     /// Every code the service or the shared protocol checks can produce: the server's
     /// status table covers exactly these.
@@ -167,6 +169,6 @@ extension ErrorCode {
         .notFound, .methodNotAllowed,
         .staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .noIdentity, .contactChanged, .grantExists,
         .linkRequestClosed, .linkRequestOutOfTurn, .contactRequestClosed, .contactRequestOutOfTurn,
-        .payloadTooLarge, .rateLimited, .tooManyLinkRequests, .tooManyContactRequests, .internalError,
+        .payloadTooLarge, .rateLimited, .tooManyLinkRequests, .tooManyContactRequests, .internalError, .unavailable,
     ]
 }

@@ -62,6 +62,7 @@ extension ErrorCode {
         (.contentTooLarge, [.payloadTooLarge]),
         (.tooManyRequests, [.rateLimited, .tooManyLinkRequests, .tooManyContactRequests]),
         (.internalServerError, [.internalError]),
+        (.serviceUnavailable, [.unavailable]),
     ].flatMap { status, codes in codes.map { ($0, status) } })
 
     var httpStatus: HTTPResponse.Status { Self.httpStatuses[self] ?? .badRequest }

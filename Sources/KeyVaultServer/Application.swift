@@ -33,6 +33,9 @@ func buildRoutes(_ service: ServiceState, metrics: ServiceMetrics = ServiceMetri
     router.add(middleware: RequestMetricsMiddleware(metrics: metrics))  // outside ErrorMiddleware: it sees each refusal's code
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))  // method and path only: no header values, no bodies
+    if service.database.isSharedWithOtherProcesses {
+        router.add(middleware: DatabaseGateMiddleware(watch: service.databaseWatch))
+    }
     if !service.configuration.trustedProxies.isEmpty {
         router.add(middleware: ClientAddressMiddleware(trusted: service.configuration.trustedProxies))
     }
@@ -106,11 +109,14 @@ func buildApplication(
 ) throws -> some ApplicationProtocol {
     let state = try ServiceState(configuration: configuration, database: database, secret: try secret ?? configuration.secret())
     let router = buildRouter(state, metrics: metrics)
+    // A shared store is watched: while it does not answer, requests get 503 at once.
+    let watching: [any Service] = database.isSharedWithOtherProcesses
+        ? [DatabaseWatchService(database: database, watch: state.databaseWatch, logger: logger)] : []
     return ServedApplication(base: Application(
         router: router,
         server: server,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "KeyVault"),
-        services: services,
+        services: services + watching,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         eventLoopGroupProvider: .shared(eventLoops),
         logger: logger))

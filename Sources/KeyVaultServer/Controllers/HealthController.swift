@@ -87,11 +87,15 @@ struct HealthController: Sendable {
     /// A point read of a device that cannot exist: a real query on either backend, cheap,
     /// and it reads no account. A pool that cannot connect would wait; the timeout ends it.
     private func checkDatabase() async throws {
-        let database = database
+        try await Self.check(database, within: Self.readinessTimeout)
+    }
+
+    /// A point read of the store, or ``ReadinessTimeout`` after `timeout`.
+    static func check(_ database: any KeyVaultRepository, within timeout: Duration) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { _ = try await database.device(DeviceID(unchecked: "readiness-probe")) }
             group.addTask {
-                try await Task.sleep(for: Self.readinessTimeout)
+                try await Task.sleep(for: timeout)
                 throw ReadinessTimeout()
             }
             defer { group.cancelAll() }

@@ -11,6 +11,8 @@ struct ServiceState: Sendable {
     let configuration: ServerConfiguration
     let database: any KeyVaultRepository
     let chains = ChainCache()
+    /// Whether a shared store (PostgreSQL) answered its last check (``DatabaseWatchService``).
+    let databaseWatch = DatabaseWatch()
     var authenticator: Authenticator
     let recoveryGate: RecoveryGate
 

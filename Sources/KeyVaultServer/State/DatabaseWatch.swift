@@ -1,0 +1,80 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import KeyVaultCrypto
+import KeyVaultStore
+import Logging
+import ServiceLifecycle
+
+/// Whether the store answered its last check. On PostgreSQL, a request that needs the
+/// database waits for a pool connection that will not come while the database is down
+/// (a client saw 30 s, then "cannot reach the server"); while this says down, requests
+/// are refused at once with 503 `unavailable` and `Retry-After` instead.
+final class DatabaseWatch: Sendable {
+    private let down = Locked(false)
+    var isDown: Bool { down.withLock { $0 } }
+    /// - Returns: whether that changed the state.
+    @discardableResult
+    func set(down now: Bool) -> Bool {
+        down.withLock { down in
+            let changed = down != now
+            down = now
+            return changed
+        }
+    }
+}
+
+/// Checks the store every `interval` (a point read, at most `timeout`) while the
+/// service runs, for a store other processes share; logs each change once.
+struct DatabaseWatchService: Service {
+    /// Throws (or exceeds its time) when the store does not answer.
+    let check: @Sendable () async throws -> Void
+    let watch: DatabaseWatch
+    let logger: Logger
+    var interval: Duration = .seconds(1)
+
+    init(database: any KeyVaultRepository, watch: DatabaseWatch, logger: Logger, timeout: Duration = .seconds(2)) {
+        self.init(check: { try await HealthController.check(database, within: timeout) }, watch: watch, logger: logger)
+    }
+
+    init(check: @escaping @Sendable () async throws -> Void, watch: DatabaseWatch, logger: Logger) {
+        self.check = check
+        self.watch = watch
+        self.logger = logger
+    }
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let down = (try? await check()) == nil
+                if watch.set(down: down) {
+                    if down {
+                        logger.error("the database does not answer: requests get 503 until it does")
+                    } else {
+                        logger.notice("the database answers again")
+                    }
+                }
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+}
+
+/// 503 at once while the watch says the database is down, but for the routes that do
+/// not need it (health, metrics, the API description, the limits).
+struct DatabaseGateMiddleware<Context: RequestContext>: RouterMiddleware {
+    let watch: DatabaseWatch
+
+    static func needsDatabase(_ path: String) -> Bool {
+        !(path.hasPrefix("/health") || path == "/metrics" || path == "/openapi.json" || path == "/v1/limits")
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if watch.isDown, Self.needsDatabase(request.uri.path) {
+            var error = APIError(.unavailable, "the service's database does not answer; try again shortly")
+            error.headers[.retryAfter] = "5"
+            throw error
+        }
+        return try await next(request, context)
+    }
+}
