@@ -54,7 +54,8 @@ struct DatabaseWatchService: Service {
                         logger.notice("the database answers again")
                     }
                 }
-                try await Task.sleep(for: interval)
+                // Cancelled at shutdown: the loop ends, and the service with it, without an error.
+                try? await Task.sleep(for: interval)
             }
         }
     }
