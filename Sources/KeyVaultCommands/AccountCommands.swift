@@ -179,11 +179,11 @@ struct Audit: AsyncParsableCommand {
             """ : report.findings.map { "finding (\($0.area.printable)): \($0.message.printable)\n" }.joined())
         guard ok else {
             if !options.json {
-                KeyctlMain.console.writeError("keyctl: error: the audit found \(report.findings.count) problem(s)\n")
+                KeyctlMain.console.writeError("\(KeyctlMain.invokedName): error: the audit found \(report.findings.count) problem(s)\n")
                 if report.findings.contains(where: { $0.area == "recovery" }) {
-                    KeyctlMain.console.writeError("keyctl: hint: set a new recovery code from a device you trust: `keyctl recovery rotate`\n")
+                    KeyctlMain.console.writeError("\(KeyctlMain.invokedName): hint: set a new recovery code from a device you trust: `\(KeyctlMain.invokedName) recovery rotate`\n")
                 }
-                KeyctlMain.console.writeError("keyctl: hint: do not trust this server's data until they are explained\n")
+                KeyctlMain.console.writeError("\(KeyctlMain.invokedName): hint: do not trust this server's data until they are explained\n")
             }
             throw ExitCode(KeyctlError.ExitCode.rejected.rawValue)
         }

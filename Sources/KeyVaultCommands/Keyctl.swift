@@ -75,7 +75,14 @@ public enum KeyctlMain {
     /// `root` is the command tree: the client commands (``Keyctl``), or the
     /// executable's, which adds `serve`.
     public static func run(_ arguments: [String], root: any ParsableCommand.Type = Keyctl.self,
-                           console: any Console = StandardConsole()) async -> Int32 {
+                           console: any Console = StandardConsole(), invokedAs name: String = "keyctl") async -> Int32 {
+        await $invokedName.withValue(name) { await run(arguments, root: root, console: console) }
+    }
+
+    /// The name keyctl was run as (`kvctl` for a copy installed so): errors and hints say it.
+    @TaskLocal static var invokedName = "keyctl"
+
+    private static func run(_ arguments: [String], root: any ParsableCommand.Type, console: any Console) async -> Int32 {
         await $console.withValue(console) {
             await $root.withValue(root) {
                 var parsed: (any ParsableCommand.Type)?
@@ -114,13 +121,16 @@ public enum KeyctlMain {
     /// Prints an error. Messages can quote a server (its error text, a field that
     /// did not decode), so everything is made terminal-safe here.
     static func report(_ error: KeyctlError, to console: any Console, json: Bool) {
-        let code = error.code.rawValue.terminalSafe(), message = error.message.terminalSafe(), hint = error.hint?.terminalSafe()
+        // Commands to run are named as this binary was run (a hint says `keyctl status`; kvctl's says `kvctl status`).
+        let name = invokedName
+        func named(_ text: String) -> String { name == "keyctl" ? text : text.replacingOccurrences(of: "`keyctl ", with: "`\(name) ") }
+        let code = error.code.rawValue.terminalSafe(), message = named(error.message.terminalSafe()), hint = error.hint.map { named($0.terminalSafe()) }
         if json {
             var body: [String: Any] = ["code": code, "message": message]
             if let hint { body["hint"] = hint }
             console.write(jsonLine(["error": body]))
         }
-        console.writeError("keyctl: error: \(message)\n")
-        if let hint { console.writeError("keyctl: hint: \(hint)\n") }
+        console.writeError("\(name): error: \(message)\n")
+        if let hint { console.writeError("\(name): hint: \(hint)\n") }
     }
 }

@@ -149,8 +149,8 @@ extension Recovery {
                     if let language = error.language { object["language"] = language.rawValue }
                     console.write(jsonLine(object))
                 }
-                console.writeError("keyctl: error: \(error.message)\n")
-                if let hint = Recovery.hint(for: error) { console.writeError("keyctl: hint: \(hint)\n") }
+                console.writeError("\(KeyctlMain.invokedName): error: \(error.message)\n")
+                if let hint = Recovery.hint(for: error) { console.writeError("\(KeyctlMain.invokedName): hint: \(hint)\n") }
                 throw ExitCode(KeyctlError.ExitCode.rejected.rawValue)
             }
             let entropy = showEntropy ? Recovery.hex(code.entropy) : nil
@@ -308,8 +308,8 @@ extension Recovery {
             }
             guard wrong.isEmpty else {
                 if !output.json {
-                    console.writeError("keyctl: error: word\(wrong.count > 1 ? "s" : "") \(wrong.map(String.init).joined(separator: ", ")) did not match\n")
-                    console.writeError("keyctl: hint: check your written copy against the code and run the quiz again\n")
+                    console.writeError("\(KeyctlMain.invokedName): error: word\(wrong.count > 1 ? "s" : "") \(wrong.map(String.init).joined(separator: ", ")) did not match\n")
+                    console.writeError("\(KeyctlMain.invokedName): hint: check your written copy against the code and run the quiz again\n")
                 }
                 throw ExitCode(KeyctlError.ExitCode.rejected.rawValue)
             }

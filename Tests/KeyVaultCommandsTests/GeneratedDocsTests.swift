@@ -48,3 +48,16 @@ func committedCompletionsAndManualAreUpToDate(_ command: [String], _ file: Strin
     let missing = names.filter { !page.contains("``\($0)``") }.sorted()
     #expect(missing.isEmpty, "public in KeyVault but not on its DocC landing page: \(missing)")
 }
+
+/// Issue 22: errors and hints name the binary as it was run. A copy installed as
+/// `kvctl` (where Debian's keyutils owns `keyctl`) says `kvctl: error:` and hints
+/// `kvctl init …`, not a command that would run keyutils.
+@Test func errorsAndHintsNameTheBinaryAsItWasRun() throws {
+    let directory = try TemporaryDirectory("kv-renamed")
+    let kvctl = directory.path("kvctl")
+    try FileManager.default.createSymbolicLink(atPath: kvctl, withDestinationPath: BuiltProducts.keyctl.path)
+    let result = try runProcess(URL(fileURLWithPath: kvctl), ["status", "--home", directory.path("nowhere")])
+    #expect(result.code != 0)
+    #expect(result.err.contains("kvctl: error:") && result.err.contains("kvctl: hint:") && result.err.contains("`kvctl init"), "\(result.err)")
+    #expect(!result.err.contains("keyctl"), "\(result.err)")
+}
