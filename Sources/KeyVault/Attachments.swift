@@ -191,7 +191,7 @@ extension Vault {
         // sealed chunks. A failure stops the rest; the server's stored prefix says where a
         // resumption goes on.
         let api = self.api
-        var sending: [Task<Void, any Error>] = [], sent = 0
+        var sending = ChunkWindow<Void>(width: Self.chunksInFlight), sent = 0
         do {
             while var (chunk, last) = try reader.next() {
                 defer { secureWipe(&chunk) }
@@ -213,19 +213,20 @@ extension Vault {
                     progress(.sendingAttachment(done: sent, of: count))
                 } else {
                     let sealed = try sealer.seal(chunk, last: last)
-                    if sending.count >= Self.chunksInFlight {
-                        try await sending.removeFirst().value
+                    if sending.isFull {
+                        try await sending.next()
                         sent += 1
                         progress(.sendingAttachment(done: sent, of: count))
                     }
-                    sending.append(Task.detached { [index, member] in
+                    sending.add { [index, member] in
                         try await api.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
-                    })
+                    }
                 }
                 index += 1
+                try Task.checkCancellation()
             }
             while !sending.isEmpty {
-                try await sending.removeFirst().value
+                try await sending.next()
                 sent += 1
                 progress(.sendingAttachment(done: sent, of: count))
             }
@@ -237,8 +238,7 @@ extension Vault {
             guard index == count else { throw ContentChanged() }
         } catch {
             // Nothing of this upload goes on after it failed.
-            for task in sending { task.cancel() }
-            for task in sending { _ = try? await task.value }
+            await sending.stop()
             guard error is ContentChanged else { throw error }
             // This upload cannot be completed or resumed: the next one starts afresh.
             journal?.remove()
@@ -374,17 +374,15 @@ extension Vault {
             if start > 0 { progress(.resumingAttachment(from: start, of: list.chunks)) }
             // A few chunks fetched ahead (the transport's kept-open connections), opened in order.
             let api = self.api
-            var fetching: [Task<[UInt8], any Error>] = []
+            var fetching = ChunkWindow<[UInt8]>(width: Self.chunksInFlight)
             var next = start
             do {
                 for index in start..<list.chunks {
-                    while next < list.chunks, fetching.count < Self.chunksInFlight {
-                        fetching.append(Task.detached { [next] in
-                            try await api.attachmentChunk(member: member.id, address: address, index: next)
-                        })
+                    while next < list.chunks, !fetching.isFull {
+                        fetching.add { [next] in try await api.attachmentChunk(member: member.id, address: address, index: next) }
                         next += 1
                     }
-                    let sealed = try await fetching.removeFirst().value
+                    let sealed = try await fetching.next()
                     // The framing the format fixes: full chunks but the last, which holds content unless it is the only one.
                     let last = index == list.chunks - 1
                     guard last ? (sealed.count <= full && (sealed.count > StreamAEAD.tagByteCount || list.chunks == 1)) : sealed.count == full else {
@@ -396,8 +394,7 @@ extension Vault {
                 }
             } catch {
                 // Nothing of this download goes on after it failed.
-                for task in fetching { task.cancel() }
-                for task in fetching { _ = try? await task.value }
+                await fetching.stop()
                 throw error
             }
             try AttachmentCrypto.check(try hasher.finalize(), against: address)

@@ -249,6 +249,7 @@ private final class BoundedReader: @unchecked Sendable {
 
     init(limit: Int) { self.limit = limit }
 
+    private var cancelled = false
     /// Ends the session this answer comes through (set by ``run(_:stop:)``).
     private var endSession: (@Sendable () -> Void)?
 
@@ -262,11 +263,19 @@ private final class BoundedReader: @unchecked Sendable {
                     continuation.resume(with: finished)
                     return
                 }
+                // Cancelled before it began: URLSession may never report a task cancelled
+                // before it was resumed, so it is not begun at all.
+                if cancelled {
+                    lock.unlock()
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
                 self.continuation = continuation
                 lock.unlock()
                 task.resume()
             }
         } onCancel: {
+            lock.withLock { cancelled = true }
             task.cancel()
         }
     }

@@ -190,3 +190,44 @@ func aDownloadCutOffGoesOnAfterTheChunksItHasAndChecksThemWithTheRest() async th
     #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "a refused download left a file")
     _ = second
 }
+
+/// The real transport, slowed to 20 ms per chunk PUT, counting them.
+private struct SlowChunks: HTTPTransport {
+    let inner: URLSessionTransport
+    let puts: Locked<Int>
+    func send(_ request: HTTPExchange) async throws -> HTTPReply {
+        if request.method == "PUT", request.target.contains("/chunks/") {
+            try await Task.sleep(for: .milliseconds(20))
+            puts.withLock { $0 += 1 }
+        }
+        return try await inner.send(request)
+    }
+}
+
+/// A put cancelled part way stops sending: the chunks in flight are cancelled with it,
+/// and none is sent after the call returned.
+@Test(.timeLimit(.minutes(3)))
+func aCancelledPutStopsSendingChunks() async throws {
+    let story = try Story("cancel-put")
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    let file = story.path("scan.bin")
+    try Data((0..<(9 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 5 &+ $0 >> 13) }).write(to: URL(fileURLWithPath: file))
+    let puts = Locked(0)
+    let put = Task {
+        await KeyctlMain.$transport.withValue({ server in
+            SlowChunks(inner: URLSessionTransport(baseURL: URL(string: server)!), puts: puts)
+        }) { await runKeyctl(["attachment", "put", "--member", "Emma", file, "--home", story.path("laptop")]) }
+    }
+    let finished = Locked(false)
+    Task { _ = await put.value; finished.withLock { $0 = true } }
+    while puts.withLock({ $0 }) < 3, !finished.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+    #expect(!finished.withLock { $0 }, "the put ended before three chunks")
+    put.cancel()
+    let result = await put.value
+    #expect(result.code != 0, "the cancelled put finished")
+    let atReturn = puts.withLock { $0 }
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(puts.withLock { $0 } == atReturn, "chunks were sent after the put returned")
+    #expect(atReturn < 8, "the put went on after it was cancelled: \(atReturn) of 9 chunks")
+}
