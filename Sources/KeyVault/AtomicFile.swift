@@ -27,10 +27,12 @@ package enum AtomicFile {
     ///
     /// The temporary name is random and opened with O_CREAT|O_EXCL|O_NOFOLLOW, so a
     /// file or symlink planted there makes the open fail instead of redirecting the
-    /// write; on ``commit()`` the data is fsynced, rename() then replaces `path` itself
-    /// (a symlink at `path` included) without following it, and the directory is
-    /// fsynced so that the rename survives a crash. ``abort()`` (or a failure) leaves
-    /// nothing behind.
+    /// write (``init(resumable:tag:)`` instead names it for the target and the content,
+    /// to go on in it after a cut: see there); on ``commit()`` the data is fsynced,
+    /// rename() then replaces `path` itself (a symlink at `path` included) without
+    /// following it, and the directory is fsynced so that the rename survives a crash.
+    /// ``abort()`` (or a failure) leaves nothing behind; ``leaveForResumption()`` leaves
+    /// a resumable one for the next try.
     package final class Writer {
         private let path: String, temporary: String, directory: String
         private var fd: Int32
@@ -47,23 +49,28 @@ package enum AtomicFile {
             guard fd >= 0 else {
                 throw Failure(created: false, message: "cannot create a temporary file in \(directory) for \(path): \(String(cString: strerror(errno)))")
             }
-            self.init(path: path, temporary: temporary, directory: directory, fd: fd, existingLength: 0)
+            self.init(path: path, temporary: temporary, directory: directory, fd: fd, existingLength: 0, resumable: false)
         }
 
-        private init(path: String, temporary: String, directory: String, fd: Int32, existingLength: Int) {
+        private init(path: String, temporary: String, directory: String, fd: Int32, existingLength: Int, resumable: Bool) {
             self.path = path
             self.temporary = temporary
             self.directory = directory
             self.fd = fd
             self.existingLength = existingLength
+            isResumable = resumable
         }
+
+        /// Whether the temporary file has the fixed name a later try finds.
+        package let isResumable: Bool
 
         /// A writer whose temporary file has a fixed name for `path` and `tag` (the
         /// content's address), so that a download cut off goes on in it the next time:
         /// ``existingLength`` bytes are there already. The file is opened without
         /// following a symlink and used only if it is a regular file of this user with
-        /// one link (otherwise a fresh random name, as ``init(_:)``); what it holds is
-        /// the caller's to check (a download checks it with the rest against the address).
+        /// one link, and locked (flock) by no other writer (otherwise a fresh random
+        /// name, as ``init(_:)``); what it holds is the caller's to check (a download
+        /// checks it with the rest against the address).
         package convenience init(resumable path: String, tag: String) throws(Failure) {
             let target = URL(fileURLWithPath: path)
             let directory = target.deletingLastPathComponent().path
@@ -71,12 +78,12 @@ package enum AtomicFile {
             let fd = open(temporary, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
             var info = stat()
             guard fd >= 0, fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_nlink == 1,
-                  fchmod(fd, 0o600) == 0, lseek(fd, 0, SEEK_END) == info.st_size else {
+                  flock(fd, LOCK_EX | LOCK_NB) == 0, fchmod(fd, 0o600) == 0, lseek(fd, 0, SEEK_END) == info.st_size else {
                 if fd >= 0 { close(fd) }
                 try self.init(path)
                 return
             }
-            self.init(path: path, temporary: temporary, directory: directory, fd: fd, existingLength: Int(info.st_size))
+            self.init(path: path, temporary: temporary, directory: directory, fd: fd, existingLength: Int(info.st_size), resumable: true)
         }
 
         /// Bytes a cut-off download left in the temporary file (0 for a fresh one).
@@ -101,9 +108,11 @@ package enum AtomicFile {
             guard lseek(fd, off_t(length), SEEK_SET) == off_t(length) else { throw fail("seek: \(String(cString: strerror(errno)))") }
         }
 
-        /// Closes the temporary file and leaves it for the next try (a transfer cut off).
-        package func leaveForResumption() {
+        /// Closes the temporary file and leaves it for the next try (a transfer cut off),
+        /// when it is a resumable one that holds something; otherwise removes it.
+        package func leaveForResumption(written: Int) {
             guard fd >= 0 else { return }
+            guard isResumable, existingLength + written > 0 else { return abort() }
             close(fd)
             fd = -1
         }

@@ -201,8 +201,8 @@ extension Vault {
                     // Written before the chunk leaves; a chunk sealed before under this data
                     // key may only ever be sealed again with the same content.
                     let record = try HMACSHA256.authenticationCode(for: chunk, using: journalKey)
-                    if index < journal.records.count {
-                        guard constantTimeEquals(record, journal.records[index]) else { throw ContentChanged() }
+                    if index < journal.count {
+                        guard constantTimeEquals(record, try journal.record(index)) else { throw ContentChanged() }
                     } else {
                         try journal.append(record)
                     }
@@ -274,7 +274,7 @@ extension Vault {
               let key = base64Decode(journal.header.key),
               let status = try await api.uploadStatus(member: member.id, address: address, upload: journal.header.upload),
               status.upload == journal.header.upload, status.chunks == count,
-              (0...journal.records.count).contains(status.stored)
+              (0...journal.count).contains(status.stored)
         else {
             journal.remove()
             return nil
@@ -426,13 +426,14 @@ extension Vault {
                         written += piece.count
                     }
                     try file.commit()
-                } catch let error as KeyVaultError where error.kind == .verification || error.code == .io {
-                    // Refused content, or a file that cannot be written: nothing is kept.
+                } catch let error as KeyVaultError where error.kind != .network {
+                    // Refused content, a refusal, a file that cannot be written: nothing is kept.
                     file.abort()
                     throw error
                 } catch {
-                    // Cut off (the network, the server, a cancellation): what arrived is kept for the next try.
-                    file.leaveForResumption()
+                    // Cut off (the network, the server's database, a cancellation, an app's
+                    // transport failing): what arrived is kept for the next try.
+                    file.leaveForResumption(written: written)
                     throw error
                 }
                 return file.existingLength + written

@@ -33,7 +33,10 @@ final class UploadJournal {
 
     let path: String
     let header: Header
-    private(set) var records: [[UInt8]]
+    /// Records in the file: chunks 0 to count - 1 were sealed (and maybe sent).
+    private(set) var count: Int
+    /// Where record 0 begins.
+    private let start: Int
     private let fd: Int32
 
     /// The journal's file for an upload of `address` by this account's `member`.
@@ -51,9 +54,10 @@ final class UploadJournal {
         self.fd = fd
         self.path = path
         self.header = header
-        records = []
+        count = 0
         var line = try JSONEncoder().encode(header)
         line.append(0x0A)
+        start = line.count
         try line.withUnsafeBytes { try write($0) }
         try sync()
         let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -65,28 +69,37 @@ final class UploadJournal {
     init?(opening path: String) {
         let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
+        // The header line only (a few hundred bytes); records are read one at a time.
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_size < 64 << 20,
-              let data = Self.read(fd, count: Int(info.st_size)),
-              let newline = data.firstIndex(of: 0x0A),
-              let header = try? JSONDecoder().decode(Header.self, from: Data(data[..<newline])), header.version == 1
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
+              let head = Self.read(fd, at: 0, count: min(Int(info.st_size), Self.maximumHeaderBytes)),
+              let newline = head.firstIndex(of: 0x0A),
+              let header = try? JSONDecoder().decode(Header.self, from: Data(head[..<newline])), header.version == 1
         else {
             close(fd)
             unlink(path)
             return nil
         }
-        let body = Array(data[(newline + 1)...])
+        start = newline + 1
         // A record cut short by a crash is not one.
-        let whole = body.count / Self.recordBytes
-        records = (0..<whole).map { Array(body[($0 * Self.recordBytes)..<(($0 + 1) * Self.recordBytes)]) }
-        guard ftruncate(fd, off_t(newline + 1 + whole * Self.recordBytes)) == 0,
-              lseek(fd, 0, SEEK_END) >= 0 else {
+        count = (Int(info.st_size) - start) / Self.recordBytes
+        guard ftruncate(fd, off_t(start + count * Self.recordBytes)) == 0, lseek(fd, 0, SEEK_END) >= 0 else {
             close(fd)
             return nil
         }
         self.fd = fd
         self.path = path
         self.header = header
+    }
+
+    static let maximumHeaderBytes = 16 << 10
+
+    /// Record `index` (below ``count``).
+    func record(_ index: Int) throws -> [UInt8] {
+        guard let bytes = Self.read(fd, at: start + index * Self.recordBytes, count: Self.recordBytes) else {
+            throw Self.failure("cannot read the upload journal \(path)")
+        }
+        return bytes
     }
 
     deinit { close(fd) }
@@ -98,19 +111,19 @@ final class UploadJournal {
         precondition(record.count == Self.recordBytes)
         try record.withUnsafeBytes { try write($0) }
         try sync()
-        records.append(record)
+        count += 1
     }
 
     private func sync() throws {
         guard fdatasync(fd) == 0 else { throw Self.failure("cannot sync the upload journal \(path)") }
     }
 
-    /// The whole file, through the descriptor that was checked.
-    private static func read(_ fd: Int32, count: Int) -> [UInt8]? {
+    /// `count` bytes at `position`, through the descriptor that was checked.
+    private static func read(_ fd: Int32, at position: Int, count: Int) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: count)
         var offset = 0
         while offset < count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, count - offset, off_t(offset)) }
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, count - offset, off_t(position + offset)) }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { return nil }
             offset += n

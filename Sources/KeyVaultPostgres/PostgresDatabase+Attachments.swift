@@ -72,9 +72,11 @@ extension PostgresKeyVaultDatabase {
             // The count and the insert under a lock of the account: replicas count the same rows.
             _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\("uploads " + account.rawValue), 0))",
                                    logger: logger).collect()
+            // Those older than a day, and one of the same content begun before (given up on).
             try await db.query("""
                 DELETE FROM attachment_uploads WHERE account = \(account.rawValue) AND NOT complete
-                    AND created < \(now - KeyVaultDatabase.unfinishedUploadSeconds)
+                    AND (created < \(now - KeyVaultDatabase.unfinishedUploadSeconds)
+                         OR (member = \(member.rawValue) AND address = \(address)))
                 """, logger: logger).collect()
             for try await unfinished in try await db.query("""
                 SELECT count(*) FROM attachment_uploads WHERE account = \(account.rawValue) AND NOT complete

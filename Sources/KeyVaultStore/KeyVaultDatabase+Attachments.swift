@@ -60,6 +60,9 @@ extension KeyVaultDatabase {
             let now = Self.now()
             try db.execute(sql: "DELETE FROM attachment_uploads WHERE account = ? AND complete = 0 AND created < ?",
                            arguments: [account.rawValue, now - Self.unfinishedUploadSeconds])
+            // A new upload of the same content replaces one begun before (given up on).
+            try db.execute(sql: "DELETE FROM attachment_uploads WHERE account = ? AND member = ? AND address = ? AND complete = 0",
+                           arguments: [account.rawValue, member.rawValue, address])
             let unfinished = try Int.fetchOne(db, sql: "SELECT count(*) FROM attachment_uploads WHERE account = ? AND complete = 0",
                                               arguments: [account.rawValue]) ?? 0
             guard unfinished < Self.maxUnfinishedUploads else { throw StoreError.tooManyUploads }

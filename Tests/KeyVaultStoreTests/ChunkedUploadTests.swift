@@ -91,30 +91,31 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
     try await backend.withStore { database in
         try await createAccount(database)
         let limit = KeyVaultDatabase.maxUnfinishedUploads
+        func begin(_ i: Int, upload: Int? = nil) async throws {
+            try await database.beginUpload(account, member: member, address: "ca1.1.\(i)", upload: hex(upload ?? 200 + i), key: Data([7]),
+                                           chunkShift: 10, size: 10, chunks: 1)
+        }
+        for i in 0..<(limit - 4) { try await begin(i) }
+        // Eight more at once: four fit.
         let refused = Locked(0)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for i in 0..<(limit + 4) {
+            for i in (limit - 4)..<(limit + 4) {
                 group.addTask {
-                    do {
-                        try await database.beginUpload(account, member: member, address: "ca1.1.\(i)", upload: hex(200 + i), key: Data([7]),
-                                                       chunkShift: 10, size: 10, chunks: 1)
-                    } catch StoreError.tooManyUploads {
-                        refused.withLock { $0 += 1 }
-                    }
+                    do { try await begin(i) } catch StoreError.tooManyUploads { refused.withLock { $0 += 1 } }
                 }
             }
             try await group.waitForAll()
         }
         #expect(refused.withLock { $0 } == 4)
-        await #expect(throws: StoreError.tooManyUploads) {
-            try await database.beginUpload(account, member: member, address: "ca1.1.x", upload: hex(300), key: Data([7]),
-                                           chunkShift: 10, size: 10, chunks: 1)
-        }
+        await #expect(throws: StoreError.tooManyUploads) { try await begin(99) }
+        // An upload of content already begun replaces that one (given up on): no room is taken.
+        try await begin(0, upload: 300)
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.0", upload: hex(200)) == nil)
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.0", upload: hex(300)) != nil)
         // One completes: room for one more.
-        #expect(try await database.putUploadChunk(account, member: member, address: "ca1.1.0", upload: hex(200), index: 0, data: Data(count: 26)))
-        _ = try await database.completeUpload(account, member: member, address: "ca1.1.0", upload: hex(200), replace: false,
+        #expect(try await database.putUploadChunk(account, member: member, address: "ca1.1.1", upload: hex(201), index: 0, data: Data(count: 26)))
+        _ = try await database.completeUpload(account, member: member, address: "ca1.1.1", upload: hex(201), replace: false,
                                               objectSize: 40, device: phone.id)
-        try await database.beginUpload(account, member: member, address: "ca1.1.x", upload: hex(300), key: Data([7]),
-                                       chunkShift: 10, size: 10, chunks: 1)
+        try await begin(99)
     }
 }

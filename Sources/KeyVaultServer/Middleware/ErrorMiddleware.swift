@@ -38,7 +38,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .notFound: APIError.notFound("account")
             case .tooManyLinkRequests: APIError(.tooManyLinkRequests, "too many pending link requests from this address (or on this server); wait for them to expire")
             case .tooManyUploads:
-                APIError(.rateLimited, "this account has \(KeyVaultDatabase.maxUnfinishedUploads) uploads begun and not complete: complete them, or begin again after a day (unfinished ones are dropped then)")
+                APIError(.rateLimited, "this account has \(KeyVaultDatabase.maxUnfinishedUploads) uploads of other files begun and not complete: run those puts again to finish them, or wait (an unfinished upload is dropped a day after it began)")
             case .linkRequestClosed: APIError(.linkRequestClosed, "this link request is no longer pending")
             case .linkRequestOutOfTurn: APIError(.linkRequestOutOfTurn, "this link request is not at that step (already answered, not answered yet, or not revealed yet)")
             }
