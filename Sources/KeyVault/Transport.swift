@@ -49,7 +49,8 @@ public struct HTTPReply: Sendable {
 /// `http://` to anything but this machine (everything KeyVault sends is signed, but
 /// its metadata is not secret from the network otherwise), and stop reading an
 /// answer at the exchange's `maxReplyBytes` (KeyVault checks the size again, but
-/// only after the transport has buffered it).
+/// only after the transport has buffered it). `send` is called concurrently (an
+/// attachment's chunks go a few at a time), and should honour task cancellation.
 public protocol HTTPTransport: Sendable {
     /// - Throws: `response_too_large` for an answer beyond `request.maxReplyBytes`.
     func send(_ request: HTTPExchange) async throws -> HTTPReply

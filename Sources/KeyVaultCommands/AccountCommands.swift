@@ -18,21 +18,33 @@ struct Init: AsyncParsableCommand {
             creates the account on the server and sets the code. Prints the account
             id: other devices join with it (`keyctl device enroll` or `keyctl device link`).
 
-            A server that takes new accounts by invitation needs its token: --invite
-            TOKEN, or KEYCTL_INVITE (which keeps it out of the process list). It is
-            checked before the code is shown.
+            A server that takes new accounts by invitation needs its token: KEYCTL_INVITE
+            or --invite-file FILE keep it out of the process list and the shell history;
+            --invite TOKEN is there too. It is checked before the code is shown.
 
             --json prints {"account", "device", "server"}; it needs --recovery-file.
             """)
 
     @OptionGroup var server: ServerOptions
 
-    @Option(help: ArgumentHelp("The server's invite token, if it takes new accounts by invitation (or KEYCTL_INVITE).",
+    @Option(help: ArgumentHelp("The server's invite token, if it takes new accounts by invitation (KEYCTL_INVITE or --invite-file keep it out of the process list).",
                                valueName: "token"))
     var invite: String?
+    @Option(help: ArgumentHelp("A file holding the server's invite token (its first line).", valueName: "file"))
+    var inviteFile: String?
     var inviteToken: String? {
-        if let invite, !invite.isEmpty { return invite }
-        return ProcessInfo.processInfo.environment["KEYCTL_INVITE"].flatMap { $0.isEmpty ? nil : $0 }
+        get throws {
+            if let invite, !invite.isEmpty { return invite }
+            if let inviteFile {
+                guard let text = try? String(contentsOfFile: inviteFile, encoding: .utf8),
+                      let line = text.split(whereSeparator: \.isNewline).first, !line.isEmpty else {
+                    throw KeyctlError(.invalidInput, "--invite-file: \(inviteFile) holds no token", hint: "put the token the operator gave on its first line",
+                                      exitCode: .usage)
+                }
+                return String(line)
+            }
+            return ProcessInfo.processInfo.environment["KEYCTL_INVITE"].flatMap { $0.isEmpty ? nil : $0 }
+        }
     }
 
     @OptionGroup var device: DeviceNameOption
@@ -50,10 +62,11 @@ struct Init: AsyncParsableCommand {
             throw KeyctlError(.invalidInput, "\(storage.location) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
         }
         let passphrase = try seal.newPassphrase()
-        try await Vault.checkServer(try server.url, invite: inviteToken, transport: transport)
+        let invite = try inviteToken
+        try await Vault.checkServer(try server.url, invite: invite, transport: transport)
         let code = try recovery.newCode(json: options.json)
         let vault = try await Vault.create(server: try server.url, deviceName: name, recoveryCode: code, storage: storage,
-                                           transport: transport, invite: inviteToken, parameters: recovery.kdf, passphrase: passphrase,
+                                           transport: transport, invite: invite, parameters: recovery.kdf, passphrase: passphrase,
                                            progress: options.progress)
         options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "server": server.server], """
             Account \(vault.account) created; this device is \(vault.device) (\(name)).
@@ -127,7 +140,7 @@ struct Status: AsyncParsableCommand {
             members     \(members.isEmpty ? "none" : "\(members.count): " + StatusSummary.list(members.map { ($0.name?.printable ?? "\($0.id.prefix(8))…") + ($0.generation > 1 ? " (generation \($0.generation))" : "") }, more: "`keyctl member list`"))
 
             """
-        let days = StaleDevices.warningDays
+        let days = try StaleDevices.warningDays
         let stale = try await StaleDevices.find(in: vault, days: days)
         object["staleDevices"] = stale.map { ["id": $0.device.id.rawValue, "name": $0.device.name, "since": Int64($0.since.timeIntervalSince1970)] }
         if !stale.isEmpty {

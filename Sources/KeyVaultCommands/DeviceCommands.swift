@@ -212,9 +212,9 @@ extension Device {
                 return object
             }
             options.result(["devices": objects], devices.map { device in
-                let added = addedAt[device.id].map { "added \(StaleDevices.day($0))" } ?? ""
-                let last = seen[device.id].map { "last seen \(StaleDevices.day($0))" } ?? "never seen"
-                return "\(device.id)  \(device.isActive ? "active " : "revoked")  \(device.name.printable)  \(added), \(last)"
+                let dates = [addedAt[device.id].map { "added \(StaleDevices.day($0))" },
+                             seen[device.id].map { "last seen \(StaleDevices.day($0))" } ?? "never seen"].compactMap { $0 }
+                return "\(device.id)  \(device.isActive ? "active " : "revoked")  \(device.name.printable)  \(dates.joined(separator: ", "))"
                     + "\(device.id == vault.device ? "  (this device)" : "")\n"
             }.joined())
         }

@@ -71,7 +71,7 @@ enum Hints {
         case .unavailable:
             return "the server is up but its database does not answer: try again in a minute; if it lasts, tell the server's operator"
         case .inviteRequired:
-            return "this server takes new accounts by invitation: ask its operator for the token, and run again with --invite TOKEN (or KEYCTL_INVITE)"
+            return "this server takes new accounts by invitation: ask its operator for the token, and run again with it in KEYCTL_INVITE (or --invite-file FILE)"
         case .payloadTooLarge:
             return "the server's operator sets the limit (keyctl serve --max-attachment-bytes); split the file, or ask them"
         case .responseTooLarge:

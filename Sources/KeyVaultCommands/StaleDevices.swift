@@ -7,9 +7,16 @@ import KeyVault
 /// (its word only: enough to suggest, never to decide without the person), or, for a
 /// device never seen, when it was added.
 enum StaleDevices {
-    /// Days after which `status` warns, unless KEYCTL_STALE_DAYS says otherwise.
+    /// Days after which `status` warns, unless KEYCTL_STALE_DAYS (`90d`, or `90`) says otherwise.
     static var warningDays: Int {
-        ProcessInfo.processInfo.environment["KEYCTL_STALE_DAYS"].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil } ?? 90
+        get throws {
+            guard let text = ProcessInfo.processInfo.environment["KEYCTL_STALE_DAYS"], !text.isEmpty else { return 90 }
+            guard let days = Days(argument: text) else {
+                throw KeyctlError(.invalidInput, "KEYCTL_STALE_DAYS is \(text.printable.debugDescription), not a number of days",
+                                  hint: "set it to a number of days from 1, such as 90d, or unset it", exitCode: .usage)
+            }
+            return days.count
+        }
     }
 
     struct Entry {
@@ -93,11 +100,17 @@ extension Device {
             let all = try await vault.revocationPlan(for: stale.map(\.device))
             let keep = Set(all.targets.map(\.id)).subtracting(staleIDs)
             let plan = try await vault.revocationPlan(for: stale.map(\.device), keeping: keep)
-            var question = "Revoke these \(stale.count) device(s), unseen for \(unseenFor.count) days or more? They lose access to everything from now on.\n"
+            var listing = "Unseen for \(unseenFor.count) days or more (last seen is the server's word):\n"
                 + stale.map { "  \(StaleDevices.describe($0))\n" }.joined()
-            if !plan.kept.isEmpty { question += "Kept (added by them, seen since): " + plan.kept.map { $0.name.printable }.joined(separator: ", ") + "\n" }
-            if plan.compromisesRecovery { question += "One of them set the recovery code: that code stops working, and a new one is shown next.\n" }
-            try confirm(question, assumeYes: recovery.yes, what: "revoking devices")
+            if !plan.kept.isEmpty { listing += "Kept (added by them, seen since): " + plan.kept.map { $0.name.printable }.joined(separator: ", ") + "\n" }
+            if !plan.ended.isEmpty {
+                let names = Dictionary(((try? await vault.members()) ?? []).map { ($0.id, $0.name) }) { first, _ in first }
+                listing += "What they pinned or shared ends with them:\n" + plan.ended.map { "  \(Device.Revoke.describe($0, names))\n" }.joined()
+            }
+            if plan.compromisesRecovery { listing += "One of them set the recovery code: that code stops working, and a new one is shown next.\n" }
+            // Listed even with --yes: what is revoked on the server's word is on record.
+            if recovery.yes, !options.json { KeyctlMain.console.writeError(listing) }
+            try confirm(listing + "Revoke them? They lose access to everything from now on.", assumeYes: recovery.yes, what: "revoking devices")
             var code = plan.compromisesRecovery ? try recovery.newCode(json: options.json) : nil
             let json = options.json
             let done = try await vault.revoke(plan, newRecoveryCode: {

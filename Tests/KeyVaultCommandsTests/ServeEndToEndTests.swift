@@ -135,10 +135,12 @@ func anInviteOnlyServerStopsInitBeforeTheCodeIsShownAndTakesTheToken() throws {
     }
     for (name, extra) in [("none", [String]()), ("wrong", ["--invite", "not-the-token-at-all"])] {
         let refused = try initialize(name, extra)
-        #expect(refused.code != 0 && refused.err.contains("--invite"), "\(name): \(refused.err)")
+        #expect(refused.code != 0 && refused.err.contains("KEYCTL_INVITE"), "\(name): \(refused.err)")
         #expect(!FileManager.default.fileExists(atPath: homes.path("\(name).code")), "\(name): a recovery code was written")
     }
     #expect(try initialize("flag", ["--invite", token]).code == 0)
+    try Data((token + "\n").utf8).write(to: URL(fileURLWithPath: homes.path("invite")))
+    #expect(try initialize("file", ["--invite-file", homes.path("invite")]).code == 0)
     let fromEnvironment = try initialize("env", [], environment: ["KEYCTL_INVITE": token])
     #expect(fromEnvironment.code == 0, "\(fromEnvironment.err)")
     #expect(server.stop() == 0)

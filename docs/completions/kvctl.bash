@@ -188,7 +188,7 @@ _kvctl_init() {
     repeating_flags=()
     non_repeating_flags=(--yes --passphrase --json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--server --invite --name --recovery-file --kdf --home --ca-cert)
+    non_repeating_options=(--server --invite --invite-file --name --recovery-file --kdf --home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
@@ -197,6 +197,9 @@ _kvctl_init() {
         return
         ;;
     '--invite')
+        return
+        ;;
+    '--invite-file')
         return
         ;;
     '--name')

@@ -23,7 +23,7 @@ function __kvctl_parse_tokens -S
         __kvctl_parse_subcommand 0 'version' 'h/help'
         switch $unparsed_tokens[1]
         case 'init'
-            __kvctl_parse_subcommand 0 'server=' 'invite=' 'name=' 'recovery-file=' 'yes' 'kdf=' 'passphrase' 'home=' 'json' 'insecure-http' 'ca-cert=' 'version' 'h/help'
+            __kvctl_parse_subcommand 0 'server=' 'invite=' 'invite-file=' 'name=' 'recovery-file=' 'yes' 'kdf=' 'passphrase' 'home=' 'json' 'insecure-http' 'ca-cert=' 'version' 'h/help'
         case 'status'
             __kvctl_parse_subcommand 0 'home=' 'json' 'insecure-http' 'ca-cert=' 'version' 'h/help'
         case 'device'
@@ -193,7 +193,8 @@ complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" 
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" -eq 1' -fa 'serve' -d 'Run the KeyVault service (HTTP or HTTPS, embedded SQLite or PostgreSQL).'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" -eq 1' -fa 'help' -d 'Show subcommand help information.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl init" server' -l 'server' -d 'The KeyVault server, e.g. https://keys.example.org, or http://127.0.0.1:8080 on this machine (plain http:// elsewhere needs --insecure-http).' -rfka ''
-complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl init" invite' -l 'invite' -d 'The server\'s invite token, if it takes new accounts by invitation (or KEYCTL_INVITE).' -rfka ''
+complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl init" invite' -l 'invite' -d 'The server\'s invite token, if it takes new accounts by invitation (KEYCTL_INVITE or --invite-file keep it out of the process list).' -rfka ''
+complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl init" invite-file' -l 'invite-file' -d 'A file holding the server\'s invite token (its first line).' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl init" name' -l 'name' -d 'A name for this device, shown to your other devices (1-100 characters).' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl init" recovery-file' -l 'recovery-file' -d 'Write the recovery code to this new file (mode 0600) instead of showing it.' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl init" yes' -l 'yes' -d 'Do not ask for confirmation, nor for words of the new recovery code back.'
