@@ -181,15 +181,19 @@ extension Recovery {
             let words = error.suggestions.map(\.word)
             return words.isEmpty ? nil : "did you mean \(words.joined(separator: ", "))?"
         case .checksum:
-            guard !error.suggestions.isEmpty else { return "check the order of the words" }
-            return "one of these changes makes the code valid: "
-                + error.suggestions.map { "word \($0.position) → \($0.word)" }.joined(separator: "; ")
+            return Self.checksumHint
         case .wordCount:
             return "type every word of the code, in order, separated by spaces"
         default:
             return nil
         }
     }
+
+    /// A checksum failure names no position: every word is a list word, and in a code of
+    /// 12 to 24 words a change at almost any position can make the checksum match, so
+    /// the positions where one would are no clue to where the wrong word is (a person
+    /// told "word 2, 3, 4" looks there, and the slip at word 6 stays).
+    static let checksumHint = "every word is a list word, so the code alone cannot tell which one is wrong: compare it word by word with your written copy, and the order of the words"
 
     /// Advice that names positions, never a word: for commands that use a code
     /// (`device enroll`), where candidate words would print likely words of a secret.
@@ -200,10 +204,7 @@ extension Recovery {
             let positions = error.unknownPositions.isEmpty ? error.position.map { [$0] } ?? [] : error.unknownPositions
             return "compare word\(positions.count == 1 ? "" : "s") \(list(positions)) with your written copy and type the code again; nothing was changed"
         case .checksum:
-            let positions = Set(error.suggestions.map(\.position)).sorted()
-            return positions.isEmpty
-                ? "a word is wrong or two are swapped: compare the code with your written copy, word by word"
-                : "changing one word at position \(list(positions)) would make the code valid: compare \(positions.count == 1 ? "it" : "them"), and the order of the words, with your written copy"
+            return checksumHint
         case .wordCount:
             return "type every word of the code, in order, separated by spaces"
         default:

@@ -82,12 +82,13 @@ enum MnemonicCodec {
                                     position: first + 1, suggestions: suggestions,
                                     unknownPositions: unknown.map { $0 + 1 }, language: claimed, wordCount: count)
             }
+            // No position: the checksum does not locate the wrong word (a change at almost
+            // any position can make it match); the repairs found are candidates only.
             let suggestions = checksumRepairs(indices, typed: typed, in: table, limit: 5)
-            let positions = Set(suggestions.map(\.position))
             throw MnemonicError(
                 .checksum,
                 "every word is in the \(table.language.displayName) list, but the checksum does not match: a word is wrong or two are swapped",
-                position: positions.count == 1 ? positions.first : nil, suggestions: suggestions,
+                position: nil, suggestions: suggestions,
                 language: table.language, wordCount: count)
         }
     }

@@ -27,7 +27,8 @@ public struct MnemonicError: Error, Sendable, Equatable, CustomStringConvertible
 
     public let code: Code
     public let message: String
-    /// The 1-based position of the word at fault, when one word is.
+    /// The 1-based position of the word at fault, when one word is known to be
+    /// (an unknown word; never for a checksum failure, which locates nothing).
     public let position: Int?
     /// Closest valid words (unknown word), or replacements that make the checksum
     /// valid ranked by closeness to what was typed (checksum).

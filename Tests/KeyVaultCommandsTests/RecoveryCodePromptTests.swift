@@ -50,3 +50,27 @@ private func tokens(_ text: String) -> Set<String> {
         }
     }
 }
+
+/// Issue 22: a wrong but valid word at position 6 got "position 2, 3, 4". A checksum
+/// failure locates nothing (a change at almost any position can make a 24-word
+/// checksum match), so neither `recovery verify` nor `device enroll` names a position.
+@Test func aChecksumFailureNamesNoPositionItCannotLocate() async throws {
+    let code = try Mnemonic.generate(wordCount: 24, language: .english)
+    for candidate in ["zoo", "abandon", "ability", "able"] where candidate != code.words[5] {
+        var words = code.words
+        words[5] = candidate
+        let phrase = words.joined(separator: " ")
+        guard (try? Mnemonic(phrase: phrase)) == nil else { continue }  // 1 in 256: still valid
+        let account = String(repeating: "ab", count: 16)
+        let scratch = try TemporaryDirectory("kv-checksum")
+        for arguments in [["recovery", "verify"],
+                          ["device", "enroll", "--server", "http://127.0.0.1:1", "--account", account, "--name", "phone", "--home", scratch.path("home")]] {
+            let result = await runKeyctl(arguments, input: phrase)
+            #expect(result.code == 1, "\(arguments): \(result.err)")
+            #expect(result.err.contains("written copy"), "\(arguments): \(result.err)")
+            #expect(result.err.range(of: #"(word|position)s? \d"#, options: .regularExpression) == nil,
+                    "\(arguments) named a position: \(result.err)")
+        }
+        return
+    }
+}
