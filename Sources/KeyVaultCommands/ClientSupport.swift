@@ -79,11 +79,15 @@ struct HomeOptions: ParsableArguments {
 
     /// Progress lines on a terminal's standard error; nothing with --json or when piped.
     var progress: ProgressReporter {
+        guard let lines = progressLines else { return { _ in } }
+        return { lines.report($0) }
+    }
+
+    /// The same, for a command that ends a countdown it showed (``ProgressLines/end()``).
+    var progressLines: ProgressLines? {
         let console = KeyctlMain.console
-        guard !json, console.errorIsTerminal else { return { _ in } }
-        return { progress in
-            if let line = progress.line { console.writeError("… \(line.terminalSafe())\n") }
-        }
+        guard !json, console.errorIsTerminal else { return nil }
+        return ProgressLines(console: console)
     }
 
     func openVault() async throws -> Vault {
@@ -268,5 +272,41 @@ struct NewCodeOptions: ParsableArguments {
         let code = try RecoveryCode.generate()
         try deliverRecoveryCode(code, file: recoveryFile, json: json, skipQuiz: yes)
         return code
+    }
+}
+
+/// Progress on a terminal: a line per step, but a countdown (waiting for a device to
+/// answer) rewritten in place, so that what is above it, the code to type on the
+/// other device, stays on the screen instead of scrolling away a line a second.
+final class ProgressLines: @unchecked Sendable {
+    let console: any Console
+    // Behind `lock`: reports may come from any task.
+    private let lock = NSLock()
+    private var inPlace = false
+
+    init(console: any Console) { self.console = console }
+
+    func report(_ progress: Vault.Progress) {
+        guard let line = progress.line else { return }
+        let text = "… \(line.terminalSafe())"
+        if case .waitingForApproval = progress {
+            // Back to the line's start, erase it, write: the countdown stays one line.
+            console.writeError("\r\u{1B}[2K" + text)
+            lock.withLock { inPlace = true }
+        } else {
+            console.writeError((endsCountdown() ? "\n" : "") + text + "\n")
+        }
+    }
+
+    /// Ends a countdown line left open, before other output.
+    func end() {
+        if endsCountdown() { console.writeError("\n") }
+    }
+
+    private func endsCountdown() -> Bool {
+        lock.withLock {
+            defer { inPlace = false }
+            return inPlace
+        }
     }
 }

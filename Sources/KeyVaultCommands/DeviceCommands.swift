@@ -105,6 +105,8 @@ extension Device {
             let json = options.json
             let transport = try options.transport(for: server.server)  // before any prompt
             let passphrase = try seal.newPassphrase()
+            let lines = options.progressLines
+            defer { lines?.end() }
             let vault = try await Vault.link(
                 server: try server.url, account: target.accountID, deviceName: target.name, storage: options.storage,
                 transport: transport, passphrase: passphrase, askPassphrase: options.passphrasePrompt, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)),
@@ -123,13 +125,15 @@ extension Device {
                     case (.sas(let sas), true):
                         console.write(jsonLine(["sas": sas]))
                     case (.sas(let sas), false):
+                        lines?.end()
                         console.write("Type this code on the other device:  \(sas)\n\n")
                     case (.resumed(let code), true):
                         console.write(jsonLine(["code": code, "resumed": true]))
                     case (.resumed(let code), false):
                         console.write("The earlier request \(code.printable) was approved; finishing it.\n")
                     }
-                }, progress: options.progress)
+                }, progress: { lines?.report($0) })
+            lines?.end()
             options.result(["account": vault.account.rawValue, "device": vault.device.rawValue, "status": "approved"],
                            "Approved: this device (\(vault.device)) joined account \(vault.account).\n")
         }

@@ -32,3 +32,38 @@ private struct HostileStub: HTTPTransport {
         }
     }
 }
+
+/// Issue 22: the six link digits stayed on screen only for a moment, a new countdown
+/// line scrolling them off every second. On a terminal the countdown is one line,
+/// rewritten in place, and the digits stay above it.
+@Test(.timeLimit(.minutes(3)))
+func theLinkCountdownStaysOnOneLineUnderTheDigits() async throws {
+    let story = try Story("link-countdown")
+    let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    let account = try #require(created["account"] as? String)
+    let console = BufferConsole(terminal: true)
+    let link = Task {
+        await KeyctlMain.run(["device", "link", "--server", story.url, "--account", account, "--name", "tablet", "--poll", "0.1",
+                              "--home", story.path("tablet")], console: console)
+    }
+    func waitUntil(_ ready: () -> Bool) async throws {
+        for _ in 0..<1200 where !ready() { try await Task.sleep(for: .milliseconds(25)) }
+    }
+    try await waitUntil { console.output.contains("keyctl device approve ") }
+    let code = try #require(console.output.split(separator: "\n").first { $0.contains("keyctl device approve ") }?
+        .split(separator: " ").last.map(String.init))
+    let approver = try BackgroundKeyctl(["device", "approve", code, "--poll", "0.1"] + story.home("laptop"))
+    try await waitUntil { console.output.contains("Type this code on the other device:") }
+    // Several countdown reports go by while the digits wait to be typed.
+    try await Task.sleep(for: .milliseconds(2500))
+    let digits = try #require(console.output.split(separator: "\n").first { $0.contains("Type this code") }?.split(separator: " ").suffix(2).joined(separator: " "))
+    approver.type(digits)
+    #expect(approver.finish().code == 0)
+    #expect(await link.value == 0, "\(console.errorOutput)")
+    let countdown = console.errorOutput.components(separatedBy: "waiting for the code to be typed")
+    #expect(countdown.count > 2, "no countdown was shown: \(console.errorOutput)")
+    // Every countdown report rewrote the same line (\r and erase), none began a new one.
+    let lines = console.errorOutput.split(separator: "\n").filter { $0.contains("waiting for the code to be typed") }
+    #expect(lines.count == 1, "the countdown took \(lines.count) lines: \(console.errorOutput.debugDescription)")
+    #expect(console.errorOutput.contains("\r\u{1B}[2K… waiting for the code to be typed"))
+}
