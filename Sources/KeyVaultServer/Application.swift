@@ -159,9 +159,17 @@ package func runServer(_ configuration: ServerConfiguration, logger: Logger,
     }
     let app = try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
                                    server: server, metrics: metrics, onServerRunning: onServerRunning)
-    try await app.runService()
-    logger.info("stopped", metadata: ["reason": "a signal, or the service's end; requests in flight finished"])
+    // SIGTERM or SIGINT: requests in flight get `gracefulStopSeconds` to finish, then what
+    // is left is cancelled, so a stop never waits for ever (an orchestrator's kill comes later).
+    var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+    group.maximumGracefulShutdownDuration = .seconds(gracefulStopSeconds)
+    group.maximumCancellationDuration = .seconds(5)
+    try await ServiceGroup(configuration: group).run()
+    logger.info("stopped", metadata: ["reason": "a signal, or the service's end; requests in flight finished or were cancelled"])
 }
+
+/// How long a stopping service waits for requests in flight before it cancels them.
+let gracefulStopSeconds: Int64 = 20
 
 /// The most connections one service process opens to PostgreSQL.
 let postgresPoolSize = 20
