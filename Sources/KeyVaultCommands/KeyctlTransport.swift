@@ -6,7 +6,8 @@ import NIOHTTP1
 import NIOSSL
 
 /// keyctl's transport: AsyncHTTPClient on swift-nio (and swift-nio-ssl for HTTPS),
-/// one client per transport, so that its connections are kept open and used again.
+/// one client per process (per CA trusted), so that connections are kept open and
+/// used again.
 ///
 /// Not URLSession, for two reasons. On Linux, swift-corelibs-foundation's URLSession
 /// moves a request body through libcurl in small pieces with a thread hop each: a
@@ -21,7 +22,7 @@ import NIOSSL
 struct KeyctlTransport: HTTPTransport {
     let baseURL: URL
     let allowInsecureHTTP: Bool
-    private let client: ClientOwner
+    private let client: HTTPClient
     private static let timeout: TimeAmount = .seconds(30)
 
     /// - Parameter certificateAuthority: a PEM file of a CA to trust beside the system's.
@@ -47,12 +48,12 @@ struct KeyctlTransport: HTTPTransport {
         // default AsyncHTTPClient retries until the connect timeout (30 s of waiting for
         // a certificate that will not verify).
         configuration.connectionPool.retryConnectionEstablishment = false
-        client = ClientOwner(HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration))
+        client = Self.client(trusting: path, configuration)
     }
 
     func send(_ exchange: HTTPExchange) async throws -> HTTPReply {
         try URLSessionTransport.checkCleartext(baseURL, allowInsecureHTTP: allowInsecureHTTP)
-        return try await send(exchange, with: client.client)
+        return try await send(exchange, with: client)
     }
 
     private func send(_ exchange: HTTPExchange, with client: HTTPClient) async throws -> HTTPReply {
@@ -99,12 +100,30 @@ struct KeyctlTransport: HTTPTransport {
     }
 }
 
-/// Shuts the client down when the last copy of its transport goes (a command's end).
-private final class ClientOwner: Sendable {
-    let client: HTTPClient
-    init(_ client: HTTPClient) { self.client = client }
-    deinit {
-        let client = self.client
-        Task { try? await client.shutdown() }
+extension KeyctlTransport {
+    /// One client per CA file (or none) for the whole process, never shut down, as
+    /// AsyncHTTPClient's own shared client: a command's connections are kept open
+    /// for its next requests, and no shutdown races the process's exit.
+    private static let clients = ClientCache()
+
+    private static func client(trusting path: String?, _ configuration: HTTPClient.Configuration) -> HTTPClient {
+        // Keyed by the CA file's content too: the same path may hold another CA later.
+        let key = path.map { $0 + "|" + ((try? Data(contentsOf: URL(fileURLWithPath: $0)))?.base64EncodedString() ?? "") } ?? ""
+        return clients.client(for: key) { HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration) }
+    }
+}
+
+private final class ClientCache: @unchecked Sendable {
+    // Behind `lock`.
+    private let lock = NSLock()
+    private var clients: [String: HTTPClient] = [:]
+
+    func client(for key: String, make: () -> HTTPClient) -> HTTPClient {
+        lock.withLock {
+            if let client = clients[key] { return client }
+            let client = make()
+            clients[key] = client
+            return client
+        }
     }
 }
