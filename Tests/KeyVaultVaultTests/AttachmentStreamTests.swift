@@ -118,3 +118,20 @@ func streamedObjectsOfEverySizeAroundAChunkBoundaryRoundTrip(_ size: Int) throws
         #expect(throws: CryptoError.self) { try StreamAEAD.open(chunk, index: UInt64(i), last: i == 2, using: key, authenticating: Array("other".utf8)) }
     }
 }
+
+/// docs/formats/attachment.md, "Resuming an upload": the journal key derives from the
+/// data key, and each record is HMAC-SHA256 of a chunk's content under it, as the
+/// independent implementation computed them.
+@Test func uploadJournalRecordsAreWhatTheIndependentImplementationComputed() throws {
+    struct File: Decodable {
+        struct Record: Decodable { let chunk: String, record: String }
+        let dataKey: String, journalKey: String, records: [Record]
+    }
+    let v = try vectors.load("upload-journal-v1", as: File.self)
+    let sealer = try AttachmentSealer(resuming: try SymmetricKey(SecureBytes(copying: Hex.decode(v.dataKey))), chunkShift: 20)
+    let journalKey = try sealer.journalKey()
+    #expect(journalKey.withUnsafeBytes { Hex.encode(Array($0)) } == v.journalKey)
+    for record in v.records {
+        #expect(Hex.encode(try HMACSHA256.authenticationCode(for: try Hex.decode(record.chunk), using: journalKey)) == record.record)
+    }
+}
