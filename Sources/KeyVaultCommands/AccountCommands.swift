@@ -142,7 +142,7 @@ struct Status: AsyncParsableCommand {
             """
         let days = try StaleDevices.warningDays
         let stale = try await StaleDevices.find(in: vault, days: days)
-        object["staleDevices"] = stale.map { ["id": $0.device.id.rawValue, "name": $0.device.name, "since": Int64($0.since.timeIntervalSince1970)] }
+        object["staleDevices"] = stale.map { ["id": $0.device.id.rawValue, "name": $0.device.name, "since": Int64(exactly: $0.since.timeIntervalSince1970.rounded(.down)) as Any] }
         if !stale.isEmpty {
             text += "unseen for \(days) days or more: " + stale.map(StaleDevices.describe).joined(separator: "; ")
                 + ". If they are lost or no longer used, revoke them: `keyctl device prune --unseen-for \(days)d`\n"

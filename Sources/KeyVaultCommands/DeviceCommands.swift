@@ -310,14 +310,7 @@ extension Device {
                 }
                 try confirm(question, assumeYes: recovery.yes, what: "revoking a device")
             }
-            // The new code is delivered (and checked) before anything changes, when the plan
-            // knows it is needed; the thief may also have set one meanwhile: then it is asked now.
-            var code = plan.compromisesRecovery ? try recovery.newCode(json: options.json) : nil
-            let json = options.json
-            let done = try await vault.revoke(plan, newRecoveryCode: {
-                if code == nil { code = try recovery.newCode(json: json) }
-                return code
-            }, parameters: recovery.kdf)
+            let done = try await recovery.carryOut(plan, on: vault, json: options.json)
             let also = Array(done.targets.dropFirst())
             let after = try await vault.status()
             var text = "Revoked \(target.name.debugDescription)"
@@ -353,5 +346,18 @@ extension Device {
                 "the share of \(names[member].map { $0.printable.debugDescription } ?? "member \(member.rawValue.prefix(8))…") with \(grantee)"
             }
         }
+    }
+}
+
+extension NewCodeOptions {
+    /// Carries out a revocation plan (`device revoke`, `device prune`). The new code is
+    /// delivered (and checked) before anything changes, when the plan knows it is
+    /// needed; the thief may also have set one meanwhile: then it is asked for then.
+    func carryOut(_ plan: Vault.RevocationPlan, on vault: Vault, json: Bool) async throws -> Vault.RevocationPlan {
+        var code = plan.compromisesRecovery ? try newCode(json: json) : nil
+        return try await vault.revoke(plan, newRecoveryCode: {
+            if code == nil { code = try newCode(json: json) }
+            return code
+        }, parameters: kdf)
     }
 }

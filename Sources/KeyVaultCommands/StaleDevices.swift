@@ -111,12 +111,7 @@ extension Device {
             // Listed even with --yes: what is revoked on the server's word is on record.
             if recovery.yes, !options.json { KeyctlMain.console.writeError(listing) }
             try confirm(listing + "Revoke them? They lose access to everything from now on.", assumeYes: recovery.yes, what: "revoking devices")
-            var code = plan.compromisesRecovery ? try recovery.newCode(json: options.json) : nil
-            let json = options.json
-            let done = try await vault.revoke(plan, newRecoveryCode: {
-                if code == nil { code = try recovery.newCode(json: json) }
-                return code
-            }, parameters: recovery.kdf)
+            let done = try await recovery.carryOut(plan, on: vault, json: options.json)
             let after = try await vault.status()
             options.result(["revoked": done.targets.map(\.id.rawValue), "kept": done.kept.map(\.id.rawValue),
                             "masterGeneration": after.masterKeyGeneration],
