@@ -140,7 +140,7 @@ private func sharedSecret() throws -> (ServerSecret, TemporaryDirectory) {
         }
         try await replicas[0].test(.router) { client in
             let replay = try await client.execute(uri: base + "/proof", method: .post, body: proof)
-            #expect(replay.status == .unauthorized && errorCode(replay) == "bad_recovery_proof")
+            #expect(replay.status == .unauthorized && errorCode(replay) == "bad_recovery_proof", "\(replay.status): \(String(buffer: replay.body))")
         }
         var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
                              time: 1_700_000_200, body: laptop.deviceFields)
