@@ -24,7 +24,7 @@ final class DatabaseWatch: Sendable {
     }
 }
 
-/// Checks the store every `interval` (a point read, at most `timeout`) while the
+/// Checks the store every `interval` (a point read, at most `timeout`; three failures in a row are "down") while the
 /// service runs, for a store other processes share; logs each change once.
 struct DatabaseWatchService: Service {
     /// Throws (or exceeds its time) when the store does not answer.
@@ -33,7 +33,7 @@ struct DatabaseWatchService: Service {
     let logger: Logger
     var interval: Duration = .seconds(1)
 
-    init(database: any KeyVaultRepository, watch: DatabaseWatch, logger: Logger, timeout: Duration = .seconds(2)) {
+    init(database: any KeyVaultRepository, watch: DatabaseWatch, logger: Logger, timeout: Duration = .seconds(3)) {
         self.init(check: { try await HealthController.check(database, within: timeout) }, watch: watch, logger: logger)
     }
 
@@ -45,8 +45,12 @@ struct DatabaseWatchService: Service {
 
     func run() async throws {
         try await cancelWhenGracefulShutdown {
+            // Down after three checks in a row that fail: one slow read under load is no outage
+            // (and 503 for everyone would only add to the load). Up again at the first answer.
+            var failures = 0
             while !Task.isCancelled {
-                let down = (try? await check()) == nil
+                failures = (try? await check()) == nil ? failures + 1 : 0
+                let down = failures >= 3
                 if watch.set(down: down) {
                     if down {
                         logger.error("the database does not answer: requests get 503 until it does")
