@@ -29,6 +29,9 @@ package struct DeviceRecord: Sendable {
     /// The account's chain as this device last verified it (public: the server holds
     /// it too), so that the device opens offline (``Vault/open(storage:transport:offline:progress:)``).
     package var chain: [ChainLink] = []
+    /// The chain sequence up to which this device has told its person what other
+    /// devices changed (``Vault/untoldEvents()``); nil until it first looked.
+    package var noticed: UInt64?
 
     package struct SeenHead: Sendable, Codable, Equatable {
         package var head: String
@@ -155,6 +158,7 @@ package final class DeviceHome: Sendable {
                                 })
             record.seenChains = seen
             record.chain = stored.chain?.links ?? []
+            record.noticed = stored.noticed
             return record
         } catch {
             throw corrupt("its keys are damaged (\(error))")
@@ -185,7 +189,7 @@ package final class DeviceHome: Sendable {
                                 linkCode: record.linkCode,
                                 seenChains: record.seenChains.isEmpty ? nil
                                     : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }),
-                                chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain))
+                                chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed)
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
@@ -279,6 +283,7 @@ struct StoredHome: Codable {
     var linkCode: String?
     var seenChains: [String: DeviceRecord.SeenHead]?
     var chain: KeptChain?
+    var noticed: UInt64?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
 }

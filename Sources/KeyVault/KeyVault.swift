@@ -197,6 +197,25 @@ extension Vault {
         return home
     }
 
+    /// Seals this device's keys under `passphrase` (at least ``minimumPassphraseBytes``),
+    /// replacing the one they are sealed under; nil stores them unsealed. Local to this
+    /// device: nothing reaches the server, and no other device's passphrase changes.
+    public func setPassphrase(_ passphrase: SecureBytes?) async throws {
+        if let passphrase, passphrase.count < Self.minimumPassphraseBytes {
+            throw KeyVaultError(.invalidInput, "a passphrase has at least \(Self.minimumPassphraseBytes) bytes", kind: .rejected)
+        }
+        try await exclusively {
+            let before = home.passphrase
+            home.passphrase = passphrase
+            do {
+                try home.save(record)
+            } catch {
+                home.passphrase = before
+                throw error
+            }
+        }
+    }
+
     // MARK: The account at a glance
 
     /// What ``status()`` reports.

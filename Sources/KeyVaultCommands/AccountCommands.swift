@@ -163,42 +163,49 @@ struct Status: AsyncParsableCommand {
 
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Verify everything the server holds for this account.",
-        discussion: """
-            Replays the whole chain, checks every master key box (signature, recipient,
-            one for each active device and the recovery code, none for a revoked
-            device at the current generation), reports a recovery code compromised
-            by a revocation, opens every member key wrap, and
-            compares the server's device list and audit log with the chain.
-            Exits 0 when all of it checks out and 1 with each finding otherwise.
+        abstract: "Verify everything the server holds for this account, or show its key events.",
+        subcommands: [Check.self, Log.self],
+        defaultSubcommand: Check.self)
 
-            --json prints {"ok", "links", "boxes", "wraps", "auditEntries", "refusals",
-            "findings": [{"area", "message"}]}.
-            """)
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Verify everything the server holds for this account (what `keyctl audit` alone does).",
+            discussion: """
+                Replays the whole chain, checks every master key box (signature, recipient,
+                one for each active device and the recovery code, none for a revoked
+                device at the current generation), reports a recovery code compromised
+                by a revocation, opens every member key wrap, and
+                compares the server's device list and audit log with the chain.
+                Exits 0 when all of it checks out and 1 with each finding otherwise.
 
-    @OptionGroup var options: HomeOptions
+                --json prints {"ok", "links", "boxes", "wraps", "auditEntries", "refusals",
+                "findings": [{"area", "message"}]}.
+                """)
 
-    func run() async throws {
-        let vault = try await options.openVault()
-        let report = try await vault.audit()
-        let ok = report.findings.isEmpty
-        options.result([
-            "ok": ok, "links": report.links, "boxes": report.boxes, "wraps": report.wraps, "auditEntries": report.auditEntries,
-            "refusals": report.refusals, "findings": report.findings.map { ["area": $0.area, "message": $0.message] },
-        ], ok ? """
-            Checked \(report.links) links, \(report.boxes) key boxes, \(report.wraps) member key wraps and \(report.auditEntries) audit entries: all consistent.
-            The server refused \(report.refusals) request(s) for this account (see the audit log).
+        @OptionGroup var options: HomeOptions
 
-            """ : report.findings.map { "finding (\($0.area.printable)): \($0.message.printable)\n" }.joined())
-        guard ok else {
-            if !options.json {
-                KeyctlMain.console.writeError("\(KeyctlMain.invokedName): error: the audit found \(report.findings.count) problem(s)\n")
-                if report.findings.contains(where: { $0.area == "recovery" }) {
-                    KeyctlMain.console.writeError("\(KeyctlMain.invokedName): hint: set a new recovery code from a device you trust: `\(KeyctlMain.invokedName) recovery rotate`\n")
+        func run() async throws {
+            let vault = try await options.openVault()
+            let report = try await vault.audit()
+            let ok = report.findings.isEmpty
+            options.result([
+                "ok": ok, "links": report.links, "boxes": report.boxes, "wraps": report.wraps, "auditEntries": report.auditEntries,
+                "refusals": report.refusals, "findings": report.findings.map { ["area": $0.area, "message": $0.message] },
+            ], ok ? """
+                Checked \(report.links) links, \(report.boxes) key boxes, \(report.wraps) member key wraps and \(report.auditEntries) audit entries: all consistent.
+                The server refused \(report.refusals) request(s) for this account (`\(KeyctlMain.invokedName) audit log` shows them).
+
+                """ : report.findings.map { "finding (\($0.area.printable)): \($0.message.printable)\n" }.joined())
+            guard ok else {
+                if !options.json {
+                    KeyctlMain.console.writeError("\(KeyctlMain.invokedName): error: the audit found \(report.findings.count) problem(s)\n")
+                    if report.findings.contains(where: { $0.area == "recovery" }) {
+                        KeyctlMain.console.writeError("\(KeyctlMain.invokedName): hint: set a new recovery code from a device you trust: `\(KeyctlMain.invokedName) recovery rotate`\n")
+                    }
+                    KeyctlMain.console.writeError("\(KeyctlMain.invokedName): hint: do not trust this server's data until they are explained\n")
                 }
-                KeyctlMain.console.writeError("\(KeyctlMain.invokedName): hint: do not trust this server's data until they are explained\n")
+                throw ExitCode(KeyctlError.ExitCode.rejected.rawValue)
             }
-            throw ExitCode(KeyctlError.ExitCode.rejected.rawValue)
         }
     }
 }

@@ -90,9 +90,21 @@ struct HomeOptions: ParsableArguments {
         return ProgressLines(console: console)
     }
 
-    func openVault() async throws -> Vault {
-        try await Vault.open(storage: storage, passphrase: passphrasePrompt, progress: progress,
-                             transportFor: { try transport(for: $0.absoluteString) })
+    /// Opens this device's vault and, unless `tellingChanges` is false, first tells what
+    /// other devices changed since it last looked (``AccountLog/tell(_:options:)``), once.
+    func openVault(tellingChanges: Bool = true) async throws -> Vault {
+        let vault = try await Vault.open(storage: storage, passphrase: passphrasePrompt, progress: progress,
+                                         transportFor: { try transport(for: $0.absoluteString) })
+        if tellingChanges {
+            do {
+                AccountLog.tell(try await vault.untoldEvents(), options: self)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // Telling is a courtesy: a home that cannot be saved now fails the command's own step, with its error.
+            }
+        }
+        return vault
     }
 
     /// Writes the result: JSON with --json, else the text.
@@ -234,18 +246,25 @@ struct PassphraseOption: ParsableArguments {
     /// Asks for the passphrase (twice on a terminal); nil without --passphrase.
     func newPassphrase() throws -> SecureBytes? {
         guard passphrase else { return nil }
-        if let path = ProcessInfo.processInfo.environment["KEYCTL_PASSPHRASE_FILE"] {
+        return try Self.readNew(from: ProcessInfo.processInfo.environment["KEYCTL_PASSPHRASE_FILE"],
+                                asking: "New passphrase for this device's keys (input hidden): ")
+    }
+
+    /// A new passphrase: read from `file`, else asked twice on the terminal; at least
+    /// ``Vault/minimumPassphraseBytes`` bytes.
+    static func readNew(from file: String?, asking prompt: String) throws -> SecureBytes {
+        if let path = file {
             let text = try Recovery.readPassphrase(at: path)
             guard text.utf8.count >= Vault.minimumPassphraseBytes else {
-                throw KeyctlError(.invalidInput, "the passphrase in \(path) is shorter than \(Vault.minimumPassphraseBytes) bytes")
+                throw KeyctlError(.invalidInput, "the passphrase in \(path) is shorter than \(Vault.minimumPassphraseBytes) bytes", exitCode: .rejected)
             }
             return SecureBytes(copying: Array(text.utf8))
         }
         let console = KeyctlMain.console
         guard console.inputIsTerminal else {
-            throw KeyctlError(.invalidInput, "--passphrase needs a terminal to ask on", hint: "or set KEYCTL_PASSPHRASE_FILE to a file holding it", exitCode: .usage)
+            throw KeyctlError(.invalidInput, "a new passphrase needs a terminal to ask on", hint: "or put it in a file and name that file", exitCode: .usage)
         }
-        var first = try console.readSecretLine(prompt: "New passphrase for this device's keys (input hidden): ") ?? []
+        var first = try console.readSecretLine(prompt: prompt) ?? []
         var second = try console.readSecretLine(prompt: "Once more: ") ?? []
         defer { SecureBytes.wipe(&first); SecureBytes.wipe(&second) }
         guard first.count >= Vault.minimumPassphraseBytes else {

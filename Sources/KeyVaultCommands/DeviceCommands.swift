@@ -4,13 +4,57 @@ import KeyVault
 
 struct Device: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Add, list and revoke the devices of the account.",
+        abstract: "Add, list and revoke the devices of the account; change this one's passphrase.",
         discussion: """
             A new device joins with the recovery code (`device enroll`) or with the
             approval of a device already in the account (`device link` on the new one,
             `device approve` on the old one, comparing a short code on both screens).
             """,
-        subcommands: [Enroll.self, Link.self, Approve.self, List.self, Revoke.self, Prune.self])
+        subcommands: [Enroll.self, Link.self, Approve.self, List.self, Revoke.self, Prune.self, Passphrase.self])
+
+    struct Passphrase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Seal this device's keys under a new passphrase, or remove it.",
+            discussion: """
+                Opens the keys with the passphrase they are sealed under now (asked on the
+                terminal, or read from the file in KEYCTL_PASSPHRASE_FILE), then seals them
+                under the new one: asked twice on the terminal, or read from
+                --new-passphrase-file. The old passphrase opens nothing afterwards. It is
+                this device's alone: nothing reaches the server, and other devices keep theirs.
+
+                --remove stores the keys unsealed (anyone who can read the home can use
+                them); it asks first unless --yes. --json prints {"sealed"}.
+                """)
+
+        @Option(name: .long, help: ArgumentHelp("Read the new passphrase from this file (one trailing newline is removed).", valueName: "file"))
+        var newPassphraseFile: String?
+
+        @Flag(name: .long, help: "Store the keys unsealed instead.")
+        var remove = false
+
+        @Flag(name: .long, help: "Do not ask before removing the passphrase.")
+        var yes = false
+
+        @OptionGroup var options: HomeOptions
+
+        func validate() throws {
+            if remove, newPassphraseFile != nil { throw ValidationError("--remove and --new-passphrase-file exclude each other") }
+        }
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            if remove {
+                try confirm("Store this device's keys unsealed, readable by anyone who can read \(options.directory)?",
+                            assumeYes: yes, what: "removing the passphrase")
+                try await vault.setPassphrase(nil)
+                options.result(["sealed": false], "This device's keys are stored unsealed now.\n")
+                return
+            }
+            let passphrase = try PassphraseOption.readNew(from: newPassphraseFile, asking: "New passphrase for this device's keys (input hidden): ")
+            try await vault.setPassphrase(passphrase)
+            options.result(["sealed": true], "This device's keys are sealed under the new passphrase; the old one opens nothing.\n")
+        }
+    }
 }
 
 /// `--name` of a new device (init, enroll, link).

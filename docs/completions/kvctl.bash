@@ -251,13 +251,13 @@ _kvctl_device() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    enroll|link|approve|list|revoke|prune)
+    enroll|link|approve|list|revoke|prune|passphrase)
         # Offer subcommand argument completions
         "_kvctl_device_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'enroll link approve list revoke prune' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'enroll link approve list revoke prune passphrase' -- "${cur}"))
         ;;
     esac
 }
@@ -403,6 +403,27 @@ _kvctl_device_prune() {
         ;;
     '--kdf')
         __kvctl_add_completions -W 'floor'$'\n''interactive'$'\n''recovery'$'\n''moderate'$'\n''sensitive'
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_device_passphrase() {
+    repeating_flags=()
+    non_repeating_flags=(--remove --yes --json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--new-passphrase-file --home --ca-cert)
+    __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--new-passphrase-file')
         return
         ;;
     '--home')
@@ -913,6 +934,47 @@ _kvctl_attachment_rewrap() {
 }
 
 _kvctl_audit() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __kvctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    check|log)
+        # Offer subcommand argument completions
+        "_kvctl_audit_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'check log' -- "${cur}"))
+        ;;
+    esac
+}
+
+_kvctl_audit_check() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--home --ca-cert)
+    __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_audit_log() {
     repeating_flags=()
     non_repeating_flags=(--json --insecure-http --version -h --help)
     repeating_options=()
