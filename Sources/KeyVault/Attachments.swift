@@ -41,10 +41,20 @@ extension Vault {
     /// - Throws: ``KeyVaultError`` `io` when the file cannot be read or changed while
     ///   it was read; `payload_too_large` before anything is read when the server
     ///   takes no attachment that large.
+    ///
+    /// The file's name (its last path component), media type (from its extension),
+    /// modification time and size are stored with it, sealed under the member key
+    /// (docs/formats/attachment-meta.md): ``attachments(member:)`` shows them, and
+    /// ``attachment(named:member:)`` finds it by name. A member another account shares
+    /// gets none (its sharer's relay takes the object alone).
     public func put(fileAt path: String, member: Member) async throws -> PutResult {
         var info = stat()
         guard stat(path, &info) == 0 else { throw KeyVaultError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
-        return try await put(size: Int(info.st_size), member: member, what: path, reading: { body in
+        let name = String(path.split(separator: "/").last ?? Substring(path))
+        let meta = AttachmentMeta.isValidName(name)
+            ? AttachmentMeta(name: name, type: AttachmentMeta.mediaType(forName: name), time: Int64(info.st_mtim.tv_sec), size: UInt64(info.st_size))
+            : nil
+        return try await put(size: Int(info.st_size), member: member, what: path, meta: meta, reading: { body in
             do {
                 try forEachChunk(ofFileAt: path) { piece, _ in try body(piece) }
             } catch let error as CryptoError {
@@ -63,17 +73,29 @@ extension Vault {
     /// identity changed, `share.revoke` and then `member.rotate`. An upload itself writes
     /// no link.
     ///
+    /// With a `name` (1 to 255 bytes, no control characters), the name, `mediaType`
+    /// (from the name's extension when nil), the time now and the size are stored with
+    /// it, sealed under the member key, as ``put(fileAt:member:)`` stores a file's.
+    ///
     /// - Throws: ``KeyVaultError`` `payload_too_large` before anything is sealed when
-    ///   the server takes no attachment that large.
-    public func put(_ plaintext: [UInt8], member given: Member) async throws -> PutResult {
-        try await put(size: plaintext.count, member: given, what: "the content", reading: { body in try plaintext.withUnsafeBytes(body) },
-                      chunks: { ChunkReader(bytes: plaintext, size: $0) })
+    ///   the server takes no attachment that large; `invalid_input` for a name that
+    ///   cannot be one.
+    public func put(_ plaintext: [UInt8], member given: Member, name: String? = nil, mediaType: String? = nil) async throws -> PutResult {
+        let meta = try name.map { name in
+            guard AttachmentMeta.isValidName(name), (mediaType?.utf8.count ?? 1) <= 255 else {
+                throw KeyVaultError(.invalidInput, "an attachment's name has 1 to 255 bytes and no control characters")
+            }
+            return AttachmentMeta(name: name, type: mediaType ?? AttachmentMeta.mediaType(forName: name),
+                                  time: Int64(Date().timeIntervalSince1970), size: UInt64(plaintext.count))
+        }
+        return try await put(size: plaintext.count, member: given, what: "the content", meta: meta,
+                             reading: { body in try plaintext.withUnsafeBytes(body) }, chunks: { ChunkReader(bytes: plaintext, size: $0) })
     }
 
     /// An upload of content `read` hands over in pieces, as often as asked: once to
     /// address it, then to seal it, whole (a shared member's, through its sharer's
     /// relay) or, to a server that takes them, in chunks as `chunks` reads them.
-    private func put(size: Int, member given: Member, what: String,
+    private func put(size: Int, member given: Member, what: String, meta: AttachmentMeta?,
                      reading read: @escaping ((UnsafeRawBufferPointer) throws -> Void) throws -> Void,
                      chunks: @escaping (Int) throws -> ChunkReader) async throws -> PutResult {
         try await exclusively {
@@ -141,6 +163,10 @@ extension Vault {
                     progress(.replacingUnopenableAttachment(address))
                     info = try await upload(replace: true)
                 }
+            }
+            // Its name, sealed: the newest put's name is the one it has.
+            if let meta, member.sharer == nil {
+                try await api.putAttachmentMeta(member: member.id, address: address, meta: try meta.seal(account: account, address: address, keys: keys))
             }
             return PutResult(address: address, size: size, existed: info.existed ?? false, resumedChunks: resumed)
         }
@@ -444,18 +470,81 @@ extension Vault {
     }
 
     /// An attachment the server lists: where it is, how large its sealed object is, and
-    /// when it was stored (the server's word: it opens only with ``get(_:member:)``).
+    /// when it was stored (the server's word: it opens only with ``get(_:member:)``);
+    /// and the name, media type, time and size a device sealed with it, opened here
+    /// (docs/formats/attachment-meta.md).
     public struct Attachment: Sendable, Equatable {
         public let address: ContentAddress
         /// The sealed object's size in bytes.
         public let size: Int
         public let stored: Date
+        /// The file's name, when one was stored with it and opened for this attachment.
+        public internal(set) var name: String?
+        public internal(set) var mediaType: String?
+        /// The file's modification time (or when its content was put, for content put from memory).
+        public internal(set) var time: Date?
+        /// The plaintext's size in bytes.
+        public internal(set) var plainSize: Int?
+        /// Why a name stored with it is not shown: it does not open for this attachment
+        /// (the server moved or altered it). Nil when it opened or none was stored.
+        public internal(set) var nameProblem: String?
+        /// The sealed name as the server listed it.
+        package var sealedMeta: [UInt8]?
     }
 
-    /// The attachments the server lists for `member`, oldest first.
+    /// The attachments the server lists for `member`, oldest first, with their names
+    /// opened: a name that does not open for its attachment is left out, and
+    /// ``Attachment/nameProblem`` says why.
     public func attachments(member: Member) async throws -> [Attachment] {
         try await exclusively {
-            try await api.attachments(member: member.id, sharer: member.sharer)
+            var list = try await api.attachments(member: member.id, sharer: member.sharer)
+            for index in list.indices {
+                guard let sealed = list[index].sealedMeta else { continue }
+                let address = list[index].address
+                do {
+                    let generation = try AttachmentMeta.generation(of: sealed)
+                    guard (1...member.generation).contains(generation) else {
+                        throw VaultError(.addressMismatch, "the name stored with \(address) names key generation \(generation), which \(member.name) does not have")
+                    }
+                    let meta = try AttachmentMeta.open(sealed, account: owner(of: member), address: address,
+                                                       keys: try await memberKeys(member, generation: generation))
+                    list[index].name = meta.name
+                    list[index].mediaType = meta.type
+                    list[index].time = Date(timeIntervalSince1970: TimeInterval(meta.time))
+                    list[index].plainSize = Int(exactly: meta.size)
+                } catch let error as VaultError {
+                    list[index].nameProblem = error.message
+                }
+            }
+            return list
+        }
+    }
+
+    /// The attachment of `member` called `name` (``Attachment/name``).
+    ///
+    /// - Throws: `no_such_attachment` when none is, or when several are (their
+    ///   addresses in the message: give the one meant).
+    public func attachment(named name: String, member: Member) async throws -> Attachment {
+        let matches = try await attachments(member: member).filter { $0.name == name }
+        guard matches.count == 1 else {
+            throw KeyVaultError(.noSuchAttachment, matches.isEmpty
+                ? "\(member.name) has no attachment called \(name)"
+                : "\(member.name) has \(matches.count) attachments called \(name): \(matches.map { "\($0.address)" }.joined(separator: ", "))")
+        }
+        return matches[0]
+    }
+
+    /// Deletes an attachment of one of this account's members from the server: its
+    /// content, its chunks and its name. Takes this device's own signature.
+    ///
+    /// Authority: what it ends is the server's copy; a device that downloaded it keeps
+    /// its copy, and the member key that opened it is unchanged.
+    public func deleteAttachment(_ address: ContentAddress, member: Member) async throws {
+        guard member.sharer == nil else {
+            throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account deletes its attachments")
+        }
+        try await exclusively {
+            try await api.deleteAttachment(member: member.id, address: address)
         }
     }
 

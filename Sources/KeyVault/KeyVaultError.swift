@@ -159,6 +159,8 @@ public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible
         case badBox = "bad_box"
         case missingKey = "missing_key"
         case noSuchMember = "no_such_member"
+        /// No attachment of that name (or more than one: give its address).
+        case noSuchAttachment = "no_such_attachment"
         case sasMismatch = "sas_mismatch"
         case io
         case invalidInput = "invalid_input"
@@ -220,7 +222,7 @@ public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible
         case .chainRollback, .chainFork, .chainInvalid, .wrongAccount, .badBox, .missingKey, .weakKDF, .kdfAboveCeiling, .badReveal,
              .contactStale: .verification
         case .sasMismatch, .linkRequestClosed, .contactRequestClosed, .wrongPassphrase: .rejected
-        case .io, .invalidInput, .invalidRecoveryCode, .noSuchMember, .noSuchDevice, .insecureHTTP: .input
+        case .io, .invalidInput, .invalidRecoveryCode, .noSuchMember, .noSuchAttachment, .noSuchDevice, .insecureHTTP: .input
         default: .server
         }
     }

@@ -393,8 +393,22 @@ package struct ServerAPI: Sendable {
             guard let address = ContentAddress(info.address) else {
                 throw KeyVaultError(.badResponse, "the server's attachment list holds a malformed address")
             }
-            return Vault.Attachment(address: address, size: info.size, stored: Date(timeIntervalSince1970: TimeInterval(info.created)))
+            var attachment = Vault.Attachment(address: address, size: info.size, stored: Date(timeIntervalSince1970: TimeInterval(info.created)))
+            if let meta = info.meta {
+                guard let bytes = base64Decode(meta) else { throw KeyVaultError(.badResponse, "the server's attachment list holds a sealed name that is not base64") }
+                attachment.sealedMeta = bytes
+            }
+            return attachment
         }
+    }
+
+    /// Stores an attachment's sealed name and details (this account's own member).
+    package func putAttachmentMeta(member: MemberID, address: ContentAddress, meta: [UInt8]) async throws {
+        _ = try await call("PUT", attachmentPath(member, address) + "/meta", body: meta, contentType: "application/octet-stream")
+    }
+
+    package func deleteAttachment(member: MemberID, address: ContentAddress) async throws {
+        _ = try await call("DELETE", attachmentPath(member, address))
     }
 
     package func attachmentKey(member: MemberID, address: ContentAddress) async throws -> [UInt8] {

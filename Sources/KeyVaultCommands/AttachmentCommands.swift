@@ -4,17 +4,37 @@ import KeyVault
 
 struct Attachment: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Seal, upload, fetch and re-wrap a member's attachments.",
+        abstract: "Seal, upload, list, fetch, delete and re-wrap a member's attachments.",
         discussion: """
             An attachment is stored under its content address, a keyed hash of its
             content (ca1.<generation>.<64 hex>): the same file is stored once per
-            member, and the server cannot tell what it is.
+            member, and the server cannot tell what it is. Its file name, type, time
+            and size are stored with it, sealed under the member key: `list` shows
+            them, and `get` and `delete` take the name as well as the address.
             """,
-        subcommands: [Address.self, Put.self, Get.self, List.self, Rewrap.self])
+        subcommands: [Address.self, Put.self, Get.self, List.self, Delete.self, Rewrap.self])
 
     struct MemberOption: ParsableArguments {
         @Option(name: .long, help: "The member's name or id.")
         var member: String
+    }
+
+    /// An attachment named on the command line by its address, or by its name.
+    struct Target: ParsableArguments {
+        @Argument(help: ArgumentHelp("The attachment: its content address (ca1.…) or its file name as `list` shows it.", valueName: "address-or-name"))
+        var attachment: String
+
+        func validate() throws {
+            // A mistyped address is not taken for a name (no file is called "ca1.…").
+            if attachment.hasPrefix("ca1."), ContentAddress(attachment) == nil {
+                throw ValidationError("\(attachment) is not a content address (ca1.<generation>.<64 hex digits>)")
+            }
+        }
+
+        func address(in vault: Vault, member: Vault.Member) async throws -> ContentAddress {
+            if let address = ContentAddress(attachment) { return address }
+            return try await vault.attachment(named: attachment, member: member).address
+        }
     }
 
     struct Address: AsyncParsableCommand {
@@ -43,6 +63,8 @@ struct Attachment: AsyncParsableCommand {
                 had it. An upload cut off (the network, Ctrl-C, a server restart) goes on
                 where it stopped when the same command runs again: the chunks the server
                 holds are checked against a journal in the device's home, not sent again.
+                The file's name, media type, modification time and size are stored with
+                it, sealed under the member key (the server sees none of them).
                 --json prints {"address", "size", "existed", "resumedChunks"}.
                 """#)
         @OptionGroup var member: MemberOption
@@ -74,13 +96,12 @@ struct Attachment: AsyncParsableCommand {
                 --json (needs -o) prints {"address", "size", "output"}.
                 """)
         @OptionGroup var member: MemberOption
-        @Argument(help: "The content address (ca1.…).") var address: String
+        @OptionGroup var target: Target
         @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
         var output: String?
         @OptionGroup var options: HomeOptions
 
         func validate() throws {
-            guard ContentAddress(address) != nil else { throw ValidationError("\(address) is not a content address (ca1.<generation>.<64 hex digits>)") }
             if options.json, output == nil { throw ValidationError("--json needs -o FILE: the content cannot go to standard output with JSON") }
         }
 
@@ -90,8 +111,8 @@ struct Attachment: AsyncParsableCommand {
                                   hint: "write it to a file with -o FILE, or send standard output to one (> FILE)", exitCode: .usage)
             }
             let vault = try await options.openVault()
-            let address = ContentAddress(address)!
             let owner = try await vault.member(named: member.member)
+            let address = try await target.address(in: vault, member: owner)
             if let output {
                 let size = try await vault.get(address, member: owner, toFileAt: output)
                 options.result(["address": address.description, "size": size, "output": output],
@@ -106,16 +127,66 @@ struct Attachment: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List a member's attachments.",
-            discussion: #"--json prints {"attachments": [{"address", "size", "created"}]}."#)
+            discussion: #"""
+                Each with its name, date and size as the device that put it sealed them; an
+                attachment put without one (by an older version, or from memory without a
+                name) shows its address alone. A name that does not open for its
+                attachment (the server moved or altered it) is not shown, and is reported.
+                --json prints {"attachments": [{"address", "size", "created", "name",
+                "mediaType", "time", "plainSize", "nameProblem"}]} (size: of the sealed
+                object; plainSize: of the file; the last five only when known).
+                """#)
         @OptionGroup var member: MemberOption
         @OptionGroup var options: HomeOptions
 
         func run() async throws {
             let vault = try await options.openVault()
             let list = try await vault.attachments(member: try await vault.member(named: member.member))
-            options.result(["attachments": list.map { ["address": $0.address.description, "size": $0.size,
-                                                        "created": Int64($0.stored.timeIntervalSince1970)] }],
-                           list.isEmpty ? "No attachments.\n" : list.map { "\($0.address)  \($0.size) bytes\n" }.joined())
+            options.result(["attachments": list.map { item -> [String: Any] in
+                var object: [String: Any] = ["address": item.address.description, "size": item.size,
+                                             "created": Int64(item.stored.timeIntervalSince1970)]
+                if let name = item.name { object["name"] = name }
+                if let type = item.mediaType { object["mediaType"] = type }
+                if let time = item.time { object["time"] = Int64(time.timeIntervalSince1970) }
+                if let size = item.plainSize { object["plainSize"] = size }
+                if let problem = item.nameProblem { object["nameProblem"] = problem }
+                return object
+            }], list.isEmpty ? "No attachments.\n" : list.map(Self.line).joined())
+        }
+
+        /// `Vaccination record.pdf  2026-11-20  3.0 kB  ca1.1.0a4f…`
+        static func line(_ item: Vault.Attachment) -> String {
+            let short = "\(item.address.description.prefix(14))…"
+            guard let name = item.name else {
+                return "\(item.address)  \(ByteCount.text(item.size)) sealed"
+                    + (item.nameProblem.map { "  (its stored name is not shown: \($0))" } ?? "") + "\n"
+            }
+            return "\(name)  \(StaleDevices.day(item.time ?? item.stored))  \(ByteCount.text(item.plainSize ?? item.size))  \(short)\n"
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an attachment from the server.",
+            discussion: #"""
+                Deletes its content, its chunks and its name on the server, for every device
+                (one of this account's members; asks first unless --yes). A copy a device
+                wrote to a file stays. --json prints {"deleted"} (the address).
+                """#)
+        @OptionGroup var member: MemberOption
+        @OptionGroup var target: Target
+        @Flag(name: .long, help: "Do not ask for confirmation.")
+        var yes = false
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let owner = try await vault.member(named: member.member)
+            let address = try await target.address(in: vault, member: owner)
+            try confirm("Delete \(target.attachment == address.description ? "attachment \(address)" : "\(target.attachment) (\(address))") of \(owner.name) for every device?",
+                        assumeYes: yes, what: "deleting an attachment")
+            try await vault.deleteAttachment(address, member: owner)
+            options.result(["deleted": address.description], "Deleted \(address).\n")
         }
     }
 

@@ -175,12 +175,16 @@ package struct AttachmentInfo: Sendable, Codable, Equatable {
     package var created: Int64
     /// True when this upload stored nothing new (the address was already there).
     package var existed: Bool?
+    /// Base64 of the attachment's sealed name and details (docs/formats/attachment-meta.md),
+    /// when a device stored one; the server cannot open it.
+    package var meta: String?
 
-    package init(address: String, size: Int, created: Int64, existed: Bool? = nil) {
+    package init(address: String, size: Int, created: Int64, existed: Bool? = nil, meta: String? = nil) {
         self.address = address
         self.size = size
         self.created = created
         self.existed = existed
+        self.meta = meta
     }
 }
 

@@ -40,7 +40,7 @@ extension PostgresKeyVaultDatabase {
                 INSERT INTO attachments (account, member, address, size, created, key, data)
                 VALUES (\(account.rawValue), \(member.rawValue), \(address), \(Int64(data.count)), \(now), \(key), \(data))
                 ON CONFLICT (account, member, address) DO UPDATE SET size = EXCLUDED.size, created = EXCLUDED.created,
-                    key = EXCLUDED.key, data = EXCLUDED.data, upload = NULL
+                    key = EXCLUDED.key, data = EXCLUDED.data, upload = NULL, meta = NULL
                 """, logger: logger).collect()
             // Chunks of what it replaced, when that was uploaded in chunks, go with it.
             try await db.query("""
@@ -144,7 +144,7 @@ extension PostgresKeyVaultDatabase {
             let inserted = try await db.query("""
                 INSERT INTO attachments (account, member, address, size, created, key, data, upload)
                 VALUES (\(account.rawValue), \(member.rawValue), \(address), \(Int64(objectSize)), \(now), \(key), \(header), \(upload))
-                ON CONFLICT (account, member, address) DO \(unescaped: replace ? "UPDATE SET size = EXCLUDED.size, created = EXCLUDED.created, key = EXCLUDED.key, data = EXCLUDED.data, upload = EXCLUDED.upload" : "NOTHING")
+                ON CONFLICT (account, member, address) DO \(unescaped: replace ? "UPDATE SET size = EXCLUDED.size, created = EXCLUDED.created, key = EXCLUDED.key, data = EXCLUDED.data, upload = EXCLUDED.upload, meta = NULL" : "NOTHING")
                 RETURNING 1
                 """, logger: logger).collect().count == 1
             guard inserted else {
@@ -204,13 +204,35 @@ extension PostgresKeyVaultDatabase {
 
     package func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
         let rows = try await client.query("""
-            SELECT address, size, created FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue)
+            SELECT address, size, created, meta FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue)
             ORDER BY created, address
             """, logger: logger)
         var list: [AttachmentInfo] = []
-        for try await (address, size, created) in rows.decode((String, Int64, Int64).self) {
-            list.append(AttachmentInfo(address: address, size: Int(size), created: created))
+        for try await (address, size, created, meta) in rows.decode((String, Int64, Int64, Data?).self) {
+            list.append(AttachmentInfo(address: address, size: Int(size), created: created, meta: meta?.base64EncodedString()))
         }
         return list
+    }
+
+    package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool {
+        try await client.query("""
+            UPDATE attachments SET meta = \(meta)
+            WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) RETURNING 1
+            """, logger: logger).collect().count == 1
+    }
+
+    package func deleteAttachment(_ account: AccountID, member: MemberID, address: String, device: DeviceID) async throws -> Bool {
+        try await transaction { db in
+            guard try await db.query("""
+                DELETE FROM attachments
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) RETURNING 1
+                """, logger: logger).collect().count == 1 else { return false }
+            try await db.query("""
+                DELETE FROM attachment_uploads WHERE complete
+                    AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                """, logger: logger).collect()
+            try await insertAudit(db, account: account, event: .attachmentDelete, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return true
+        }
     }
 }

@@ -284,6 +284,8 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
                 PRIMARY KEY (upload, idx))
             """,
         ]),
+        // As SQLite's v11: an attachment's sealed name and details.
+        ("v7 attachment names", ["ALTER TABLE attachments ADD COLUMN meta BYTEA"]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

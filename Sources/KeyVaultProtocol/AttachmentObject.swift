@@ -127,6 +127,18 @@ package struct AttachmentObject: Sendable, Equatable {
         try checkEnvelope(bytes, "key")
     }
 
+    /// The largest sealed name and details of an attachment (docs/formats/attachment-meta.md).
+    package static let maximumMetaBytes = 4096
+
+    /// Whether `bytes` is an attachment's sealed name and details: an envelope of at most
+    /// ``maximumMetaBytes`` (the server opens nothing).
+    package static func checkMeta(_ bytes: [UInt8]) throws {
+        guard (minimumEnvelopeBytes...maximumMetaBytes).contains(bytes.count) else {
+            throw ProtocolError(.malformedAttachment, "an attachment's sealed name is an envelope of 62 to \(maximumMetaBytes) bytes")
+        }
+        try checkEnvelope(bytes, "name")
+    }
+
     /// The size of a version 2 object holding `length` content bytes in chunks of
     /// 2^chunkShift, with a key part of `keyLength` bytes (an XChaCha20-Poly1305
     /// envelope of a 32-byte key has 94).

@@ -30,7 +30,7 @@ extension KeyVaultDatabase {
             try db.execute(sql: """
                 INSERT INTO attachments (account, member, address, size, created, key, data) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (account, member, address) DO UPDATE SET size = excluded.size, created = excluded.created,
-                    key = excluded.key, data = excluded.data, upload = NULL
+                    key = excluded.key, data = excluded.data, upload = NULL, meta = NULL
                 """, arguments: [account.rawValue, member.rawValue, address, data.count, now, key, data])
             // Chunks of what it replaced, when that was uploaded in chunks, go with it.
             try db.execute(sql: """
@@ -124,7 +124,7 @@ extension KeyVaultDatabase {
             try db.execute(sql: """
                 INSERT INTO attachments (account, member, address, size, created, key, data, upload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (account, member, address) DO UPDATE SET size = excluded.size, created = excluded.created,
-                    key = excluded.key, data = excluded.data, upload = excluded.upload
+                    key = excluded.key, data = excluded.data, upload = excluded.upload, meta = NULL
                 """, arguments: [account.rawValue, member.rawValue, address, objectSize, now, row["key"] as Data, header, upload])
             try db.execute(sql: "UPDATE attachment_uploads SET complete = 1 WHERE upload = ?", arguments: [upload])
             // What the attachment was before goes, chunks and all.
@@ -177,10 +177,32 @@ extension KeyVaultDatabase {
 
     package func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT address, size, created FROM attachments WHERE account = ? AND member = ? ORDER BY created, address",
+            try Row.fetchAll(db, sql: "SELECT address, size, created, meta FROM attachments WHERE account = ? AND member = ? ORDER BY created, address",
                              arguments: [account.rawValue, member.rawValue]).map {
-                AttachmentInfo(address: $0["address"], size: Int($0["size"] as Int64), created: $0["created"])
+                AttachmentInfo(address: $0["address"], size: Int($0["size"] as Int64), created: $0["created"],
+                               meta: ($0["meta"] as Data?)?.base64EncodedString())
             }
+        }
+    }
+
+    package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(sql: "UPDATE attachments SET meta = ? WHERE account = ? AND member = ? AND address = ?",
+                           arguments: [meta, account.rawValue, member.rawValue, address])
+            return db.changesCount == 1
+        }
+    }
+
+    package func deleteAttachment(_ account: AccountID, member: MemberID, address: String, device: DeviceID) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM attachments WHERE account = ? AND member = ? AND address = ?",
+                           arguments: [account.rawValue, member.rawValue, address])
+            guard db.changesCount == 1 else { return false }
+            // Its chunks, when it was uploaded in chunks (an unfinished upload of it may go on).
+            try db.execute(sql: "DELETE FROM attachment_uploads WHERE complete = 1 AND account = ? AND member = ? AND address = ?",
+                           arguments: [account.rawValue, member.rawValue, address])
+            try Self.audit(db, account: account, event: .attachmentDelete, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            return true
         }
     }
 }

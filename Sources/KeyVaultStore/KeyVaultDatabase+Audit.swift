@@ -19,6 +19,7 @@ package struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringCon
     package static let attachmentPut = AuditEvent(rawValue: "attachment.put")
     package static let attachmentRewrap = AuditEvent(rawValue: "attachment.rewrap")
     package static let attachmentReplace = AuditEvent(rawValue: "attachment.replace")
+    package static let attachmentDelete = AuditEvent(rawValue: "attachment.delete")
     package static let linkRequestRefused = AuditEvent(rawValue: "link_request.refused")
 }
 

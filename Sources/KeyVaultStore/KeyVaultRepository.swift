@@ -181,6 +181,13 @@ package protocol KeyVaultRepository: Sendable {
 
     func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo]
 
+    /// Stores the sealed name and details of an attachment (replacing any before);
+    /// false when there is no such attachment.
+    func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool
+
+    /// Deletes an attachment, its chunks and its sealed name; false when there is none.
+    func deleteAttachment(_ account: AccountID, member: MemberID, address: String, device: DeviceID) async throws -> Bool
+
     // MARK: Device-link requests
 
     /// Stores a new pending request within the limits (see `KeyVaultDatabase`).

@@ -216,6 +216,10 @@ extension KeyVaultDatabase {
                 ) STRICT;
                 """)
         }
+        migrator.registerMigration("v11 attachment names") { db in
+            // A device's sealed name and details of the attachment (docs/formats/attachment-meta.md).
+            try db.execute(sql: "ALTER TABLE attachments ADD COLUMN meta BLOB")
+        }
         return migrator
     }
 }

@@ -67,12 +67,15 @@ package struct MemberKeys: Sendable {
     package let contentAddressKey: ContentAddressKey
     /// AWK: wraps attachment data keys.
     let keyWrapKey: SymmetricKey
+    /// AMK: seals attachments' names and details (docs/formats/attachment-meta.md).
+    let metaKey: SymmetricKey
 
     package init(member: MemberID, generation: UInt32, memberKey: SymmetricKey) throws {
         self.member = member
         self.generation = generation
         contentAddressKey = try ContentAddressKey(memberKey: memberKey, generation: generation)
         keyWrapKey = try HKDF.deriveKey(from: memberKey, info: Array("keyvault/v1/attachment-key-wrap".utf8))
+        metaKey = try HKDF.deriveKey(from: memberKey, info: Array("keyvault/v1/attachment-meta".utf8))
     }
 }
 

@@ -814,13 +814,13 @@ _kvctl_attachment() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    address|put|get|list|rewrap)
+    address|put|get|list|delete|rewrap)
         # Offer subcommand argument completions
         "_kvctl_attachment_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'address put get list rewrap' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'address put get list delete rewrap' -- "${cur}"))
         ;;
     esac
 }
@@ -897,6 +897,27 @@ _kvctl_attachment_list() {
     repeating_options=()
     non_repeating_options=(--member --home --ca-cert)
     __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--member')
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_attachment_delete() {
+    repeating_flags=()
+    non_repeating_flags=(--yes --json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--member --home --ca-cert)
+    __kvctl_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in

@@ -15,6 +15,9 @@ struct AttachmentController: Sendable {
         routes.signed(.get, attachment, use: get)
         routes.signed(.get, attachment + "/key", use: getKey)
         routes.signed(.put, attachment + "/key", bodyLimit: AttachmentObject.maximumKeyBytes, use: putKey)
+        // Its name and details, sealed by a device (docs/formats/attachment-meta.md); and its end.
+        routes.signed(.put, attachment + "/meta", bodyLimit: AttachmentObject.maximumMetaBytes, use: putMeta)
+        routes.signed(.delete, attachment, acceptsSessions: false, use: delete)
         // Attachments in chunks: any size through a bounded amount of memory (docs/api.md).
         routes.signed(.post, attachment + "/uploads", bodyLimit: 16 << 10, use: beginUpload)
         routes.signed(.put, attachment + "/uploads/{upload}/chunks/{index}",
@@ -230,6 +233,25 @@ struct AttachmentController: Sendable {
         try AttachmentObject.checkKey(context.body)
         guard try await service.database.replaceAttachmentKey(context.account, member: member, address: address,
                                                               key: Data(context.body), device: context.device.id) else {
+            throw APIError.notFound("attachment")
+        }
+        return Response(status: .noContent)
+    }
+
+    /// Grants nothing: an envelope only a holder of the member key made or opens.
+    @Sendable func putMeta(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        try AttachmentObject.checkMeta(context.body)
+        guard try await service.database.setAttachmentMeta(context.account, member: member, address: address, meta: Data(context.body)) else {
+            throw APIError.notFound("attachment")
+        }
+        return Response(status: .noContent)
+    }
+
+    /// Destroys: a device's own signature (``RouteBuilder`` refuses sessions here).
+    @Sendable func delete(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        guard try await service.database.deleteAttachment(context.account, member: member, address: address, device: context.device.id) else {
             throw APIError.notFound("attachment")
         }
         return Response(status: .noContent)

@@ -1,0 +1,101 @@
+import Foundation
+import KeyVault
+import KeyVaultTestSupport
+import Testing
+@testable import KeyVaultCommands
+
+// Issue 22, item 2: attachments a person can tell apart. `put` records the file's
+// name, media type, time and size sealed under the member key (the server sees none
+// of them); `list` shows them; `get` and `delete` take a name as well as an address.
+
+@Test(.timeLimit(.minutes(3)))
+func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
+    let story = try Story("names")
+    let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    let account = try #require(created["account"] as? String)
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    let scan = story.path("Vaccination record 2026.pdf")
+    let content = Data((0..<3000).map { UInt8($0 % 251) })
+    try content.write(to: URL(fileURLWithPath: scan))
+    let put = try story.run(["attachment", "put", "--member", "Emma", scan], "laptop")
+    let address = try #require(put["address"] as? String)
+
+    // Another device reads the name, type, time and size: they travel with the attachment.
+    let code = try String(contentsOfFile: story.path("code"), encoding: .utf8)
+    _ = try story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "phone"], "phone", input: code)
+    let listed = try #require(try story.run(["attachment", "list", "--member", "Emma"], "phone")["attachments"] as? [[String: Any]])
+    #expect(listed.count == 1)
+    let entry = try #require(listed.first)
+    #expect(entry["name"] as? String == "Vaccination record 2026.pdf")
+    #expect(entry["mediaType"] as? String == "application/pdf")
+    #expect(entry["plainSize"] as? Int == 3000)
+    let modified = try #require(try FileManager.default.attributesOfItem(atPath: scan)[.modificationDate] as? Date)
+    #expect(entry["time"] as? Int == Int(modified.timeIntervalSince1970))
+    let text = try keyctl(["attachment", "list", "--member", "Emma", "--home", story.path("phone")])
+    #expect(text.out.contains("Vaccination record 2026.pdf") && text.out.contains("3.0 kB"), "\(text.out)")
+
+    // By name: got and checked, as by address.
+    let out = story.path("copy.pdf")
+    _ = try story.run(["attachment", "get", "--member", "Emma", "Vaccination record 2026.pdf", "-o", out], "phone")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == content)
+    let unknown = try keyctl(["attachment", "get", "--member", "Emma", "report.pdf", "-o", out, "--home", story.path("phone")])
+    #expect(unknown.code != 0 && unknown.err.contains("no attachment called report.pdf"), "\(unknown.err)")
+
+    // The server holds no name: not in its database, not in its answers.
+    _ = try story.run(["status"], "laptop")
+    for suffix in ["", "-wal"] {
+        let file = story.server.directory.appendingPathComponent("keyvault.sqlite" + suffix)
+        guard let database = try? Data(contentsOf: file) else { continue }
+        #expect(database.range(of: Data("Vaccination".utf8)) == nil, "the server's database holds the file's name")
+    }
+
+    // Two of one name: by name is ambiguous, and the addresses are named.
+    let other = story.root.appendingPathComponent("b").path
+    try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+    try Data("another".utf8).write(to: URL(fileURLWithPath: other + "/Vaccination record 2026.pdf"))
+    let second = try #require(try story.run(["attachment", "put", "--member", "Emma", other + "/Vaccination record 2026.pdf"], "laptop")["address"] as? String)
+    let ambiguous = try keyctl(["attachment", "get", "--member", "Emma", "Vaccination record 2026.pdf", "-o", out, "--home", story.path("laptop")])
+    #expect(ambiguous.code != 0 && ambiguous.err.contains(String(second.prefix(14))), "\(ambiguous.err)")
+
+    // Deleted by address, then by name once the name is one attachment's again.
+    #expect(try story.run(["attachment", "delete", "--member", "Emma", second, "--yes"], "laptop")["deleted"] as? String == second)
+    #expect(try story.run(["attachment", "delete", "--member", "Emma", "Vaccination record 2026.pdf", "--yes"], "phone")["deleted"] as? String == address)
+    #expect((try story.run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [Any])?.isEmpty == true)
+    let gone = try keyctl(["attachment", "get", "--member", "Emma", address, "-o", out, "--home", story.path("laptop")])
+    #expect(gone.code != 0)
+}
+
+/// The real transport, with the sealed names of the first two attachments a list
+/// shows swapped: a server that moves a name to another attachment.
+private struct SwappingTransport: HTTPTransport {
+    let inner: URLSessionTransport
+    func send(_ request: HTTPExchange) async throws -> HTTPReply {
+        var reply = try await inner.send(request)
+        guard request.method == "GET", request.target.hasSuffix("/attachments"), reply.status == 200,
+              var object = try JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any],
+              var list = object["attachments"] as? [[String: Any]], list.count == 2 else { return reply }
+        (list[0]["meta"], list[1]["meta"]) = (list[1]["meta"], list[0]["meta"])
+        object["attachments"] = list
+        reply.body = [UInt8](try JSONSerialization.data(withJSONObject: object))
+        return reply
+    }
+}
+
+@Test(.timeLimit(.minutes(2)))
+func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
+    let story = try Story("names-moved")
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    for name in ["x-ray.png", "allergy.txt"] {
+        try Data(name.utf8).write(to: URL(fileURLWithPath: story.path(name)))
+        _ = try story.run(["attachment", "put", "--member", "Emma", story.path(name)], "laptop")
+    }
+    let result = await KeyctlMain.$transport.withValue({ server in SwappingTransport(inner: URLSessionTransport(baseURL: URL(string: server)!)) }) {
+        await runKeyctl(["attachment", "list", "--member", "Emma", "--home", story.path("laptop"), "--json"])
+    }
+    #expect(result.code == 0, "\(result.err)")
+    let list = try #require(try lastJSON(result.out)["attachments"] as? [[String: Any]])
+    #expect(list.count == 2)
+    #expect(list.allSatisfy { $0["name"] == nil }, "a name the server moved was shown: \(list)")
+    #expect(list.allSatisfy { $0["nameProblem"] as? String != nil }, "\(list)")
+}
