@@ -65,8 +65,25 @@ extension Vault {
         // Names as this device reads them now; an id prefix where a name does not open.
         var memberNames = [MemberID: String]()
         for member in state.members.values {
-            let first = try? await memberKey(member.id, generation: 1)
-            memberNames[member.id] = first.flatMap { try? MemberName.open(member.name, account: account, member: member.id, firstKey: $0) }
+            let key = try? await memberKey(member.id, generation: member.nameGeneration)
+            memberNames[member.id] = key.flatMap { try? MemberName.open(member.name, account: account, member: member.id, key: $0) }
+        }
+        // The name a member.add or member.rename link sealed; for a removed member, its last one.
+        var sealedNames = [UInt64: String]()
+        var lastName = [MemberID: String]()
+        for link in links where link.type == .memberAdd || link.type == .memberRename {
+            guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)), let sealed = link.body["name"] else { continue }
+            let generation = link.type == .memberRename ? link.body["nameGeneration"].flatMap { UInt32($0) } ?? 1 : 1
+            if let key = try? await memberKey(id, generation: generation),
+               let name = try? MemberName.open(sealed, account: account, member: id, key: key) {
+                sealedNames[link.sequence] = name.printable
+                lastName[id] = name
+            }
+        }
+        for (id, name) in lastName where memberNames[id] == nil { memberNames[id] = name }
+        func previousName(_ id: String?, before sequence: UInt64) -> String {
+            let earlier = links.last { $0.sequence < sequence && ($0.type == .memberAdd || $0.type == .memberRename) && $0.body["member"] == id }
+            return earlier.flatMap { sealedNames[$0.sequence] } ?? memberName(id)
         }
         func deviceName(_ id: String?) -> String {
             guard let id, let device = DeviceID(rawValue: id) else { return "an unknown device" }
@@ -100,6 +117,12 @@ extension Vault {
                 ("member.added", memberName(body["member"]), "member \(memberName(body["member"])) was added \(byWords)")
             case .memberRotate:
                 ("member.renewed", memberName(body["member"]), "member \(memberName(body["member"]))'s key was renewed \(byWords)")
+            case .memberRename:
+                ("member.renamed", sealedNames[link.sequence] ?? memberName(body["member"]),
+                 "member \(previousName(body["member"], before: link.sequence)) was renamed \(sealedNames[link.sequence] ?? "(a name this device cannot open)") \(byWords)")
+            case .memberRemove:
+                ("member.removed", previousName(body["member"], before: link.sequence),
+                 "member \(previousName(body["member"], before: link.sequence)) was removed, with its attachments, \(byWords)")
             case .identitySet:
                 ("sharing.identity", nil, "the account's sharing identity was set \(byWords)")
             case .contactPin:

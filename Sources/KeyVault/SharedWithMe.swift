@@ -73,10 +73,10 @@ extension Vault {
         sharedKeys[sharer] = keys
         var members = [Member]()
         for grant in state.grants.values where grant.grantee == account {
-            guard let member = state.members[grant.member], let first = keys[grant.member]?[1] else { continue }
+            guard let member = state.members[grant.member], let key = keys[grant.member]?[member.nameGeneration] else { continue }
             let name: String
             do {
-                name = try MemberName.open(member.name, account: sharer, member: member.id, firstKey: first)
+                name = try MemberName.open(member.name, account: sharer, member: member.id, key: key)
             } catch {
                 throw KeyVaultError.verification(error, "the name of a member \(sharer) shares")
             }

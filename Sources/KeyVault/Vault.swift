@@ -242,10 +242,10 @@ public actor Vault {
             let state = try chain
             var out = [Member]()
             for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
-                let first = try await memberKey(member.id, generation: 1)
+                let key = try await memberKey(member.id, generation: member.nameGeneration)
                 let name: String
                 do {
-                    name = try MemberName.open(member.name, account: account, member: member.id, firstKey: first)
+                    name = try MemberName.open(member.name, account: account, member: member.id, key: key)
                 } catch {
                     throw KeyVaultError.verification(error, "a member name")
                 }
@@ -406,6 +406,57 @@ public actor Vault {
                 return (AppendRequest(link: link, wraps: [wrap], shareBoxes: shareBoxes), { self.record.memberKeys[id, default: [:]][h] = key })
             }
             return made
+        }
+    }
+
+    /// Gives a member another name, sealed under its newest key generation (so that a
+    /// device revoked before does not read it). Appends `member.rename`; before it, any
+    /// work a revocation left undone.
+    public func renameMember(_ member: Member, to name: String) async throws -> Member {
+        try await exclusively {
+            try Self.checkName(name, of: "a member")
+            guard member.sharer == nil else {
+                throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account renames it")
+            }
+            try await finishRevocationFirst()
+            if try await members().contains(where: { $0.name == name && $0.id != member.id }) {
+                throw KeyVaultError(.memberExists, "there is already a member called \(name.debugDescription)", kind: .input)
+            }
+            var renamed = member
+            try await write("member rename", afterRotations: true) { state in
+                guard let current = state.members[member.id] else { throw KeyVaultError(.noSuchMember, "no such member \(member.id)") }
+                let h = current.generation
+                let sealed = try MemberName.seal(name, account: account, member: member.id, key: try await memberKey(member.id, generation: h),
+                                                 generation: h)
+                renamed = Member(id: member.id, name: name, generation: h)
+                return (AppendRequest(link: makeLink(.memberRename, ["member": member.id.rawValue, "name": sealed, "nameGeneration": String(h)],
+                                                     after: state)), {})
+            }
+            return renamed
+        }
+    }
+
+    /// Takes a member out of the account: its shares end first (`share.revoke` for
+    /// each), then `member.remove`, with which the server deletes the member's key
+    /// wraps, attachments and share boxes. This device forgets the member's keys.
+    ///
+    /// Authority: the member's key generations go out of use; nothing new is sealed
+    /// under them. A device (or grantee) that opened an attachment keeps what it wrote
+    /// out, and one that holds an old key can open copies it kept, not the server's.
+    public func removeMember(_ member: Member) async throws {
+        try await exclusively {
+            guard member.sharer == nil else {
+                throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account removes it")
+            }
+            try await sync()
+            for grant in try chain.grants.values.filter({ $0.member == member.id }).sorted(by: { $0.granted < $1.granted }) {
+                try await endGrant(member.id, grant.grantee)
+            }
+            try await write("member remove") { state in
+                guard state.members[member.id] != nil else { throw KeyVaultError(.noSuchMember, "no such member \(member.id)") }
+                return (AppendRequest(link: makeLink(.memberRemove, ["member": member.id.rawValue], after: state)),
+                        { self.record.memberKeys[member.id] = nil })
+            }
         }
     }
 

@@ -7,7 +7,62 @@ struct Member: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Family members: each has its own key for its attachments.",
         discussion: "Member names are sealed: the server sees only random ids.",
-        subcommands: [Add.self, List.self, Rotate.self, Share.self, Unshare.self])
+        subcommands: [Add.self, List.self, Rename.self, Remove.self, Rotate.self, Share.self, Unshare.self])
+
+    struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give a member another name, for every device.",
+            discussion: """
+                The new name is sealed under the member's newest key generation and written
+                to the account's chain; the member's key and attachments do not change.
+                --json prints {"member", "name"}.
+                """)
+
+        @Argument(help: "The member's name now (or its id).")
+        var old: String
+
+        @Argument(help: "The new name (1-100 characters).")
+        var new: String
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let member = try await vault.renameMember(try await vault.member(named: old), to: new)
+            options.result(["member": member.id.rawValue, "name": member.name],
+                           "Member \(old.printable.debugDescription) is called \(new.printable.debugDescription) now, on every device.\n")
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Take a member out of the account, with its attachments.",
+            discussion: """
+                Ends the member's shares, then writes its removal to the account's chain;
+                with it the server deletes the member's keys and every attachment of it, for
+                every device. Files written out of it stay where they are. Asks first
+                unless --yes. --json prints {"removed"} (the member's id).
+                """)
+
+        @Argument(help: "The member's name or id.")
+        var name: String
+
+        @Flag(name: .long, help: "Do not ask for confirmation.")
+        var yes = false
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let member = try await vault.member(named: name)
+            let count = (try? await vault.attachments(member: member).count) ?? 0
+            try confirm("Remove member \(member.name.printable.debugDescription) and delete its \(count) attachment(s) for every device? This cannot be undone.",
+                        assumeYes: yes, what: "removing a member")
+            try await vault.removeMember(member)
+            options.result(["removed": member.id.rawValue],
+                           "Removed member \(member.name.printable.debugDescription) and its \(count) attachment(s).\n")
+        }
+    }
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

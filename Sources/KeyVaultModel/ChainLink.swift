@@ -7,6 +7,10 @@ package enum LinkType: String, Sendable, Codable, CaseIterable {
     case masterRotate = "master.rotate"
     case memberAdd = "member.add"
     case memberRotate = "member.rotate"
+    /// A member's name, sealed again under its newest key generation.
+    case memberRename = "member.rename"
+    /// A member taken out of the account: its keys, wraps and attachments go.
+    case memberRemove = "member.remove"
     /// The account's sharing identity (docs/formats/member-sharing.md).
     case identitySet = "identity.set"
     /// Another account's sharing identity, verified with a safety code.

@@ -72,6 +72,13 @@ extension PostgresKeyVaultDatabase {
                     """, logger: logger)
             }
             try await insertSharing(write, account: account, db)
+            for member in write.removedMembers {
+                // Chunks go with their uploads (foreign key); nothing of the member is left.
+                for table in ["member_wraps", "attachments", "attachment_uploads", "share_boxes"] {
+                    try await db.query("DELETE FROM \(unescaped: table) WHERE account = \(account.rawValue) AND member = \(member.rawValue)",
+                                       logger: logger).collect()
+                }
+            }
             if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
             try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
                                   detail: nil)

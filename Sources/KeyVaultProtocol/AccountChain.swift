@@ -44,8 +44,11 @@ package struct ChainState: Sendable, Equatable {
     package struct Member: Sendable, Equatable {
         package var id: MemberID
         package var generation: UInt32
-        /// Base64 envelope of the member's name, under the master key (opaque to the server).
+        /// Base64 envelope of the member's name (opaque to the server), under member key
+        /// generation ``nameGeneration`` (docs/formats/member-keys.md).
         package var name: String
+        /// 1 from `member.add`; the generation a `member.rename` sealed the name under.
+        package var nameGeneration: UInt32 = 1
     }
 
     /// A sharing identity: this account's (``identity``) or a pinned contact's
@@ -96,6 +99,8 @@ package struct ChainState: Sendable, Equatable {
     /// The check value each generation's link committed to, where it carries one.
     package private(set) var masterKeyChecks: [UInt32: String]
     package private(set) var members: [MemberID: Member]
+    /// Members taken out (`member.remove`), by the link that removed them: an id is never added again.
+    package private(set) var removedMembers: [MemberID: UInt64]
     /// The account's current sharing identity (its last `identity.set`).
     package private(set) var identity: Identity?
     /// The contacts pinned with `contact.pin`, by account (a re-pin replaces the pin).
@@ -137,6 +142,7 @@ package struct ChainState: Sendable, Equatable {
         masterGenerationStarts = [0]
         masterKeyChecks = try Self.masterKeyCheck(link).map { [1: $0] } ?? [:]
         members = [:]
+        removedMembers = [:]
         identity = nil
         contacts = [:]
         grants = [:]
@@ -231,7 +237,7 @@ package struct ChainState: Sendable, Equatable {
             guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)) else {
                 throw ProtocolError.malformed("member.add needs a member id (32 hex digits)")
             }
-            guard members[id] == nil else { throw ProtocolError(.memberExists, "that member already exists") }
+            guard members[id] == nil, removedMembers[id] == nil else { throw ProtocolError(.memberExists, "that member already exists, or was removed") }
             guard try Self.generationField(link, "memberGeneration") == 1 else {
                 throw ProtocolError(.staleGeneration, "a new member starts at generation 1")
             }
@@ -246,6 +252,27 @@ package struct ChainState: Sendable, Equatable {
             }
             member.generation = generation
             next.members[id] = member
+        case .memberRename:
+            guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)), var member = members[id] else {
+                throw ProtocolError(.unknownMember, "no such member in this account")
+            }
+            guard let name = link.body["name"], !name.isEmpty else { throw ProtocolError.malformed("member.rename needs the sealed name") }
+            let generation = try Self.generationField(link, "nameGeneration")
+            guard (1...member.generation).contains(generation) else {
+                throw ProtocolError(.staleGeneration, "the name is sealed under generation \(generation), which member key generations 1 to \(member.generation) do not hold")
+            }
+            member.name = name
+            member.nameGeneration = generation
+            next.members[id] = member
+        case .memberRemove:
+            guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)), members[id] != nil else {
+                throw ProtocolError(.unknownMember, "no such member in this account")
+            }
+            guard !grants.keys.contains(where: { $0.member == id }) else {
+                throw ProtocolError(.grantExists, "the member is still shared: its share.revoke links come first")
+            }
+            next.members[id] = nil
+            next.removedMembers[id] = link.sequence
         case .identitySet:
             let new = try Self.identityFields(link, sequence: link.sequence)
             guard new.generation == (identity?.generation ?? 0) + 1 else {

@@ -60,6 +60,10 @@ package struct LinkAuthority: Sendable, Equatable {
             .masterRotate: LinkAuthority(grants: .keyGeneration, onRevocation: .renewed, fields: ["masterGeneration", "masterKeyCheck"]),
             .memberAdd: LinkAuthority(grants: .keyGeneration, onRevocation: .renewed, fields: ["member", "memberGeneration", "name"]),
             .memberRotate: LinkAuthority(grants: .keyGeneration, onRevocation: .renewed, fields: ["member", "memberGeneration"]),
+            // A new sealed name: readable by whoever holds that generation, which it grants no one.
+            .memberRename: LinkAuthority(grants: .nothing, onRevocation: .nothing, fields: ["member", "name", "nameGeneration"]),
+            // Takes a member's key generations out of use (the server drops its wraps and attachments).
+            .memberRemove: LinkAuthority(grants: .nothing, onRevocation: .nothing, fields: ["member"]),
             .identitySet: LinkAuthority(grants: .keyGeneration, onRevocation: .renewed, fields: identity),
             .contactPin: LinkAuthority(grants: .contactPin, onRevocation: .ended, fields: identity.union(["account"])),
             .shareGrant: LinkAuthority(grants: .shareGrant, onRevocation: .ended,

@@ -66,6 +66,12 @@ extension KeyVaultDatabase {
                     """, arguments: [account.rawValue, wrap.member.rawValue, wrap.memberGeneration, wrap.masterGeneration, wrap.envelope])
             }
             try Self.insertSharing(write, account: account, db)
+            for member in write.removedMembers {
+                // Chunks go with their uploads (foreign key); nothing of the member is left.
+                for table in ["member_wraps", "attachments", "attachment_uploads", "share_boxes"] {
+                    try db.execute(sql: "DELETE FROM \(table) WHERE account = ? AND member = ?", arguments: [account.rawValue, member.rawValue])
+                }
+            }
             if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
             try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
                            detail: nil)

@@ -57,6 +57,9 @@ package struct ChainWrite: Sendable {
     /// box of the same grantee, member, member generation and grant.
     package var shareBoxes: [ShareBox] = []
     package var recovery: RecoverySlot?
+    /// Members the link removes (`member.remove`): their wraps, attachments, uploads and
+    /// share boxes are deleted with it.
+    package var removedMembers: [MemberID] = []
     /// A pending link request this write approves (single use: it must still be pending).
     package var approvesLinkRequest: (code: String, approver: DeviceID)?
     /// The audit row: its event and the device that signed (or `recovery`); the row

@@ -46,8 +46,19 @@ package enum MemberName {
         try EnvelopeContext(purpose: "member-name", ["account": account.rawValue, "member": member.rawValue])
     }
 
+    /// The name under member key `generation` (1 for `member.add`; the newest for `member.rename`).
+    package static func seal(_ name: String, account: AccountID, member: MemberID, key: SymmetricKey, generation: UInt32 = 1) throws -> String {
+        try Envelope.seal(Array(name.utf8), under: key, generation: generation, context: context(account: account, member: member)).base64
+    }
+
     package static func seal(_ name: String, account: AccountID, member: MemberID, firstKey: SymmetricKey) throws -> String {
-        try Envelope.seal(Array(name.utf8), under: firstKey, generation: 1, context: context(account: account, member: member)).base64
+        try seal(name, account: account, member: member, key: firstKey)
+    }
+
+    /// Opens a name with the member key of the generation it was sealed under
+    /// (``ChainState/Member/nameGeneration``).
+    package static func open(_ sealed: String, account: AccountID, member: MemberID, key: SymmetricKey) throws -> String {
+        try open(sealed, account: account, member: member, firstKey: key)
     }
 
     package static func open(_ sealed: String, account: AccountID, member: MemberID, firstKey: SymmetricKey) throws -> String {

@@ -10,10 +10,7 @@ import Testing
 @Test(.timeLimit(.minutes(3)))
 func whatAnotherDeviceChangedIsToldOnceOnTheNextCommandAndTheLogShowsItAll() throws {
     let story = try Story("notices")
-    let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    let account = try #require(created["account"] as? String)
-    let code = try String(contentsOfFile: story.path("code"), encoding: .utf8)
-    _ = try story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "phone"], "phone", input: code)
+    _ = try story.laptopAndPhone()
 
     /// keyctl as a person runs it on `device`: text, not JSON.
     func person(_ arguments: [String], _ device: String, environment: [String: String] = [:]) throws -> ProcessResult {
@@ -105,10 +102,7 @@ func devicePassphraseSealsChangesAndRemovesThisDevicesPassphrase() throws {
 @Test(.timeLimit(.minutes(2)))
 func aNewDeviceIsToldWhatChangedBetweenItsEnrollmentAndItsFirstCommand() throws {
     let story = try Story("notices-new")
-    let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    let account = try #require(created["account"] as? String)
-    let code = try String(contentsOfFile: story.path("code"), encoding: .utf8)
-    _ = try story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "phone"], "phone", input: code)
+    _ = try story.laptopAndPhone()
     // The laptop did not add the phone (the code did): it is told on its next command.
     let laptop = try keyctl(["status", "--home", story.path("laptop")])
     #expect(laptop.err.contains("device phone was added with the recovery code"), "\(laptop.err)")

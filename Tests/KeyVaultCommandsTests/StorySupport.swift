@@ -23,6 +23,16 @@ final class Story: @unchecked Sendable {
 
     func path(_ name: String) -> String { homes.path(name) }
 
+    /// `init` as "laptop" (its recovery code in the file `code`), then "phone" enrolled
+    /// with that code; returns the account id.
+    func laptopAndPhone() throws -> String {
+        let created = try run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("code"), "--yes"], "laptop")
+        guard let account = created["account"] as? String else { throw CocoaError(.coderValueNotFound) }
+        _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", "phone"], "phone",
+                    input: try String(contentsOfFile: path("code"), encoding: .utf8))
+        return account
+    }
+
     /// Runs `keyctl ARGUMENTS` as `device`; expects exit code `expect`, and returns the last JSON line when that is 0.
     func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
              sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {

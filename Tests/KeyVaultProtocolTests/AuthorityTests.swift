@@ -221,18 +221,9 @@ private struct AuthorityFile: Decodable {
 @Test func authorityRulesMatchTheIndependentImplementation() throws {
     let file = try vectors.load("authority-v1", as: AuthorityFile.self)
     #expect(Set(file.steps.map(\.outcome)) == ["valid", "malformed_link", "unknown_contact", "grant_exists"])
-    var state: ChainState?
     var valid = 0
-    for step in file.steps {
-        if step.outcome == "valid" {
-            #expect(Hex.encode(step.link.signedBytes) == step.signedBytes && step.link.hash == step.hash, "\(step.note)")
-        }
-        let before = state
-        expectOutcome(step.outcome, step.note) {
-            if var current = state { try current.apply(step.link); state = current } else { state = try ChainState(genesis: step.link) }
-        }
-        if step.outcome != "valid" { #expect(state == before, "\(step.note) changed the state") }
-        guard step.outcome == "valid", let current = state else { continue }
+    let state = try replay(file.steps) { step, current in
+        guard step.outcome == "valid" else { return }
         valid += 1
         // After the grant: the pin and the grant, both signed by the phone, as the vectors list them.
         if current.grants[.init(member: file.member, grantee: file.contact)] != nil, current.devices[file.phone]?.isActive == true {
@@ -245,4 +236,49 @@ private struct AuthorityFile: Decodable {
     let end = try #require(state)
     #expect(end.account.rawValue == file.account && end.head == file.head && valid == file.steps.filter { $0.outcome == "valid" }.count)
     #expect(end.standing.isEmpty && end.orphaned.isEmpty && file.standing["unpin"]?.isEmpty == true)
+}
+
+private struct MemberLifecycleFile: Decodable {
+    struct Renamed: Decodable { let name: String, envelope: String, generation: UInt32 }
+    let account: String, head: String, member: MemberID, memberKeys: [String: String], renamed: Renamed
+    let steps: [ChainFile.Step]
+}
+
+/// `member.rename` and `member.remove` as the independent implementation builds them:
+/// a name sealed under a generation the member has, a removal only once the member's
+/// shares have ended, and a removed member neither renamed, rotated nor added again.
+@Test func memberRenameAndRemoveMatchTheIndependentImplementation() throws {
+    let file = try vectors.load("member-lifecycle-v1", as: MemberLifecycleFile.self)
+    #expect(Set(file.steps.map(\.outcome)) == ["valid", "malformed_link", "stale_generation", "unknown_member", "grant_exists", "member_exists"])
+    let state = try replay(file.steps) { step, current in
+        // After the rename: the name the chain holds is the renamed one, under generation 2.
+        if step.link.type == .memberRename, step.outcome == "valid", let member = current.members[file.member] {
+            #expect(member.name == file.renamed.envelope && member.nameGeneration == file.renamed.generation)
+            let key = try SymmetricKey(SecureBytes(copying: Hex.decode(try #require(file.memberKeys[String(file.renamed.generation)]))))
+            let context = try EnvelopeContext(purpose: "member-name", ["account": file.account, "member": file.member.rawValue])
+            let opened = try Envelope(base64: member.name).open(using: key, context: context)
+            #expect(String(decoding: opened.unprotectedCopy(), as: UTF8.self) == file.renamed.name)
+        }
+    }
+    let end = try #require(state)
+    #expect(end.account.rawValue == file.account && end.head == file.head)
+    #expect(end.members.isEmpty && end.removedMembers[file.member] != nil)
+}
+
+/// Replays vector steps: each valid link gives the same signed bytes and hash, each
+/// refused one its error code and no change; `after` sees the state after each step.
+private func replay(_ steps: [ChainFile.Step], after: (ChainFile.Step, ChainState) throws -> Void) throws -> ChainState? {
+    var state: ChainState?
+    for step in steps {
+        if step.outcome == "valid" {
+            #expect(Hex.encode(step.link.signedBytes) == step.signedBytes && step.link.hash == step.hash, "\(step.note)")
+        }
+        let before = state
+        expectOutcome(step.outcome, step.note) {
+            if var current = state { try current.apply(step.link); state = current } else { state = try ChainState(genesis: step.link) }
+        }
+        if step.outcome != "valid" { #expect(state == before, "\(step.note) changed the state") }
+        if let current = state { try after(step, current) }
+    }
+    return state
 }

@@ -58,3 +58,46 @@ import Testing
         #expect(audit.contains { $0.event == "attachment.delete" })
     }
 }
+
+/// `member.remove` takes the member's wraps and attachments with it, in the append's
+/// transaction; the other members' stay, and nothing can be put under it afterwards.
+@Test(arguments: StoreBackend.all) func aRemovedMembersWrapsAndAttachmentsGoWithItsLink(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
+        let phone = TestDevice("phone")
+        var state = try await client.createAccount(phone)
+        let emma = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16))), noah = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        func wrap(_ member: MemberID) throws -> MemberWrap {
+            let context = try EnvelopeContext(purpose: "member-key", ["account": state.account.rawValue, "member": member.rawValue,
+                                                                     "member-generation": "1", "master-generation": "1"])
+            return MemberWrap(member: member, memberGeneration: 1, masterGeneration: 1,
+                              envelope: try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: context).base64)
+        }
+        let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
+        let content = try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-content")).bytes
+        let address = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
+        for member in [emma, noah] {
+            #expect(try await client.append(phone, &state, AppendRequest(
+                link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"]), wraps: [try wrap(member)])).status == .created)
+            #expect(try await client.signed(phone, .put, "/v1/accounts/\(state.account)/members/\(member)/attachments/\(address)",
+                                            body: AttachmentObject(key: key, content: content).bytes).status == .created)
+        }
+        func wraps(_ member: MemberID) async throws -> Int {
+            (try decode([String: [MemberWrap]].self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/wraps?member=\(member)"))["wraps"] ?? []).count
+        }
+        func attachments(_ member: MemberID) async throws -> Int {
+            (try decode([String: [AttachmentInfo]].self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/members/\(member)/attachments"))["attachments"] ?? []).count
+        }
+        #expect(try await client.append(phone, &state, AppendRequest(
+            link: phone.link(.memberRemove, after: state, body: ["member": emma.rawValue]))).status == .created)
+        let (emmaWraps, emmaAttachments) = (try await wraps(emma), try await attachments(emma))
+        let (noahWraps, noahAttachments) = (try await wraps(noah), try await attachments(noah))
+        #expect(emmaWraps == 0 && emmaAttachments == 0)
+        #expect(noahWraps == 1 && noahAttachments == 1, "another member's went too")
+        // Nothing is put under a removed member, and its id is never added again.
+        #expect(try await client.signed(phone, .put, "/v1/accounts/\(state.account)/members/\(emma)/attachments/\(address)",
+                                        body: AttachmentObject(key: key, content: content).bytes).status == .notFound)
+        let again = try await client.append(phone, &state, AppendRequest(
+            link: phone.link(.memberAdd, after: state, body: ["member": emma.rawValue, "memberGeneration": "1"]), wraps: [try wrap(emma)]))
+        #expect(again.status == .conflict || again.status == .badRequest, "a removed member's id was added again")
+    }
+}

@@ -447,13 +447,13 @@ _kvctl_member() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    add|list|rotate|share|unshare)
+    add|list|rename|remove|rotate|share|unshare)
         # Offer subcommand argument completions
         "_kvctl_member_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'add list rotate share unshare' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'add list rename remove rotate share unshare' -- "${cur}"))
         ;;
     esac
 }
@@ -482,6 +482,42 @@ _kvctl_member_list() {
     repeating_options=()
     non_repeating_options=(--home --ca-cert)
     __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_member_rename() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--home --ca-cert)
+    __kvctl_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_member_remove() {
+    repeating_flags=()
+    non_repeating_flags=(--yes --json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--home --ca-cert)
+    __kvctl_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in

@@ -119,6 +119,7 @@ struct ServiceState: Sendable {
                                                  signingKey: added.signingKey.rawRepresentation,
                                                  boxKey: added.boxKey.rawRepresentation, added: added.added))
         }
+        write.removedMembers = before.members.keys.filter { after.members[$0] == nil }
         write.revokedDevices = after.devices.values.filter { !$0.isActive && before.devices[$0.id]?.isActive == true }.map(\.id)
         do {
             try await database.append(account, write)
