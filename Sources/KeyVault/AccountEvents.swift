@@ -17,7 +17,7 @@ extension Vault {
     public struct AccountEvent: Sendable, Equatable {
         /// What happened: `account.created`, `device.added`, `device.revoked`,
         /// `recovery.set`, `recovery.replaced`, `keys.renewed`, `member.added`,
-        /// `member.renewed`, `sharing.identity`, `contact.verified`, `share.started`,
+        /// `member.renewed`, `member.renamed`, `member.removed`, `account.reset`, `sharing.identity`, `contact.verified`, `share.started`,
         /// `share.ended` or `contact.removed`.
         public var kind: String
         /// The chain link's sequence number.
@@ -120,6 +120,8 @@ extension Vault {
             case .memberRename:
                 ("member.renamed", sealedNames[link.sequence] ?? memberName(body["member"]),
                  "member \(previousName(body["member"], before: link.sequence)) was renamed \(sealedNames[link.sequence] ?? "(a name this device cannot open)") \(byWords)")
+            case .accountReset:
+                ("account.reset", nil, "the account was reset \(byWords): every other device, member, share and contact ended, with a new recovery code")
             case .memberRemove:
                 ("member.removed", previousName(body["member"], before: link.sequence),
                  "member \(previousName(body["member"], before: link.sequence)) was removed, with its attachments, \(byWords)")

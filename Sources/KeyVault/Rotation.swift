@@ -68,8 +68,10 @@ extension Vault {
 
     public func pendingRotation() throws -> PendingRotation {
         let state = try chain
-        let lastRevoke = links.lastIndex { $0.type == .deviceRevoke }
-        let lastRecovery = links.lastIndex { $0.type == .recoverySet && $0.body["recoveryGeneration"] != "1" }
+        // An account.reset leaves nothing of before it to rotate: its own master key and code are new.
+        let reset = links.lastIndex { $0.type == .accountReset } ?? -1
+        let lastRevoke = links.lastIndex { $0.type == .deviceRevoke }.flatMap { $0 > reset ? $0 : nil }
+        let lastRecovery = links.lastIndex { $0.type == .recoverySet && $0.body["recoveryGeneration"] != "1" }.flatMap { $0 > reset ? $0 : nil }
         // An unshare is finished by a member rotation the former grantee never receives.
         let unshared = unsharedWithoutRotation()
         let ends = state.revocation(of: [], by: device).ended.map(Standing.init)
@@ -347,6 +349,63 @@ extension Vault {
     /// account has a sharing identity, `member.rotate` for each member).
     public func setRecoveryCode(_ code: RecoveryCode, parameters cost: RecoveryCost = .recovery) async throws {
         try await setRecoveryCode(code, argon2: cost.parameters)
+    }
+
+    /// What ``resetAccount(recoveryCode:parameters:)`` ended and made.
+    public struct ResetResult: Sendable, Equatable {
+        public var revokedDevices = 0
+        public var removedMembers = 0
+        public var endedShares = 0
+        public var masterGeneration: UInt32 = 0
+        public var recoveryGeneration: UInt32 = 0
+    }
+
+    /// Wipes the account but for this device, in one link (`account.reset`): every other
+    /// device is revoked, every member removed (the server deletes its keys and
+    /// attachments with the link), every share and contact ended; a new master key is
+    /// sealed to this device and to `code`, which replaces the recovery code. Other
+    /// devices and the old code open nothing afterwards. The account id stays.
+    ///
+    /// Authority: what the link grants is the new master key and `code`, both this
+    /// device's doing: revoking this device later compromises `code`, as for `recovery.set`.
+    public func resetAccount(recoveryCode code: RecoveryCode, parameters cost: RecoveryCost = .recovery) async throws -> ResetResult {
+        try await resetAccount(recoveryCode: code, argon2: cost.parameters)
+    }
+
+    package func resetAccount(recoveryCode code: RecoveryCode, argon2 parameters: Argon2id.Parameters) async throws -> ResetResult {
+        try await exclusively {
+            guard code.mnemonic.wordCount == RecoveryCode.wordCount else {
+                throw KeyVaultError(.invalidInput, "a recovery code has 24 words; this one has \(code.mnemonic.wordCount)")
+            }
+            try await sync()
+            let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
+            progress(.derivingRecoveryKeys(iterations: parameters.iterations, memoryKiB: parameters.memoryKiB))
+            let keys = try RecoveryKeys(code: code.mnemonic, salt: salt, parameters: parameters)
+            guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
+            var result = ResetResult()
+            try await write("account reset") { state in
+                let g = state.masterGeneration + 1, r = (state.recovery?.generation ?? 0) + 1
+                let master = SymmetricKey()
+                let link = makeLink(.accountReset, ["masterGeneration": String(g), "masterKeyCheck": try MasterKeyCheck.compute(master, generation: g),
+                                                    "authKey": Hex.encode(keys.authKey.publicKey.rawRepresentation),
+                                                    "boxKey": Hex.encode(keys.boxKey.publicKey.rawRepresentation),
+                                                    "recoveryGeneration": String(r)], after: state)
+                var after = state
+                try after.apply(link)
+                let anchor = try RecoveryAnchor(account: account, genesis: genesis).seal(under: keys, generation: r)
+                result = ResetResult(revokedDevices: state.activeDevices.count - after.activeDevices.count, removedMembers: state.members.count,
+                                     endedShares: state.grants.count, masterGeneration: g, recoveryGeneration: r)
+                return (AppendRequest(link: link, boxes: try boxes(master, generation: g, in: after),
+                                      recovery: keys.slot(salt: salt, parameters: parameters, anchor: anchor)), {
+                    // Nothing of before is kept: the old keys open nothing the account still has.
+                    self.record.masterKeys = [g: master]
+                    self.record.memberKeys = [:]
+                    self.identityCache = [:]
+                    self.sharedKeys = [:]
+                })
+            }
+            return result
+        }
     }
 
     /// The same at any Argon2id parameters (the tests).

@@ -214,8 +214,53 @@ struct Audit: AsyncParsableCommand {
 
 struct Account: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Delete the whole account.",
-        subcommands: [Delete.self])
+        abstract: "Delete the whole account, or reset it to this device alone.",
+        subcommands: [Delete.self, Reset.self])
+
+    struct Reset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Wipe every member, key and attachment, and go on with this device and a new recovery code.",
+            discussion: """
+                In one step on the server: every other device is revoked, every member is
+                removed with its attachments, every share and contact ends, and a new master
+                key is sealed to this device and to a new recovery code, shown once (or
+                written to --recovery-file) and checked. The old code enrolls nothing any
+                more; other devices are refused from their next command and told why. The
+                account id stays. Cannot be undone. Asks for confirmation unless --yes.
+
+                --json (with --recovery-file) prints {"account", "revokedDevices",
+                "removedMembers", "endedShares", "masterGeneration", "recoveryGeneration"}.
+                """)
+
+        @OptionGroup var newCode: NewCodeOptions
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let status = try await vault.status()
+            try confirm("""
+                Reset account \(vault.account)? Every other device (\(max(status.activeDevices - 1, 0))) is revoked, every member \
+                (\(status.members)) is removed with its attachments, and the recovery code is replaced. This cannot be undone.
+                """, assumeYes: newCode.yes, what: "resetting the account")
+            let code = try newCode.newCode(json: options.json)
+            let result: Vault.ResetResult
+            do {
+                result = try await vault.resetAccount(recoveryCode: code, parameters: newCode.kdf)
+            } catch {
+                // The code shown was never set: a file of it must not look like a working one.
+                if let file = newCode.recoveryFile { unlink(file) }
+                throw error
+            }
+            options.result([
+                "account": vault.account.rawValue, "revokedDevices": result.revokedDevices, "removedMembers": result.removedMembers,
+                "endedShares": result.endedShares, "masterGeneration": result.masterGeneration, "recoveryGeneration": result.recoveryGeneration,
+            ], """
+                Account \(vault.account) was reset: \(result.revokedDevices) other device(s) revoked, \(result.removedMembers) member(s) removed \
+                with their attachments, \(result.endedShares) share(s) ended. This device and the new recovery code are all it has now.
+
+                """)
+        }
+    }
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

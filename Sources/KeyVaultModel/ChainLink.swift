@@ -11,6 +11,9 @@ package enum LinkType: String, Sendable, Codable, CaseIterable {
     case memberRename = "member.rename"
     /// A member taken out of the account: its keys, wraps and attachments go.
     case memberRemove = "member.remove"
+    /// The account wiped but for its signer: every other device revoked, every member,
+    /// share and contact ended, a new master key and recovery code.
+    case accountReset = "account.reset"
     /// The account's sharing identity (docs/formats/member-sharing.md).
     case identitySet = "identity.set"
     /// Another account's sharing identity, verified with a safety code.

@@ -79,6 +79,11 @@ extension PostgresKeyVaultDatabase {
                                        logger: logger).collect()
                 }
             }
+            if let generation = write.dropsKeysBefore {
+                try await db.query("DELETE FROM key_boxes WHERE account = \(account.rawValue) AND generation < \(Int64(generation))", logger: logger).collect()
+                try await db.query("DELETE FROM identity_wraps WHERE account = \(account.rawValue)", logger: logger).collect()
+                try await db.query("DELETE FROM share_boxes WHERE account = \(account.rawValue)", logger: logger).collect()
+            }
             if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
             try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
                                   detail: nil)

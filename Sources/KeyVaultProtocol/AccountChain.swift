@@ -101,8 +101,11 @@ package struct ChainState: Sendable, Equatable {
     package private(set) var members: [MemberID: Member]
     /// Members taken out (`member.remove`), by the link that removed them: an id is never added again.
     package private(set) var removedMembers: [MemberID: UInt64]
-    /// The account's current sharing identity (its last `identity.set`).
+    /// The account's current sharing identity (its last `identity.set`; none after an `account.reset`).
     package private(set) var identity: Identity?
+    /// The generation of the identity an `account.reset` retired (0 if none): a new
+    /// identity follows it, so that contacts never see a generation go back.
+    package private(set) var retiredIdentityGeneration: UInt32
     /// The contacts pinned with `contact.pin`, by account (a re-pin replaces the pin).
     package private(set) var contacts: [AccountID: Identity]
     /// The grants in force.
@@ -144,6 +147,7 @@ package struct ChainState: Sendable, Equatable {
         members = [:]
         removedMembers = [:]
         identity = nil
+        retiredIdentityGeneration = 0
         contacts = [:]
         grants = [:]
         revokedGrants = []
@@ -233,6 +237,36 @@ package struct ChainState: Sendable, Equatable {
             next.masterGeneration = generation
             next.masterGenerationStarts.append(link.sequence)
             next.masterKeyChecks[generation] = try Self.masterKeyCheck(link)
+        case .accountReset:
+            // A device, not the recovery code (checked above: the code signs only device.add and recovery.set).
+            let generation = try Self.generationField(link, "masterGeneration")
+            guard generation == masterGeneration + 1 else {
+                throw ProtocolError(.staleGeneration, "master key generation \(generation) does not follow \(masterGeneration)")
+            }
+            guard let check = try Self.masterKeyCheck(link) else { throw ProtocolError.malformed("account.reset needs masterKeyCheck") }
+            let authKey = try Ed25519.PublicKey(rawRepresentation: Self.hexField(link, "authKey", count: 32))
+            let boxKey = try X25519.PublicKey(rawRepresentation: Self.hexField(link, "boxKey", count: 32))
+            let recoveryGeneration = try Self.generationField(link, "recoveryGeneration")
+            guard recoveryGeneration == (recovery?.generation ?? 0) + 1 else {
+                throw ProtocolError(.staleGeneration, "recovery generation \(recoveryGeneration) does not follow \(recovery?.generation ?? 0)")
+            }
+            for (id, device) in devices where device.isActive && id != origin {
+                next.devices[id]?.revoked = link.sequence
+            }
+            next.recoveries.append(Recovery(authKey: authKey, boxKey: boxKey, generation: recoveryGeneration, set: link.sequence, setBy: origin))
+            next.masterGeneration = generation
+            next.masterGenerationStarts.append(link.sequence)
+            next.masterKeyChecks[generation] = check
+            for id in members.keys { next.removedMembers[id] = link.sequence }
+            next.members = [:]
+            for var grant in grants.values.sorted(by: { $0.granted < $1.granted }) {
+                grant.revoked = link.sequence
+                next.revokedGrants.append(grant)
+            }
+            next.grants = [:]
+            next.contacts = [:]
+            next.retiredIdentityGeneration = identity?.generation ?? retiredIdentityGeneration
+            next.identity = nil
         case .memberAdd:
             guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)) else {
                 throw ProtocolError.malformed("member.add needs a member id (32 hex digits)")
@@ -275,8 +309,9 @@ package struct ChainState: Sendable, Equatable {
             next.removedMembers[id] = link.sequence
         case .identitySet:
             let new = try Self.identityFields(link, sequence: link.sequence)
-            guard new.generation == (identity?.generation ?? 0) + 1 else {
-                throw ProtocolError(.staleGeneration, "identity generation \(new.generation) does not follow \(identity?.generation ?? 0)")
+            let current = identity?.generation ?? retiredIdentityGeneration
+            guard new.generation == current + 1 else {
+                throw ProtocolError(.staleGeneration, "identity generation \(new.generation) does not follow \(current)")
             }
             next.identity = new
         case .contactPin:

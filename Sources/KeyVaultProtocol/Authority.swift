@@ -64,6 +64,11 @@ package struct LinkAuthority: Sendable, Equatable {
             .memberRename: LinkAuthority(grants: .nothing, onRevocation: .nothing, fields: ["member", "name", "nameGeneration"]),
             // Takes a member's key generations out of use (the server drops its wraps and attachments).
             .memberRemove: LinkAuthority(grants: .nothing, onRevocation: .nothing, fields: ["member"]),
+            // Revokes every other device and ends every member, share and contact; grants a
+            // new master key generation and, like recovery.set, a recovery code, compromised
+            // when its signer is revoked (a new master generation is renewed then too).
+            .accountReset: LinkAuthority(grants: .recoveryCode, onRevocation: .compromised,
+                                         fields: ["masterGeneration", "masterKeyCheck", "authKey", "boxKey", "recoveryGeneration"]),
             .identitySet: LinkAuthority(grants: .keyGeneration, onRevocation: .renewed, fields: identity),
             .contactPin: LinkAuthority(grants: .contactPin, onRevocation: .ended, fields: identity.union(["account"])),
             .shareGrant: LinkAuthority(grants: .shareGrant, onRevocation: .ended,

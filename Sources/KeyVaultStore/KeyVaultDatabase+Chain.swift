@@ -72,6 +72,11 @@ extension KeyVaultDatabase {
                     try db.execute(sql: "DELETE FROM \(table) WHERE account = ? AND member = ?", arguments: [account.rawValue, member.rawValue])
                 }
             }
+            if let generation = write.dropsKeysBefore {
+                try db.execute(sql: "DELETE FROM key_boxes WHERE account = ? AND generation < ?", arguments: [account.rawValue, generation])
+                try db.execute(sql: "DELETE FROM identity_wraps WHERE account = ?", arguments: [account.rawValue])
+                try db.execute(sql: "DELETE FROM share_boxes WHERE account = ?", arguments: [account.rawValue])
+            }
             if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
             try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
                            detail: nil)

@@ -60,6 +60,9 @@ package struct ChainWrite: Sendable {
     /// Members the link removes (`member.remove`): their wraps, attachments, uploads and
     /// share boxes are deleted with it.
     package var removedMembers: [MemberID] = []
+    /// An `account.reset`: the master key boxes of generations before this one, every
+    /// identity wrap and every share box of the account are deleted with it.
+    package var dropsKeysBefore: UInt32?
     /// A pending link request this write approves (single use: it must still be pending).
     package var approvesLinkRequest: (code: String, approver: DeviceID)?
     /// The audit row: its event and the device that signed (or `recovery`); the row

@@ -81,6 +81,23 @@ private let scenarios: [LinkType: @Sendable (inout Account) throws -> Void] = [
         try a.carryOut(plan)
         #expect(a.state.recovery?.isCompromised == true)
     },
+    .accountReset: { a in
+        // The phone resets the account: the laptop revoked, the member removed, the identity retired.
+        try a.append(.accountReset, ["masterGeneration": "2", "masterKeyCheck": Hex.encode(SystemRandom.bytes(count: 16)),
+                                     "authKey": Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation),
+                                     "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation), "recoveryGeneration": "1"], by: a.phone)
+        #expect(a.state.devices[a.laptop.id]?.isActive == false && a.state.members.isEmpty && a.state.identity == nil)
+        #expect(a.state.masterGeneration == 2 && a.state.recovery?.setBy == a.phone.id)
+        // A device the phone adds later revokes it: the code the reset set is compromised with it.
+        let tablet = Signer()
+        try a.append(.deviceAdd, tablet.fields("tablet"), by: a.phone)
+        #expect(a.state.revocation(of: [try #require(a.state.devices[a.phone.id])], by: tablet.id).compromisesRecovery)
+        try a.append(.deviceRevoke, ["device": a.phone.id.rawValue], by: tablet)
+        #expect(a.state.recovery?.isCompromised == true)
+        // A new sharing identity follows the one the reset retired: contacts never see a generation go back.
+        #expect(throws: ProtocolError.self) { try a.append(.identitySet, Account.identity(1), by: tablet) }
+        try a.append(.identitySet, Account.identity(2), by: tablet)
+    },
     .identitySet: { a in
         try a.append(.identitySet, Account.identity(2), by: a.phone)
         let identity = try #require(a.state.identity)
@@ -281,4 +298,28 @@ private func replay(_ steps: [ChainFile.Step], after: (ChainFile.Step, ChainStat
         if let current = state { try after(step, current) }
     }
     return state
+}
+
+private struct AccountResetFile: Decodable {
+    let account: String, head: String, member: MemberID, contact: AccountID, laptop: DeviceID, phone: DeviceID, reset: UInt64
+    let steps: [ChainFile.Step]
+}
+
+/// `account.reset` as the independent implementation builds it: one link that revokes
+/// every other device, removes every member, ends every share and contact, retires the
+/// identity and sets a new master key and code, signed by a device and never by the code.
+@Test func accountResetMatchesTheIndependentImplementation() throws {
+    let file = try vectors.load("account-reset-v1", as: AccountResetFile.self)
+    #expect(Set(file.steps.map(\.outcome)) == ["valid", "malformed_link", "stale_generation", "unknown_signer", "signer_revoked",
+                                               "bad_signature", "member_exists", "unknown_grant"])
+    let state = try replay(file.steps) { step, current in
+        guard step.outcome == "valid", step.link.sequence == file.reset else { return }
+        #expect(current.devices[file.laptop]?.revoked == file.reset && current.devices[file.phone]?.isActive == true)
+        #expect(current.members.isEmpty && current.removedMembers[file.member] == file.reset)
+        #expect(current.grants.isEmpty && current.contacts.isEmpty && current.revokedGrants.last?.revoked == file.reset)
+        #expect(current.identity == nil && current.retiredIdentityGeneration == 1)
+        #expect(current.masterGeneration == 2 && current.recovery?.generation == 2 && current.recovery?.setBy == file.phone)
+    }
+    let end = try #require(state)
+    #expect(end.account.rawValue == file.account && end.head == file.head && end.identity?.generation == 2)
 }

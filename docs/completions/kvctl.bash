@@ -1061,13 +1061,13 @@ _kvctl_account() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    delete)
+    delete|reset)
         # Offer subcommand argument completions
         "_kvctl_account_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'delete' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'delete reset' -- "${cur}"))
         ;;
     esac
 }
@@ -1081,6 +1081,31 @@ _kvctl_account_delete() {
 
     # Offer option value completions
     case "${prev}" in
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_account_reset() {
+    repeating_flags=()
+    non_repeating_flags=(--yes --json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--recovery-file --kdf --home --ca-cert)
+    __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--recovery-file')
+        return
+        ;;
+    '--kdf')
+        __kvctl_add_completions -W 'floor'$'\n''interactive'$'\n''recovery'$'\n''moderate'$'\n''sensitive'
+        return
+        ;;
     '--home')
         return
         ;;

@@ -92,12 +92,12 @@ struct ServiceState: Sendable {
             throw APIError.badRequest("an enrollment's device.add comes with a box of the current master key (generation \(after.masterGeneration)) for the device it adds")
         }
         // The recovery slot travels only with the recovery.set link that authorises its keys.
-        if append.link.type == .recoverySet {
+        if append.link.type == .recoverySet || append.link.type == .accountReset {
             guard let slot = append.recovery, let recovery = after.recovery,
                   slot.authKey == Hex.encode(recovery.authKey.rawRepresentation), slot.boxKey == Hex.encode(recovery.boxKey.rawRepresentation)
-            else { throw APIError.badRequest("a recovery.set link comes with the recovery slot whose keys it names") }
+            else { throw APIError.badRequest("a \(append.link.type.rawValue) link comes with the recovery slot whose keys it names") }
         } else if append.recovery != nil {
-            throw APIError.badRequest("a recovery slot comes only with a recovery.set link")
+            throw APIError.badRequest("a recovery slot comes only with a recovery.set or account.reset link")
         }
         for wrap in append.wraps {
             guard after.members[wrap.member] != nil, base64Decode(wrap.envelope).map({ (62...4096).contains($0.count) }) == true else {
@@ -120,6 +120,8 @@ struct ServiceState: Sendable {
                                                  boxKey: added.boxKey.rawRepresentation, added: added.added))
         }
         write.removedMembers = before.members.keys.filter { after.members[$0] == nil }
+        // A reset keeps no key of before: the boxes of older master generations, the identity's wraps, the share boxes.
+        if append.link.type == .accountReset { write.dropsKeysBefore = after.masterGeneration }
         write.revokedDevices = after.devices.values.filter { !$0.isActive && before.devices[$0.id]?.isActive == true }.map(\.id)
         do {
             try await database.append(account, write)

@@ -1,0 +1,52 @@
+import Foundation
+import KeyVaultTestSupport
+import Testing
+
+// Issue 22, item 3: `keyctl account reset` wipes the account's members, keys and
+// attachments on the server in one link, makes a new master key and recovery code,
+// and keeps this device; every other device and the old code open nothing
+// afterwards, and are told so.
+
+@Test(.timeLimit(.minutes(4)))
+func aResetKeepsThisDeviceAloneWithANewCodeAndNothingElseOpens() throws {
+    let story = try Story("reset")
+    let account = try story.laptopAndPhone()
+    let oldCode = try String(contentsOfFile: story.path("code"), encoding: .utf8)
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    try Data("x-ray".utf8).write(to: URL(fileURLWithPath: story.path("x-ray.png")))
+    _ = try story.run(["attachment", "put", "--member", "Emma", story.path("x-ray.png")], "laptop")
+    let before = try #require(try story.run(["status"], "laptop")["masterGeneration"] as? Int)
+
+    // Asked first; refused, nothing changes.
+    let refused = try keyctl(["account", "reset", "--recovery-file", story.path("new-code"), "--home", story.path("laptop")], input: Data("n\n".utf8))
+    #expect(refused.code != 0 && !FileManager.default.fileExists(atPath: story.path("new-code")))
+    #expect(try story.run(["status"], "phone")["masterGeneration"] as? Int == before)
+
+    let reset = try story.run(["account", "reset", "--recovery-file", story.path("new-code"), "--yes"], "laptop")
+    #expect(reset["account"] as? String == account)
+    #expect(reset["revokedDevices"] as? Int == 1 && reset["removedMembers"] as? Int == 1)
+    #expect((reset["masterGeneration"] as? Int ?? 0) > before)
+    let newCode = try String(contentsOfFile: story.path("new-code"), encoding: .utf8)
+    #expect(newCode != oldCode)
+
+    // This device goes on, alone, with nothing in it.
+    let status = try story.run(["status"], "laptop")
+    #expect((status["activeDevices"] as? [[String: Any]])?.count == 1 && (status["members"] as? [Any])?.isEmpty == true)
+    #expect(try story.run(["audit"], "laptop")["ok"] as? Bool == true)
+    // The other device is refused, and told why and what to do.
+    let phone = try keyctl(["status", "--home", story.path("phone")])
+    #expect(phone.code == 4, "\(phone.err)")
+    #expect(phone.err.contains("revoked") && phone.err.contains("reset"), "\(phone.err)")
+    // The old code enrolls nothing; the new one does, and that device sees the reset account.
+    let old = try keyctl(["device", "enroll", "--server", story.url, "--account", account, "--name", "old"] + story.home("old"), input: Data(oldCode.utf8))
+    #expect(old.code != 0, "the old code still enrolls")
+    _ = try story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "tablet"], "tablet", input: newCode)
+    #expect(try story.run(["audit"], "tablet")["ok"] as? Bool == true)
+    let log = try keyctl(["audit", "log", "--home", story.path("tablet")])
+    #expect(log.out.contains("the account was reset by laptop"), "\(log.out)")
+    // And the account works as a new one: a member, an attachment, on both devices.
+    _ = try story.run(["member", "add", "Noah"], "tablet")
+    _ = try story.run(["attachment", "put", "--member", "Noah", story.path("x-ray.png")], "laptop")
+    _ = try story.run(["attachment", "get", "--member", "Noah", "x-ray.png", "-o", story.path("copy.png")], "tablet")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: story.path("copy.png"))) == Data("x-ray".utf8))
+}
