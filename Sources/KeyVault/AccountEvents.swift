@@ -34,6 +34,10 @@ extension Vault {
         public var subjectID: String?
         /// The whole event in words, e.g. "member Alice was added by laptop".
         public var text: String
+        /// Signed with this device's key, but not appended by this device's own vault
+        /// (``untoldEvents()`` only): someone holds a copy of its keys, unless the same
+        /// home was used from another copy of it.
+        public var signedWithThisDevicesKey = false
     }
 
     /// Every key event of the account, oldest first (from the chain this device verified).
@@ -44,17 +48,23 @@ extension Vault {
     /// What other devices (and the recovery code) changed since this device last told
     /// its person, once: the events are marked told as they are returned. A device
     /// that never told anything (new, or from a version before notices) starts from
-    /// the link that added it. This device's own links are never news to it.
+    /// the link that added it. The links this device appended itself are never news to
+    /// it; one signed with its key that it did not append is, flagged
+    /// (``AccountEvent/signedWithThisDevicesKey``).
     public func untoldEvents() async throws -> [AccountEvent] {
         try await exclusively {
             let state = try chain
             let told = record.noticed ?? state.devices[device]?.added ?? state.sequence
             guard told < state.sequence else { return [] }
-            let me = device.rawValue
-            let news = try await describe(links.filter {
-                $0.sequence > told && $0.signer != me && !($0.type == .deviceAdd && $0.body["device"] == me)
+            let me = device.rawValue, mine = Set(record.written), firstLook = record.noticed == nil
+            var news = try await describe(links.filter {
+                // On a first look, every link this key signed counts as this device's (no record was kept before).
+                $0.sequence > told && !mine.contains($0.sequence) && !(firstLook && $0.signer == me)
+                    && !($0.type == .deviceAdd && $0.body["device"] == me)
             })
+            for index in news.indices where news[index].byDevice == device { news[index].signedWithThisDevicesKey = true }
             record.noticed = state.sequence
+            record.written = []
             try home.save(record)
             return news
         }

@@ -81,12 +81,11 @@ extension Vault {
     ///   the server takes no attachment that large; `invalid_input` for a name that
     ///   cannot be one.
     public func put(_ plaintext: [UInt8], member given: Member, name: String? = nil, mediaType: String? = nil) async throws -> PutResult {
+        // Checked before anything is read or sent: a name refused after the upload would leave it nameless.
         let meta = try name.map { name in
-            guard AttachmentMeta.isValidName(name), (mediaType?.utf8.count ?? 1) <= 255 else {
-                throw KeyVaultError(.invalidInput, "an attachment's name has 1 to 255 bytes and no control characters")
-            }
-            return AttachmentMeta(name: name, type: mediaType ?? AttachmentMeta.mediaType(forName: name),
-                                  time: Int64(Date().timeIntervalSince1970), size: UInt64(plaintext.count))
+            let type = mediaType ?? AttachmentMeta.mediaType(forName: name)
+            if let problem = AttachmentMeta.problem(name: name, type: type) { throw KeyVaultError(.invalidInput, problem) }
+            return AttachmentMeta(name: name, type: type, time: Int64(Date().timeIntervalSince1970), size: UInt64(plaintext.count))
         }
         return try await put(size: plaintext.count, member: given, what: "the content", meta: meta,
                              reading: { body in try plaintext.withUnsafeBytes(body) }, chunks: { ChunkReader(bytes: plaintext, size: $0) })
@@ -503,8 +502,10 @@ extension Vault {
                 let address = list[index].address
                 do {
                     let generation = try AttachmentMeta.generation(of: sealed)
-                    guard (1...member.generation).contains(generation) else {
-                        throw VaultError(.addressMismatch, "the name stored with \(address) names key generation \(generation), which \(member.name) does not have")
+                    // Sealed with the content, under the generation its address names or a later one:
+                    // never under an older generation a revoked device or a former grantee still holds.
+                    guard (address.generation...max(address.generation, member.generation)).contains(generation) else {
+                        throw VaultError(.addressMismatch, "the name stored with \(address) is sealed under key generation \(generation), not one from its address's (\(address.generation)) on")
                     }
                     let meta = try AttachmentMeta.open(sealed, account: owner(of: member), address: address,
                                                        keys: try await memberKeys(member, generation: generation))
@@ -525,7 +526,13 @@ extension Vault {
     /// - Throws: `no_such_attachment` when none is, or when several are (their
     ///   addresses in the message: give the one meant).
     public func attachment(named name: String, member: Member) async throws -> Attachment {
-        let matches = try await attachments(member: member).filter { $0.name == name }
+        let all = try await attachments(member: member)
+        // A name that does not open is the server's doing: by name, it could steer which one is found.
+        if let problem = all.first(where: { $0.nameProblem != nil }) {
+            throw KeyVaultError(.noSuchAttachment, "not looked up by name: the name stored with \(problem.address) does not open for it (the server moved or altered it); give the address",
+                                kind: .verification)
+        }
+        let matches = all.filter { $0.name == name }
         guard matches.count == 1 else {
             throw KeyVaultError(.noSuchAttachment, matches.isEmpty
                 ? "\(member.name) has no attachment called \(name)"

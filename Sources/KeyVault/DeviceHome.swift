@@ -32,6 +32,9 @@ package struct DeviceRecord: Sendable {
     /// The chain sequence up to which this device has told its person what other
     /// devices changed (``Vault/untoldEvents()``); nil until it first looked.
     package var noticed: UInt64?
+    /// The links this device appended after `noticed` (at most the newest 256): a link
+    /// signed with its key that is not one of these was made elsewhere, with a copy of it.
+    package var written: [UInt64] = []
 
     package struct SeenHead: Sendable, Codable, Equatable {
         package var head: String
@@ -159,6 +162,7 @@ package final class DeviceHome: Sendable {
             record.seenChains = seen
             record.chain = stored.chain?.links ?? []
             record.noticed = stored.noticed
+            record.written = stored.written ?? []
             return record
         } catch {
             throw corrupt("its keys are damaged (\(error))")
@@ -189,7 +193,8 @@ package final class DeviceHome: Sendable {
                                 linkCode: record.linkCode,
                                 seenChains: record.seenChains.isEmpty ? nil
                                     : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }),
-                                chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed)
+                                chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed,
+                                written: record.written.isEmpty ? nil : record.written)
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
@@ -284,6 +289,7 @@ struct StoredHome: Codable {
     var seenChains: [String: DeviceRecord.SeenHead]?
     var chain: KeptChain?
     var noticed: UInt64?
+    var written: [UInt64]?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
 }

@@ -152,7 +152,18 @@ public actor Vault {
         try await exclusively {
             let kept = links.count
             let verified = try adopt(try await api.chain().links)
-            if verified.head != record.head || kept != links.count {
+            // Keys of members removed since (by another device) are forgotten here too, but
+            // for the generations their names in the chain are sealed under (the account's
+            // log still names them; those attachments are gone from the server).
+            var forgot = false
+            for (id, keys) in record.memberKeys where verified.removedMembers[id] != nil {
+                let naming = Set(links.filter { ($0.type == .memberAdd || $0.type == .memberRename) && $0.body["member"] == id.rawValue }
+                    .map { $0.type == .memberAdd ? 1 : UInt32($0.body["nameGeneration"] ?? "") ?? 1 })
+                guard keys.keys.contains(where: { !naming.contains($0) }) else { continue }
+                record.memberKeys[id] = keys.filter { naming.contains($0.key) }
+                forgot = true
+            }
+            if verified.head != record.head || kept != links.count || forgot {
                 record.head = verified.head
                 record.sequence = verified.sequence
                 try home.save(record)
@@ -306,6 +317,9 @@ public actor Vault {
     /// Device and member names have 1 to 100 characters (the chain's limit).
     static func checkName(_ name: String, of what: String) throws {
         guard (1...100).contains(name.count) else { throw KeyVaultError(.invalidInput, "\(what) name has 1 to 100 characters") }
+        guard name.printable == name else {
+            throw KeyVaultError(.invalidInput, "\(what) name has no control or text-direction characters")
+        }
     }
 
     package static let maxAttempts = 5
@@ -349,6 +363,12 @@ public actor Vault {
             self.state = next
             record.head = next.head
             record.sequence = next.sequence
+            // This device's own link: never news to it (``untoldEvents()``).
+            if record.noticed == state.sequence {
+                record.noticed = next.sequence
+            } else if record.noticed != nil {
+                record.written = Array((record.written + [next.sequence]).suffix(256))
+            }
             commit()
             try home.save(record)
             return
@@ -372,7 +392,7 @@ public actor Vault {
             try await write("member add", afterRotations: true) { state in
                 let (master, g) = try await masterKey()
                 let wrap = try MemberKeyWrap.seal(key, account: account, member: id, memberGeneration: 1, under: master, masterGeneration: g)
-                let sealedName = try MemberName.seal(name, account: account, member: id, firstKey: key)
+                let sealedName = try MemberName.seal(name, account: account, member: id, key: key)
                 let link = makeLink(.memberAdd, ["member": id.rawValue, "memberGeneration": "1", "name": sealedName], after: state)
                 return (AppendRequest(link: link, wraps: [wrap]), { self.record.memberKeys[id] = [1: key] })
             }
@@ -438,7 +458,8 @@ public actor Vault {
 
     /// Takes a member out of the account: its shares end first (`share.revoke` for
     /// each), then `member.remove`, with which the server deletes the member's key
-    /// wraps, attachments and share boxes. This device forgets the member's keys.
+    /// wraps, attachments and share boxes. This device forgets the member's keys but
+    /// those its names are sealed under (the account's log names it still).
     ///
     /// Authority: the member's key generations go out of use; nothing new is sealed
     /// under them. A device (or grantee) that opened an attachment keeps what it wrote
@@ -455,7 +476,7 @@ public actor Vault {
             try await write("member remove") { state in
                 guard state.members[member.id] != nil else { throw KeyVaultError(.noSuchMember, "no such member \(member.id)") }
                 return (AppendRequest(link: makeLink(.memberRemove, ["member": member.id.rawValue], after: state)),
-                        { self.record.memberKeys[member.id] = nil })
+                        { self.record.memberKeys[member.id] = self.record.memberKeys[member.id]?.filter { $0.key == 1 || $0.key == state.members[member.id]?.nameGeneration } })
             }
         }
     }

@@ -21,6 +21,8 @@ enum AccountLog {
             return "not you? a device of the account did it: see `\(keyctl) device list` and revoke any you do not know"
         case "recovery.replaced":
             return "not you? `\(keyctl) recovery rotate` makes a code only you have; then revoke the device that did it"
+        case "member.removed", "member.renamed", "account.reset":
+            return "not you? a device of the account did it and it cannot be undone: revoke that device (`\(keyctl) device list`)"
         case "contact.verified", "share.started":
             return "not you? see `\(keyctl) contact list`, end a share with `\(keyctl) member unshare`, and revoke the device that did it"
         default:
@@ -29,11 +31,12 @@ enum AccountLog {
     }
 
     static func json(_ event: Vault.AccountEvent) -> [String: Any] {
-        var object: [String: Any] = ["kind": event.kind, "sequence": event.sequence, "time": Int(event.time.timeIntervalSince1970),
+        var object: [String: Any] = ["kind": event.kind, "sequence": event.sequence, "time": unixSeconds(event.time),
                                      "by": event.by, "text": event.text]
         if let device = event.byDevice { object["byDevice"] = device.rawValue }
         if let subject = event.subject { object["subject"] = subject }
         if let id = event.subjectID { object["subjectID"] = id }
+        if event.signedWithThisDevicesKey { object["signedWithThisDevicesKey"] = true }
         return object
     }
 
@@ -49,7 +52,11 @@ enum AccountLog {
         var text = "Since this device last looked:\n"
         for event in events {
             text += "  " + line(event) + "\n"
-            if let hint = ifUnexpected(event) { text += "      " + hint + "\n" }
+            if event.signedWithThisDevicesKey {
+                text += "      signed with THIS device's key, but not from this home: if nobody copied this home on purpose, its keys were taken; revoke this device from another one and enroll it anew\n"
+            } else if let hint = ifUnexpected(event) {
+                text += "      " + hint + "\n"
+            }
         }
         console.writeError(text.terminalSafe(keepingNewlines: true) + "\n")
     }
@@ -84,24 +91,26 @@ extension Audit {
 
         func run() async throws {
             let vault = try await options.openVault(tellingChanges: false)
-            _ = try await vault.untoldEvents()  // all of it is shown here
             let events = try await vault.events()
             let refusals = try await vault.refusals()
+            _ = try await vault.untoldEvents()  // all of it is shown here
             var text = events.map { AccountLog.line($0) + "\n" }.joined()
             if refusals.isEmpty {
                 text += "\nThe server records no refused request for this account.\n"
             } else {
                 text += "\nThe server says it refused \(refusals.count) request(s) for this account (its word, unchecked):\n"
                 for refusal in refusals.suffix(20) {
-                    text += "  \(StaleDevices.day(refusal.time))  \(refusal.code)"
-                        + (refusal.device.map { " from device \($0.prefix(8))" } ?? "") + (refusal.detail.map { ": \($0)" } ?? "") + "\n"
+                    // The server's words: one line each, no control characters (no fake event lines).
+                    text += "  \(StaleDevices.day(refusal.time))  \(refusal.code.printable)"
+                        + (refusal.device.map { " from device \($0.prefix(8).description.printable)" } ?? "")
+                        + (refusal.detail.map { ": \($0.printable)" } ?? "") + "\n"
                 }
                 if refusals.count > 20 { text += "  (the newest 20 shown; --json has them all)\n" }
             }
             options.result([
                 "events": events.map(AccountLog.json),
                 "refusals": refusals.map { refusal -> [String: Any] in
-                    var object: [String: Any] = ["time": Int(refusal.time.timeIntervalSince1970), "code": refusal.code]
+                    var object: [String: Any] = ["time": unixSeconds(refusal.time), "code": refusal.code]
                     if let device = refusal.device { object["device"] = device }
                     if let detail = refusal.detail { object["detail"] = detail }
                     return object

@@ -144,10 +144,10 @@ struct Attachment: AsyncParsableCommand {
             let list = try await vault.attachments(member: try await vault.member(named: member.member))
             options.result(["attachments": list.map { item -> [String: Any] in
                 var object: [String: Any] = ["address": item.address.description, "size": item.size,
-                                             "created": Int64(item.stored.timeIntervalSince1970)]
+                                             "created": unixSeconds(item.stored)]
                 if let name = item.name { object["name"] = name }
                 if let type = item.mediaType { object["mediaType"] = type }
-                if let time = item.time { object["time"] = Int64(time.timeIntervalSince1970) }
+                if let time = item.time { object["time"] = unixSeconds(time) }
                 if let size = item.plainSize { object["plainSize"] = size }
                 if let problem = item.nameProblem { object["nameProblem"] = problem }
                 return object

@@ -174,7 +174,8 @@ func confirm(_ question: String, assumeYes: Bool, what: String) throws {
     guard console.inputIsTerminal else {
         throw KeyctlError(.invalidInput, "\(what) needs a confirmation", hint: "answer on a terminal, or add --yes", exitCode: .usage)
     }
-    console.writeError(question + " [y/N] ")
+    // Questions quote names from other devices and the server: no terminal controls get through.
+    console.writeError(question.terminalSafe(keepingNewlines: true) + " [y/N] ")
     let answer = String(decoding: try console.readLine() ?? [], as: UTF8.self).lowercased()
     guard answer == "y" || answer == "yes" else {
         throw KeyctlError(.invalidInput, "not confirmed; nothing was changed", exitCode: .rejected)

@@ -19,7 +19,9 @@ struct Device: AsyncParsableCommand {
                 Opens the keys with the passphrase they are sealed under now (asked on the
                 terminal, or read from the file in KEYCTL_PASSPHRASE_FILE), then seals them
                 under the new one: asked twice on the terminal, or read from
-                --new-passphrase-file. The old passphrase opens nothing afterwards. It is
+                --new-passphrase-file. The home is rewritten in one step; the old passphrase
+                still opens a copy or backup of the old file, which holds the same keys: if
+                both may have leaked, revoke this device and enroll it anew instead. It is
                 this device's alone: nothing reaches the server, and other devices keep theirs.
 
                 --remove stores the keys unsealed (anyone who can read the home can use
@@ -52,7 +54,7 @@ struct Device: AsyncParsableCommand {
             }
             let passphrase = try PassphraseOption.readNew(from: newPassphraseFile, asking: "New passphrase for this device's keys (input hidden): ")
             try await vault.setPassphrase(passphrase)
-            options.result(["sealed": true], "This device's keys are sealed under the new passphrase; the old one opens nothing.\n")
+            options.result(["sealed": true], "This device's keys are sealed under the new passphrase (the old one still opens copies of the old file).\n")
         }
     }
 }

@@ -55,12 +55,12 @@ struct Member: AsyncParsableCommand {
         func run() async throws {
             let vault = try await options.openVault()
             let member = try await vault.member(named: name)
-            let count = (try? await vault.attachments(member: member).count) ?? 0
-            try confirm("Remove member \(member.name.printable.debugDescription) and delete its \(count) attachment(s) for every device? This cannot be undone.",
+            let count = (try? await vault.attachments(member: member).count).map { "its \($0)" } ?? "all its"
+            try confirm("Remove member \(member.name.printable.debugDescription) and delete \(count) attachment(s) for every device? This cannot be undone.",
                         assumeYes: yes, what: "removing a member")
             try await vault.removeMember(member)
             options.result(["removed": member.id.rawValue],
-                           "Removed member \(member.name.printable.debugDescription) and its \(count) attachment(s).\n")
+                           "Removed member \(member.name.printable.debugDescription) and \(count) attachment(s).\n")
         }
     }
 

@@ -33,16 +33,28 @@ package struct AttachmentMeta: Sendable, Equatable, Codable {
         try EnvelopeContext(purpose: "attachment-meta", ["account": account.rawValue, "member": member.rawValue, "address": address.description])
     }
 
-    /// Whether `name` can name an attachment: 1 to 255 bytes of UTF-8 without control characters.
+    /// Whether `name` can name an attachment: a file name of 1 to 255 bytes of UTF-8,
+    /// without control or text-direction characters or `/`, and not `.` or `..` (it may
+    /// become a file's name when attachments are written out).
     package static func isValidName(_ name: String) -> Bool {
-        (1...255).contains(name.utf8.count) && !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        (1...255).contains(name.utf8.count) && name != "." && name != ".." && !name.contains("/")
+            && !name.unicodeScalars.contains { $0.properties.generalCategory == .control || $0.properties.isBidiControl }
+    }
+
+    /// Why `name` and `type` cannot be sealed, or nil when they can.
+    package static func problem(name: String, type: String) -> String? {
+        guard isValidName(name) else {
+            return "an attachment's name is a file name of 1 to 255 bytes, without control characters or '/'"
+        }
+        guard (1...255).contains(type.utf8.count), !type.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return "an attachment's media type has 1 to 255 bytes and no control characters"
+        }
+        return nil
     }
 
     /// The envelope, under the meta key of `keys` (their member and generation).
     package func seal(account: AccountID, address: ContentAddress, keys: MemberKeys) throws -> [UInt8] {
-        guard Self.isValidName(name), (1...255).contains(type.utf8.count) else {
-            throw VaultError(.malformedAttachment, "an attachment's name has 1 to 255 bytes and no control characters")
-        }
+        if let problem = Self.problem(name: name, type: type) { throw VaultError(.malformedAttachment, problem) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try Envelope.seal(Array(encoder.encode(self)), under: keys.metaKey, generation: keys.generation,
@@ -68,7 +80,7 @@ package struct AttachmentMeta: Sendable, Equatable, Codable {
             throw VaultError(.addressMismatch, "the name stored with \(address) does not open for it: it was moved from another attachment or altered")
         }
         guard let meta = try? JSONDecoder().decode(AttachmentMeta.self, from: Data(plain.unprotectedCopy())), meta.v == 1,
-              isValidName(meta.name) else {
+              problem(name: meta.name, type: meta.type) == nil else {
             throw VaultError(.addressMismatch, "the name stored with \(address) opens but is not a version 1 name")
         }
         return meta

@@ -51,19 +51,11 @@ package enum MemberName {
         try Envelope.seal(Array(name.utf8), under: key, generation: generation, context: context(account: account, member: member)).base64
     }
 
-    package static func seal(_ name: String, account: AccountID, member: MemberID, firstKey: SymmetricKey) throws -> String {
-        try seal(name, account: account, member: member, key: firstKey)
-    }
-
     /// Opens a name with the member key of the generation it was sealed under
     /// (``ChainState/Member/nameGeneration``).
     package static func open(_ sealed: String, account: AccountID, member: MemberID, key: SymmetricKey) throws -> String {
-        try open(sealed, account: account, member: member, firstKey: key)
-    }
-
-    package static func open(_ sealed: String, account: AccountID, member: MemberID, firstKey: SymmetricKey) throws -> String {
         guard let envelope = try? Envelope(base64: sealed),
-              let plain = try? envelope.open(using: firstKey, context: context(account: account, member: member)),
+              let plain = try? envelope.open(using: key, context: context(account: account, member: member)),
               let name = String(validating: plain.unprotectedCopy(), as: UTF8.self) else {
             throw VaultError(.wrapMismatch, "the name of member \(member.rawValue.prefix(8))… does not open under its key")
         }

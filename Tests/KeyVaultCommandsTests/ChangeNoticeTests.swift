@@ -110,3 +110,19 @@ func aNewDeviceIsToldWhatChangedBetweenItsEnrollmentAndItsFirstCommand() throws 
     let first = try keyctl(["status", "--home", story.path("phone")])
     #expect(first.err.contains("member Alice was added by laptop"), "\(first.err)")
 }
+
+/// A link signed with this device's key that this device did not append (its home was
+/// copied) is told, flagged; what this device appended itself is not.
+@Test(.timeLimit(.minutes(2)))
+func aLinkSignedWithThisDevicesKeyFromACopyOfItsHomeIsTold() throws {
+    let story = try Story("notices-copy")
+    _ = try story.laptopAndPhone()
+    _ = try story.run(["status"], "laptop")  // the laptop has looked: its record of its own links starts
+    try FileManager.default.copyItem(atPath: story.path("laptop"), toPath: story.path("copy"))
+    _ = try story.run(["member", "add", "Own"], "laptop")
+    _ = try story.run(["member", "add", "Thief"], "copy")
+    let told = try keyctl(["status", "--home", story.path("laptop")])
+    #expect(told.err.contains("member Thief was added by laptop"), "\(told.err)")
+    #expect(told.err.contains("signed with THIS device's key"), "\(told.err)")
+    #expect(!told.err.contains("member Own was added"), "\(told.err)")
+}

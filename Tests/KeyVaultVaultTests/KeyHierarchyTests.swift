@@ -52,9 +52,9 @@ func key(_ hex: String) throws -> SymmetricKey { try SymmetricKey(SecureBytes(co
 @Test func memberNamesOpenAsTheIndependentImplementationSealedThem() throws {
     let v = try HierarchyFile.load()
     let account = try #require(AccountID(rawValue: v.account)), member = try #require(MemberID(rawValue: v.member))
-    #expect(try MemberName.open(v.memberName.envelope, account: account, member: member, firstKey: key(v.memberName.firstKey)) == v.memberName.name)
+    #expect(try MemberName.open(v.memberName.envelope, account: account, member: member, key: key(v.memberName.firstKey)) == v.memberName.name)
     #expect(throws: VaultError.self) {
-        try MemberName.open(v.memberName.envelope, account: account, member: MemberID(rawValue: v.otherMember)!, firstKey: key(v.memberName.firstKey))
+        try MemberName.open(v.memberName.envelope, account: account, member: MemberID(rawValue: v.otherMember)!, key: key(v.memberName.firstKey))
     }
 }
 
