@@ -343,6 +343,21 @@ extension Vault {
         }
     }
 
+    /// How a typed code differs from the one this device computed, in words: one digit
+    /// wrong or two neighbours swapped is most likely a typo; more is not one (the new
+    /// device shows other digits: its keys may have been swapped on the way). Said only
+    /// after the request is refused: the person types the digits, no attacker sees this.
+    static func howCodesDiffer(typed: String?, expected: String) -> String {
+        guard let typed else { return " (it is not 6 digits)" }
+        let pairs = Array(zip(typed, expected))
+        let wrong = pairs.indices.filter { pairs[$0].0 != pairs[$0].1 }
+        let swapped = wrong.count == 2 && wrong[1] == wrong[0] + 1 && pairs[wrong[0]].0 == pairs[wrong[1]].1 && pairs[wrong[1]].0 == pairs[wrong[0]].1
+        if wrong.count == 1 || swapped {
+            return " (\(swapped ? "two neighbouring digits are swapped" : "one digit differs"), most likely a typo)"
+        }
+        return " (\(wrong.count) of the 6 digits differ: that is not a typo; the new device may not be the one you think, or its keys were swapped on the way)"
+    }
+
     /// Approves a link request when `typedSAS` (what the new device shows, as the person
     /// typed it) equals the SAS this device computed: signs `device.add` for exactly the
     /// keys in the request and seals the current master key to its box key. A mismatch
@@ -359,7 +374,8 @@ extension Vault {
             }
             guard let typed = LinkSAS.digits(typedSAS), constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
                 try await refuse(candidate)
-                throw KeyVaultError(.sasMismatch, "the code typed does not match: the request was refused and no device was added")
+                throw KeyVaultError(.sasMismatch, "the code typed does not match" + Self.howCodesDiffer(typed: LinkSAS.digits(typedSAS), expected: expected)
+                                    + ": the request was refused and no device was added (a code gets one try)")
             }
             let request = candidate.request
             let signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey

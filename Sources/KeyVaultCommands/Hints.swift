@@ -40,6 +40,8 @@ enum Hints {
             return "if the digits differ, someone may be in the middle: run `keyctl contact add` again on both sides, and compare the codes on a call or in person"
         case .badReveal where contact:
             return "someone changed the exchange: do not trust this server's answers"
+        case .sasMismatch where error.message.contains("most likely a typo"):
+            return "start again: `keyctl device link` on the new device, then `keyctl device approve` here with the new code, and type its 6 digits carefully"
         case .badReveal, .sasMismatch:
             return "someone may have swapped the keys; start again with `keyctl device link` on the new device; if this repeats, do not trust this server"
         case .unknownContact:

@@ -65,13 +65,41 @@ func startLink(_ fixture: Fixture, _ laptop: Vault, home: String = "tablet", scr
         let exchanged = try await laptop.exchange(try await laptop.linkCandidate(code: try await screen.wait { screen.code }),
                                                   pollInterval: .milliseconds(10))
         let shown = try await screen.wait { screen.sas }
-        let wrong = shown == "000 000" ? "000 001" : "000 000"
-        await expectRefusal("sas_mismatch", kind: .rejected) { try await laptop.approve(exchanged, typedSAS: wrong) }
+        // Every digit different: not a typo, and said so (someone may have swapped the keys).
+        let wrong = String(shown.map { $0.isNumber ? Character(String((Int(String($0))! + 5) % 10)) : $0 })
+        do {
+            try await laptop.approve(exchanged, typedSAS: wrong)
+            Issue.record("a wrong code was approved")
+        } catch let error as KeyVaultError {
+            #expect(error.code == .sasMismatch && error.kind == .rejected && error.message.contains("not a typo"), "\(error)")
+        }
         await expectRefusal("link_request_closed", kind: .rejected) { _ = try await tablet.value }
         try await laptop.sync()
         #expect(try await laptop.chain.devices.count == 1)
         // The refused request is over: it cannot be answered again.
         await expectRefusal("link_request_closed", kind: .rejected) { _ = try await laptop.linkCandidate(code: exchanged.code) }
+    }
+}
+
+/// Issue 22: a code typed with one digit wrong, or two neighbours swapped, is told as
+/// the typo it most likely is; the request is refused all the same (one try per code).
+@Test func aOneDigitSlipIsToldAsATypoAndStillRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        let screen = LinkScreen()
+        let tablet = startLink(fixture, laptop, screen: screen)
+        let exchanged = try await laptop.exchange(try await laptop.linkCandidate(code: try await screen.wait { screen.code }),
+                                                  pollInterval: .milliseconds(10))
+        var digits = Array(try await screen.wait { screen.sas }.filter(\.isNumber))
+        digits[2] = digits[2] == "9" ? "0" : Character(String(Int(String(digits[2]))! + 1))
+        do {
+            try await laptop.approve(exchanged, typedSAS: String(digits))
+            Issue.record("a mistyped code was approved")
+        } catch let error as KeyVaultError {
+            #expect(error.code == .sasMismatch && error.message.contains("most likely a typo"), "\(error)")
+        }
+        await expectRefusal("link_request_closed", kind: .rejected) { _ = try await tablet.value }
+        try await laptop.sync()
+        #expect(try await laptop.chain.devices.count == 1, "a typo added the device")
     }
 }
 
