@@ -183,8 +183,8 @@ func confirm(_ question: String, assumeYes: Bool, what: String) throws {
 }
 
 /// Reads a recovery code from standard input or a hidden prompt.
-func readRecoveryCode(prompt: String = "Recovery code (input hidden): ") throws -> RecoveryCode {
-    var phrase = try Recovery.readPhrase(from: KeyctlMain.console, prompt: prompt)
+func readRecoveryCode(prompt: String = "Recovery code (input hidden; Enter alone to type it word by word): ") throws -> RecoveryCode {
+    var phrase = try Recovery.readPhrase(from: KeyctlMain.console, prompt: prompt, words: RecoveryCode.wordCount)
     defer { SecureBytes.wipe(&phrase) }
     let code: Mnemonic
     do {

@@ -132,7 +132,7 @@ extension Recovery {
             let console = KeyctlMain.console
             var passphrase = ""
             if let passphraseFile { passphrase = try Recovery.readPassphrase(at: passphraseFile) }
-            var phrase = try Recovery.readPhrase(from: console)
+            var phrase = try Recovery.readPhrase(from: console, language: language)
             defer { SecureBytes.wipe(&phrase) }
             let code: Mnemonic
             do {
@@ -214,10 +214,33 @@ extension Recovery {
 
     /// The phrase from standard input: a hidden prompt on a terminal, else all of it.
     /// Numbering tokens ("1.", "12)") from the generate grid are dropped.
-    static func readPhrase(from console: any Console, prompt: String = "Recovery code (input hidden): ") throws -> [UInt8] {
-        var raw = console.inputIsTerminal ? (try console.readSecretLine(prompt: prompt) ?? []) : try console.readToEnd()
+    /// A code from standard input, or on a terminal from a hidden prompt: Enter alone
+    /// there types it a word at a time (``WordEntry``), and a code typed whole that does
+    /// not check out can be corrected a word at a time.
+    static func readPhrase(from console: any Console, prompt: String = "Recovery code (input hidden; Enter alone to type it word by word): ",
+                           words count: Int? = nil, language: MnemonicLanguage? = nil) throws -> [UInt8] {
+        guard console.inputIsTerminal else {
+            var raw = try console.readToEnd()
+            defer { SecureBytes.wipe(&raw) }
+            return dropNumbering(raw)
+        }
+        var raw = try console.readSecretLine(prompt: prompt) ?? []
         defer { SecureBytes.wipe(&raw) }
-        return dropNumbering(raw)
+        var entry = WordEntry(console: console, count: count, language: language)
+        if raw.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
+            return try entry.read() ?? []
+        }
+        let phrase = dropNumbering(raw)
+        do {
+            _ = try Mnemonic(utf8: phrase, language: language)
+            return phrase
+        } catch let error as MnemonicError {
+            console.writeError("That is not a valid code: \(error.message)\n")
+            console.writeError("Correct it a word at a time? [Y/n] ")
+            let answer = String(decoding: try console.readLine() ?? Array("n".utf8), as: UTF8.self).lowercased()
+            guard answer.isEmpty || answer.hasPrefix("y") else { return phrase }
+            return try entry.read(correcting: phrase) ?? phrase
+        }
     }
 
     static func dropNumbering(_ bytes: [UInt8]) -> [UInt8] {

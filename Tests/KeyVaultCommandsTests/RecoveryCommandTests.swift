@@ -155,3 +155,30 @@ final class BufferConsoleQuiz: Console, @unchecked Sendable {
     #expect(!FileManager.default.fileExists(atPath: story.path("new")), "a new code was written")
     #expect(try story.run(["status"], "laptop")["recoveryGeneration"] as? Int == 1)
 }
+
+/// Issue 22: on a terminal a code can be typed a word at a time, each hidden, its first
+/// letters enough; and a code typed whole that does not check out can be corrected one
+/// word at a time instead of typed again.
+@Test func aCodeIsTypedWordByWordWithPrefixesAndOneWordIsCorrectedAlone() async throws {
+    // Enter alone at the prompt: word by word, each completed from its first letters.
+    let words = Array(repeating: "aban", count: 11) + ["abou"]
+    let typed = await runKeyctl(["recovery", "verify"], input: "\n" + "n\n" + words.map { $0 + "\n" }.joined() + "\n", terminal: true)
+    #expect(typed.code == 0, "\(typed.err)")
+    #expect(typed.out.contains("Valid: a 12-word English"), "\(typed.out)")
+    #expect(typed.err.contains("Word 12") && !typed.err.contains("abandon") && !typed.out.contains("abandon"), "\(typed.err)")
+    // A prefix two words share, and one no word has, are asked again.
+    let unclear = await runKeyctl(["recovery", "verify"], input: "\n" + "n\n" + "ab\n" + "qqq\n" + words.map { $0 + "\n" }.joined() + "\n", terminal: true)
+    #expect(unclear.code == 0, "\(unclear.err)")
+    #expect(unclear.err.contains("words start with those letters") && unclear.err.contains("no word of the English list starts with those letters"), "\(unclear.err)")
+
+    // Typed whole with word 6 wrong (the checksum fails): word 6 alone is typed again.
+    var phrase = Array(repeating: "abandon", count: 11) + ["about"]
+    phrase[5] = "zoo"
+    let corrected = await runKeyctl(["recovery", "verify"], input: phrase.joined(separator: " ") + "\n" + "y\n" + "n\n" + "6\n" + "aban\n", terminal: true)
+    #expect(corrected.code == 0, "\(corrected.err)")
+    #expect(corrected.err.contains("Retype which word"), "\(corrected.err)")
+    #expect(!corrected.err.contains("zoo"), "a word of the code was shown")
+    // Asked to show them, each completed word is shown.
+    let shown = await runKeyctl(["recovery", "verify"], input: "\n" + "y\n" + words.map { $0 + "\n" }.joined() + "\n", terminal: true)
+    #expect(shown.code == 0 && shown.err.contains("abandon"), "\(shown.err)")
+}
