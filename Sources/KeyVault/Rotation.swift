@@ -33,7 +33,7 @@ extension Vault {
                 }
                 // The sharing identity's private halves, every generation, follow the master key.
                 var identityWraps = [IdentityWrap]()
-                for i in 1..<((state.identity?.generation ?? 0) + 1) {
+                for i in state.identityGenerations {
                     identityWraps.append(try IdentityKeyWrap.seal(try await identityKeys(generation: i), account: account,
                                                                   under: key, masterGeneration: g))
                 }
@@ -80,7 +80,7 @@ extension Vault {
         }
         // A revoked device held the identity and the master key; a superseded recovery
         // code opens the master key it was sealed, and with it the identity's wraps.
-        let lastIdentity = links.lastIndex { $0.type == .identitySet }
+        let lastIdentity = links.lastIndex { $0.type == .identitySet }.flatMap { $0 > reset ? $0 : nil }
         let identity = lastIdentity.map { start > $0 } ?? false
         // The rotation starts with the first master rotation after the revocation or
         // the new code: a member key made before that (added or rotated) was wrapped
@@ -421,7 +421,7 @@ extension Vault {
             for member in state.members.values {
                 for h in 1...member.generation { _ = try await memberKey(member.id, generation: h) }
             }
-            for i in 1..<((state.identity?.generation ?? 0) + 1) { _ = try await identityKeys(generation: i) }
+            for i in state.identityGenerations { _ = try await identityKeys(generation: i) }
             let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
             progress(.derivingRecoveryKeys(iterations: parameters.iterations, memoryKiB: parameters.memoryKiB))
             let keys = try RecoveryKeys(code: code.mnemonic, salt: salt, parameters: parameters)

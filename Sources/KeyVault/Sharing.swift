@@ -33,7 +33,7 @@ extension Vault {
     /// The next identity generation after `state`: fresh keys, the `identity.set`
     /// link that publishes them, their wrap under the current master key.
     private func newIdentity(after state: ChainState) async throws -> (keys: SharingIdentityKeys, link: ChainLink, wrap: IdentityWrap) {
-        let keys = SharingIdentityKeys(generation: (state.identity?.generation ?? 0) + 1)
+        let keys = SharingIdentityKeys(generation: state.nextIdentityGeneration)
         let (master, g) = try await masterKey()
         return (keys, makeLink(.identitySet, keys.linkBody, after: state),
                 try IdentityKeyWrap.seal(keys, account: account, under: master, masterGeneration: g))

@@ -238,18 +238,30 @@ struct Account: AsyncParsableCommand {
         func run() async throws {
             let vault = try await options.openVault()
             let status = try await vault.status()
+            let others = try await vault.devices().filter { $0.isActive && $0.id != vault.device }.map(\.name.printable)
             try confirm("""
-                Reset account \(vault.account)? Every other device (\(max(status.activeDevices - 1, 0))) is revoked, every member \
-                (\(status.members)) is removed with its attachments, and the recovery code is replaced. This cannot be undone.
+                Reset account \(vault.account)? Revoked: \(others.isEmpty ? "no other device" : others.joined(separator: ", ")). \
+                Removed with their attachments: \(status.members) member(s). Every share and verified contact ends (contacts verify \
+                again to share). The recovery code is replaced. This cannot be undone.
                 """, assumeYes: newCode.yes, what: "resetting the account")
             let code = try newCode.newCode(json: options.json)
             let result: Vault.ResetResult
             do {
                 result = try await vault.resetAccount(recoveryCode: code, parameters: newCode.kdf)
-            } catch {
-                // The code shown was never set: a file of it must not look like a working one.
+            } catch let error where !(error is CancellationError) {
+                // An answer lost after the server took the reset: it happened, and this code is the account's now.
+                if (try? await vault.sync()) != nil, let done = try? await vault.events().last(where: { $0.kind == "account.reset" }),
+                   done.byDevice == vault.device, done.sequence > status.chainLength - 1 {
+                    options.result(["account": vault.account.rawValue, "reset": true],
+                                   "Account \(vault.account) was reset (its answer was lost on the way). This device and the new recovery code are all it has now.\n")
+                    return
+                }
+                // Not reset: the code shown was never set; a file of it must not look like a working one.
                 if let file = newCode.recoveryFile { unlink(file) }
-                throw error
+                let reason = (error as? KeyVaultError).map { KeyctlError($0) }
+                throw KeyctlError(reason?.code ?? .network, "the account was not reset (\((error as? KeyVaultError)?.message ?? "\(error)")): the recovery code just shown was never set",
+                                  hint: "destroy what you wrote of the new code; the old recovery code and every device still work; run `\(KeyctlMain.invokedName) account reset` again",
+                                  exitCode: reason?.exitCode ?? .failure)
             }
             options.result([
                 "account": vault.account.rawValue, "revokedDevices": result.revokedDevices, "removedMembers": result.removedMembers,

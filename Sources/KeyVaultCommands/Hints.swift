@@ -27,7 +27,7 @@ enum Hints {
         case .enrollmentIncomplete:
             return "run `keyctl device enroll` or `keyctl device link` again with the same --home: a link request approved meanwhile is picked up"
         case .deviceRevoked:
-            return "another device of the account revoked this one, or reset the account: this device opens nothing of it now; to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home"
+            return "another device of the account revoked this one, or reset the account: this device opens nothing new of it; to use this computer again, enroll it anew: `keyctl device enroll` (recovery code) or `keyctl device link`, with a fresh --home. If nobody you know did it, a device of yours may be in someone else's hands, and your recovery code may have been replaced"
         case .missingKey:
             return "another device must rotate the master key (`keyctl master rotate`) to include this one; for a member shared with this account, `keyctl shared list` shows what its account sent"
         case .badBox:

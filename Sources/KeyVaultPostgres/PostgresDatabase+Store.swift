@@ -83,6 +83,10 @@ extension PostgresKeyVaultDatabase {
                 try await db.query("DELETE FROM key_boxes WHERE account = \(account.rawValue) AND generation < \(Int64(generation))", logger: logger).collect()
                 try await db.query("DELETE FROM identity_wraps WHERE account = \(account.rawValue)", logger: logger).collect()
                 try await db.query("DELETE FROM share_boxes WHERE account = \(account.rawValue)", logger: logger).collect()
+                // Exchanges in flight carry what the reset ended: the retired identity, a device to add.
+                try await db.query("DELETE FROM contact_requests WHERE from_account = \(account.rawValue) OR to_account = \(account.rawValue)",
+                                   logger: logger).collect()
+                try await db.query("DELETE FROM link_requests WHERE account = \(account.rawValue)", logger: logger).collect()
             }
             if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
             try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,

@@ -113,6 +113,16 @@ package struct ChainState: Sendable, Equatable {
     /// The grants taken back, oldest first.
     package private(set) var revokedGrants: [Grant]
 
+    /// The identity generations whose private halves the account keeps (wrapped under
+    /// the master key): those since the last `account.reset`, up to the current one.
+    package var identityGenerations: [UInt32] {
+        guard let identity, identity.generation > retiredIdentityGeneration else { return [] }
+        return Array((retiredIdentityGeneration + 1)...identity.generation)
+    }
+
+    /// The generation a new `identity.set` takes.
+    package var nextIdentityGeneration: UInt32 { (identity?.generation ?? retiredIdentityGeneration) + 1 }
+
     /// The current recovery code, if one was ever set.
     package var recovery: Recovery? { recoveries.last }
 

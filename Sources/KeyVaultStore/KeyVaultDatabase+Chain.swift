@@ -76,6 +76,9 @@ extension KeyVaultDatabase {
                 try db.execute(sql: "DELETE FROM key_boxes WHERE account = ? AND generation < ?", arguments: [account.rawValue, generation])
                 try db.execute(sql: "DELETE FROM identity_wraps WHERE account = ?", arguments: [account.rawValue])
                 try db.execute(sql: "DELETE FROM share_boxes WHERE account = ?", arguments: [account.rawValue])
+                // Exchanges in flight carry what the reset ended: the retired identity, a device to add.
+                try db.execute(sql: "DELETE FROM contact_requests WHERE from_account = ? OR to_account = ?", arguments: [account.rawValue, account.rawValue])
+                try db.execute(sql: "DELETE FROM link_requests WHERE account = ?", arguments: [account.rawValue])
             }
             if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
             try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,

@@ -1,6 +1,8 @@
 import Foundation
+import KeyVault
 import KeyVaultTestSupport
 import Testing
+@testable import KeyVaultCommands
 
 // Issue 22, item 3: `keyctl account reset` wipes the account's members, keys and
 // attachments on the server in one link, makes a new master key and recovery code,
@@ -49,4 +51,39 @@ func aResetKeepsThisDeviceAloneWithANewCodeAndNothingElseOpens() throws {
     _ = try story.run(["attachment", "put", "--member", "Noah", story.path("x-ray.png")], "laptop")
     _ = try story.run(["attachment", "get", "--member", "Noah", "x-ray.png", "-o", story.path("copy.png")], "tablet")
     #expect(try Data(contentsOf: URL(fileURLWithPath: story.path("copy.png"))) == Data("x-ray".utf8))
+}
+
+/// The real transport, failing the append of an `account.reset`: before the server
+/// sees it (`afterServer` false), or after it took it, the answer lost on the way.
+private struct LosingResetTransport: HTTPTransport {
+    let inner: URLSessionTransport
+    let afterServer: Bool
+    func send(_ request: HTTPExchange) async throws -> HTTPReply {
+        guard request.method == "POST", request.target.hasSuffix("/chain"), String(decoding: request.body, as: UTF8.self).contains("account.reset") else {
+            return try await inner.send(request)
+        }
+        if afterServer { _ = try await inner.send(request) }
+        throw KeyVaultError(.network, "the connection was cut")
+    }
+}
+
+@Test(.timeLimit(.minutes(3)))
+func aResetWhoseAnswerIsLostSaysWhetherItHappenedAndKeepsOnlyACodeThatWasSet() async throws {
+    let story = try Story("reset-lost")
+    _ = try story.laptopAndPhone()
+    func reset(afterServer: Bool, file: String) async -> (code: Int32, out: String, err: String) {
+        await KeyctlMain.$transport.withValue({ server in
+            LosingResetTransport(inner: URLSessionTransport(baseURL: URL(string: server)!), afterServer: afterServer)
+        }) { await runKeyctl(["account", "reset", "--recovery-file", story.path(file), "--yes", "--home", story.path("laptop")]) }
+    }
+    // Cut before the server saw it: not reset, the code file gone, and said so.
+    let failed = await reset(afterServer: false, file: "never-set")
+    #expect(failed.code != 0 && failed.err.contains("was not reset") && failed.err.contains("never set"), "\(failed.err)")
+    #expect(!FileManager.default.fileExists(atPath: story.path("never-set")))
+    #expect(try story.run(["status"], "phone")["account"] != nil, "the phone was revoked by a reset that did not happen")
+    // Taken, its answer lost: reset, and the code kept.
+    let lost = await reset(afterServer: true, file: "set")
+    #expect(lost.code == 0 && lost.out.contains("was reset"), "\(lost.err)")
+    #expect(FileManager.default.fileExists(atPath: story.path("set")))
+    #expect(try keyctl(["status", "--home", story.path("phone")]).code == 4)
 }

@@ -13,12 +13,13 @@ extension ServiceState {
     /// client that forgot one finds out now, not when a device or a grantee lacks a key.
     func checkSharing(_ append: AppendRequest, after: ChainState) throws {
         let master = after.masterGeneration
+        let kept = after.identityGenerations
         for wrap in append.identityWraps {
             let identity = after.identity?.generation ?? 0
-            guard wrap.identityGeneration >= 1, wrap.identityGeneration <= identity, wrap.masterGeneration == master,
+            guard kept.contains(wrap.identityGeneration), wrap.masterGeneration == master,
                   base64Decode(wrap.envelope).map({ (62...4096).contains($0.count) }) == true
             else {
-                throw APIError.badRequest("an identity wrap names an identity generation of the account (1 to \(identity)) and its current master generation (\(master)), with a base64 envelope of 62 to 4096 bytes")
+                throw APIError.badRequest("an identity wrap names an identity generation of the account (\(kept.first ?? 1) to \(identity)) and its current master generation (\(master)), with a base64 envelope of 62 to 4096 bytes")
             }
         }
         let wrapped = Set(append.identityWraps.map(\.identityGeneration))
@@ -29,8 +30,8 @@ extension ServiceState {
                 throw APIError.badRequest("an identity.set link comes with the identity wrap of its generation \(generation) under master generation \(master)")
             }
         case .masterRotate:
-            if let identity = after.identity, let missing = (1...identity.generation).first(where: { !wrapped.contains($0) }) {
-                throw APIError.badRequest("a master.rotate link comes with a wrap of every identity generation (1 to \(identity.generation)) under master generation \(master); \(missing) is missing")
+            if let missing = kept.first(where: { !wrapped.contains($0) }) {
+                throw APIError.badRequest("a master.rotate link comes with a wrap of every identity generation (\(kept.first ?? 1) to \(kept.last ?? 1)) under master generation \(master); \(missing) is missing")
             }
         default: break
         }

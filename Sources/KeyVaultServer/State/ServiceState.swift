@@ -91,6 +91,14 @@ struct ServiceState: Sendable {
            !append.boxes.contains(where: { $0.recipient == added.id.rawValue && $0.generation == after.masterGeneration }) {
             throw APIError.badRequest("an enrollment's device.add comes with a box of the current master key (generation \(after.masterGeneration)) for the device it adds")
         }
+        // A reset keeps one device and a new code: both get the new master key in the same append,
+        // or the code would enroll a device that opens nothing.
+        if append.link.type == .accountReset {
+            let g = after.masterGeneration
+            for recipient in [append.link.signer, ChainLink.recoverySigner] where !append.boxes.contains(where: { $0.recipient == recipient && $0.generation == g }) {
+                throw APIError.badRequest("an account.reset comes with boxes of master key generation \(g) for its device and its recovery code")
+            }
+        }
         // The recovery slot travels only with the recovery.set link that authorises its keys.
         if append.link.type == .recoverySet || append.link.type == .accountReset {
             guard let slot = append.recovery, let recovery = after.recovery,
