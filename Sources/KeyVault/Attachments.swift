@@ -111,7 +111,8 @@ extension Vault {
             let limits = try await api.attachmentLimits()
             let inChunks = member.sharer == nil && limits != nil
             if let limits, case let limit = inChunks ? limits.any : limits.whole, AttachmentObject.streamedSize(ofContent: size) > limit {
-                throw KeyVaultError(.payloadTooLarge, "\(what) is \(size) bytes, and the server takes attachments of up to about \(limit) bytes\(inChunks ? "" : " shared this way"): nothing was read or sent",
+                let text = { (bytes: Int) in ByteCountFormatter.string(fromByteCount: Int64(bytes), countStyle: .file) }
+                throw KeyVaultError(.payloadTooLarge, "\(what) is \(text(size)), and this server takes attachments of up to about \(text(limit))\(inChunks ? "" : " shared this way"): nothing was read or sent",
                                     kind: .rejected)
             }
             // The newest chain first: a revocation another device made since must be

@@ -80,10 +80,10 @@ struct Init: AsyncParsableCommand {
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show this device's account, the chain head and key generations.",
+        abstract: "Show this device's account, its history of changes and key generations.",
         discussion: """
             Fetches and verifies the account chain, then shows the account, this
-            device, the server, the chain head, the master, recovery and member key
+            device, the server, how many changes its history holds, the master, recovery and member key
             generations, pending device-link requests and any unfinished rotation.
             Devices and members are named; past 10, the first 5 and how many more.
             Warns about devices the server has not seen for 90 days (KEYCTL_STALE_DAYS
@@ -133,7 +133,7 @@ struct Status: AsyncParsableCommand {
             account     \(state.account)
             device      \(state.device) (\(state.deviceName))
             server      \(state.server)
-            chain head  \(state.head.prefix(16))… at link \(sequence)
+            history     \(sequence + 1) changes, the newest \(state.head.prefix(16))… (`\(KeyctlMain.invokedName) audit log`)
             master key  generation \(state.masterKeyGeneration)
             recovery    \(recovery)
             devices     \(devices.count) active: \(StatusSummary.list(devices.map { $0.name.printable + ($0.id == state.device ? " (this device)" : "") }, more: "`keyctl device list`"))

@@ -116,7 +116,7 @@ struct Attachment: AsyncParsableCommand {
             if let output {
                 let size = try await vault.get(address, member: owner, toFileAt: output)
                 options.result(["address": address.description, "size": size, "output": output],
-                               "Wrote \(size) bytes to \(output); the content matches its address.\n")
+                               "Wrote \(ByteCountFormatter.string(fromByteCount: Int64(size), countStyle: .file)) to \(output); the content matches its address.\n")
             } else {
                 let content = try await vault.get(address, member: owner)
                 content.withUnsafeBytes { KeyctlMain.console.writeBytes(Array($0)) }
@@ -154,14 +154,14 @@ struct Attachment: AsyncParsableCommand {
             }], list.isEmpty ? "No attachments.\n" : list.map(Self.line).joined())
         }
 
-        /// `Vaccination record.pdf  2026-11-20  3.0 kB  ca1.1.0a4f…`
+        /// `Vaccination record.pdf  2026-11-20  3 KB  ca1.1.0a4f…`
         static func line(_ item: Vault.Attachment) -> String {
             let short = "\(item.address.description.prefix(14))…"
             guard let name = item.name else {
-                return "\(item.address)  \(ByteCount.text(item.size)) sealed"
+                return "\(item.address)  \(ByteCountFormatter.string(fromByteCount: Int64(item.size), countStyle: .file)) sealed"
                     + (item.nameProblem.map { "  (its stored name is not shown: \($0))" } ?? "") + "\n"
             }
-            return "\(name)  \(StaleDevices.day(item.time ?? item.stored))  \(ByteCount.text(item.plainSize ?? item.size))  \(short)\n"
+            return "\(name)  \(StaleDevices.day(item.time ?? item.stored))  \(ByteCountFormatter.string(fromByteCount: Int64(item.plainSize ?? item.size), countStyle: .file))  \(short)\n"
         }
     }
 

@@ -91,7 +91,7 @@ extension Device {
             discussion: """
                 Reads the 24-word code from standard input (a hidden prompt on a
                 terminal), derives its keys (Argon2id, a second or so), proves it to the
-                server, checks the account chain against the anchor the code opens, and
+                server, checks the account's history against what the code itself vouches for, and
                 adds this device. Exit 1 when the code does not open the account, or
                 is not a valid code: a mistyped word is named by its position only,
                 never with candidate words (they would be likely words of your code;

@@ -75,7 +75,7 @@ enum Hints {
         case .inviteRequired:
             return "this server takes new accounts by invitation: ask its operator for the token, and run again with it in KEYCTL_INVITE (or --invite-file FILE)"
         case .payloadTooLarge:
-            return "the server's operator sets the limit (keyctl serve --max-attachment-bytes); split the file, or ask them"
+            return "the server's operator sets this limit (keyctl serve --max-attachment-bytes): ask them to raise it, or split the file"
         case .responseTooLarge:
             return "a KeyVault server never sends that much here; check --server, or report it if the server is yours"
         case .unknownDevice:

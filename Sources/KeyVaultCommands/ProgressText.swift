@@ -19,7 +19,9 @@ extension Vault.Progress {
         switch self {
         case .creatingAccount(let server): return "creating the account on \(server)"
         case .derivingRecoveryKeys(let iterations, let memoryKiB):
-            return "deriving keys from the recovery code (Argon2id t=\(iterations), m=\(memoryKiB / 1024) MiB)"
+            // Deliberately slow and memory-hungry (Argon2id): what makes guessing a code costly. Said so, not named.
+            _ = iterations
+            return "turning the recovery code into keys: a few seconds and \(memoryKiB / 1024) MiB of memory, on purpose, so that guessing codes is slow"
         case .provingRecoveryCode: return "proving the recovery code to the server"
         case .addingDevice: return "adding this device to the account"
         case .waitingForApproval(let shown, let left):

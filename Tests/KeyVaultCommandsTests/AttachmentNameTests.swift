@@ -32,7 +32,7 @@ func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
     let modified = try #require(try FileManager.default.attributesOfItem(atPath: scan)[.modificationDate] as? Date)
     #expect(entry["time"] as? Int == Int(modified.timeIntervalSince1970))
     let text = try keyctl(["attachment", "list", "--member", "Emma", "--home", story.path("phone")])
-    #expect(text.out.contains("Vaccination record 2026.pdf") && text.out.contains("3.0 kB"), "\(text.out)")
+    #expect(text.out.contains("Vaccination record 2026.pdf") && text.out.contains("3 KB"), "\(text.out)")
 
     // By name: got and checked, as by address.
     let out = story.path("copy.pdf")

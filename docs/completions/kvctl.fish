@@ -194,7 +194,7 @@ complete -c 'kvctl' -f
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl" version' -l 'version' -d 'Show the version.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" -eq 1' -fa 'init' -d 'Create an account with this computer as its first device.'
-complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" -eq 1' -fa 'status' -d 'Show this device\'s account, the chain head and key generations.'
+complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" -eq 1' -fa 'status' -d 'Show this device\'s account, its history of changes and key generations.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" -eq 1' -fa 'device' -d 'Add, list and revoke the devices of the account; change this one\'s passphrase.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" -eq 1' -fa 'member' -d 'Family members: each has its own key for its attachments.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_positional "kvctl" -eq 1' -fa 'contact' -d 'Other accounts this one has verified, to share members with.'
