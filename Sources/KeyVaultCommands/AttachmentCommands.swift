@@ -12,7 +12,7 @@ struct Attachment: AsyncParsableCommand {
             and size are stored with it, sealed under the member key: `list` shows
             them, and `get` and `delete` take the name as well as the address.
             """,
-        subcommands: [Address.self, Put.self, Get.self, List.self, Delete.self, Rewrap.self])
+        subcommands: [Address.self, Put.self, Get.self, List.self, Delete.self, Export.self, Rewrap.self])
 
     struct MemberOption: ParsableArguments {
         @Option(name: .long, help: "The member's name or id.")
@@ -162,6 +162,56 @@ struct Attachment: AsyncParsableCommand {
                     + (item.nameProblem.map { "  (its stored name is not shown: \($0))" } ?? "") + "\n"
             }
             return "\(name)  \(StaleDevices.day(item.time ?? item.stored))  \(ByteCountFormatter.string(fromByteCount: Int64(item.plainSize ?? item.size), countStyle: .file))  \(short)\n"
+        }
+    }
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write every attachment of a member, opened, into a folder under its name.",
+            discussion: #"""
+                For a person taking their files along: each attachment is fetched, opened
+                and checked against its address as `get` does, and written into DIR under
+                the name it was put with (its address when it has none). A name already in
+                DIR gets " (2)", " (3)"… before its extension: nothing is overwritten.
+                Files are written mode 0600. --json prints {"exported": [{"address",
+                "file", "size"}]}.
+                """#)
+        @OptionGroup var member: MemberOption
+        @Option(name: .long, help: ArgumentHelp("The folder to write into (it must exist).", valueName: "dir"))
+        var to: String
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: to, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw KeyctlError(.io, "\(to) is not a folder", hint: "create it first (mkdir), then run again", exitCode: .usage)
+            }
+            let vault = try await options.openVault()
+            let owner = try await vault.member(named: member.member)
+            let list = try await vault.attachments(member: owner)
+            let progress = options.progressLines
+            var exported = [[String: Any]]()
+            for (index, item) in list.enumerated() {
+                let file = Self.freeName(for: item.name ?? item.address.description, in: to)
+                progress?.console.writeError("… \(index + 1) of \(list.count): \(file.printable)\n")
+                let size = try await vault.get(item.address, member: owner, toFileAt: to + "/" + file)
+                exported.append(["address": item.address.description, "file": file, "size": size])
+            }
+            options.result(["exported": exported],
+                           "Exported \(exported.count) attachment(s) of \(owner.name.printable) to \(to.printable).\n")
+        }
+
+        /// `name`, or `name (2).ext`, `name (3).ext`… whichever is not in `directory` yet.
+        static func freeName(for name: String, in directory: String) -> String {
+            let url = URL(fileURLWithPath: name)
+            let ext = url.pathExtension, stem = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))
+            var candidate = name
+            var number = 2
+            while FileManager.default.fileExists(atPath: directory + "/" + candidate) || (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + candidate)) != nil {
+                candidate = ext.isEmpty ? "\(stem) (\(number))" : "\(stem) (\(number)).\(ext)"
+                number += 1
+            }
+            return candidate
         }
     }
 

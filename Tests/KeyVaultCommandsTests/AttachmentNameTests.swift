@@ -99,3 +99,32 @@ func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
     #expect(list.allSatisfy { $0["name"] == nil }, "a name the server moved was shown: \(list)")
     #expect(list.allSatisfy { $0["nameProblem"] as? String != nil }, "\(list)")
 }
+
+/// Issue 22, item 1: every attachment of a member decrypted into a folder under its
+/// name, for a person leaving the app; two of one name both kept, nothing overwritten.
+@Test(.timeLimit(.minutes(2)))
+func aMembersAttachmentsAreExportedIntoAFolderUnderTheirNames() throws {
+    let story = try Story("export")
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    let first = story.root.appendingPathComponent("one"), second = story.root.appendingPathComponent("two")
+    for directory in [first, second] { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+    try Data("first scan".utf8).write(to: first.appendingPathComponent("scan.pdf"))
+    try Data("second scan".utf8).write(to: second.appendingPathComponent("scan.pdf"))
+    try Data("notes".utf8).write(to: first.appendingPathComponent("notes.txt"))
+    for file in [first.appendingPathComponent("scan.pdf"), second.appendingPathComponent("scan.pdf"), first.appendingPathComponent("notes.txt")] {
+        _ = try story.run(["attachment", "put", "--member", "Emma", file.path], "laptop")
+    }
+    let out = story.root.appendingPathComponent("Emma's files")
+    try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+    try Data("mine".utf8).write(to: out.appendingPathComponent("notes.txt"))  // already there: kept
+    let result = try story.run(["attachment", "export", "--member", "Emma", "--to", out.path], "laptop")
+    let exported = try #require(result["exported"] as? [[String: Any]])
+    #expect(exported.count == 3)
+    let files = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
+    #expect(files.count == 4, "\(files)")
+    let contents = Set(try files.map { try String(contentsOf: out.appendingPathComponent($0), encoding: .utf8) })
+    #expect(contents == ["first scan", "second scan", "notes", "mine"])
+    #expect(try String(contentsOf: out.appendingPathComponent("notes.txt"), encoding: .utf8) == "mine", "an existing file was overwritten")
+    #expect(files.contains("scan.pdf") && files.contains { $0.hasPrefix("scan (") && $0.hasSuffix(").pdf") })
+}

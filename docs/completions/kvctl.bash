@@ -850,13 +850,13 @@ _kvctl_attachment() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    address|put|get|list|delete|rewrap)
+    address|put|get|list|delete|export|rewrap)
         # Offer subcommand argument completions
         "_kvctl_attachment_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'address put get list delete rewrap' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'address put get list delete export rewrap' -- "${cur}"))
         ;;
     esac
 }
@@ -958,6 +958,30 @@ _kvctl_attachment_delete() {
     # Offer option value completions
     case "${prev}" in
     '--member')
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_attachment_export() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--member --to --home --ca-cert)
+    __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--member')
+        return
+        ;;
+    '--to')
         return
         ;;
     '--home')
