@@ -59,7 +59,7 @@ extension Vault {
             let me = device.rawValue, mine = Set(record.written), firstLook = record.noticed == nil
             var news = try await describe(links.filter {
                 // On a first look, every link this key signed counts as this device's (no record was kept before).
-                $0.sequence > told && !mine.contains($0.sequence) && !(firstLook && $0.signer == me)
+                $0.sequence > told && !mine.contains($0.hash) && !(firstLook && $0.signer == me)
                     && !($0.type == .deviceAdd && $0.body["device"] == me)
             })
             for index in news.indices where news[index].byDevice == device { news[index].signedWithThisDevicesKey = true }
@@ -81,9 +81,8 @@ extension Vault {
         // The name a member.add or member.rename link sealed; for a removed member, its last one.
         var sealedNames = [UInt64: String]()
         var lastName = [MemberID: String]()
-        for link in links where link.type == .memberAdd || link.type == .memberRename {
-            guard let id = link.body["member"].flatMap(MemberID.init(rawValue:)), let sealed = link.body["name"] else { continue }
-            let generation = link.type == .memberRename ? link.body["nameGeneration"].flatMap { UInt32($0) } ?? 1 : 1
+        for link in links {
+            guard let (raw, generation) = link.sealedName, let id = MemberID(rawValue: raw), let sealed = link.body["name"] else { continue }
             if let key = try? await memberKey(id, generation: generation),
                let name = try? MemberName.open(sealed, account: account, member: id, key: key) {
                 sealedNames[link.sequence] = name.printable

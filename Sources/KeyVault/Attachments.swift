@@ -22,6 +22,11 @@ extension Vault {
         }
     }
 
+    /// `12.1 MB`: a size as file managers say it.
+    public static func sizeText(_ bytes: Int) -> String {
+        ByteCountFormatter.string(fromByteCount: Int64(bytes), countStyle: .file)
+    }
+
     public struct PutResult: Sendable {
         public let address: ContentAddress
         public let size: Int
@@ -51,8 +56,10 @@ extension Vault {
         var info = stat()
         guard stat(path, &info) == 0 else { throw KeyVaultError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
         let name = String(path.split(separator: "/").last ?? Substring(path))
+        let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? Date()
         let meta = AttachmentMeta.isValidName(name)
-            ? AttachmentMeta(name: name, type: AttachmentMeta.mediaType(forName: name), time: Int64(info.st_mtim.tv_sec), size: UInt64(info.st_size))
+            ? AttachmentMeta(name: name, type: AttachmentMeta.mediaType(forName: name),
+                             time: Int64(exactly: modified.timeIntervalSince1970.rounded(.down)) ?? 0, size: UInt64(info.st_size))
             : nil
         return try await put(size: Int(info.st_size), member: member, what: path, meta: meta, reading: { body in
             do {
@@ -111,8 +118,7 @@ extension Vault {
             let limits = try await api.attachmentLimits()
             let inChunks = member.sharer == nil && limits != nil
             if let limits, case let limit = inChunks ? limits.any : limits.whole, AttachmentObject.streamedSize(ofContent: size) > limit {
-                let text = { (bytes: Int) in ByteCountFormatter.string(fromByteCount: Int64(bytes), countStyle: .file) }
-                throw KeyVaultError(.payloadTooLarge, "\(what) is \(text(size)), and this server takes attachments of up to about \(text(limit))\(inChunks ? "" : " shared this way"): nothing was read or sent",
+                throw KeyVaultError(.payloadTooLarge, "\(what) is \(Vault.sizeText(size)), and this server takes attachments of up to about \(Vault.sizeText(limit))\(inChunks ? "" : " shared this way"): nothing was read or sent",
                                     kind: .rejected)
             }
             // The newest chain first: a revocation another device made since must be
@@ -515,6 +521,8 @@ extension Vault {
                     list[index].time = Date(timeIntervalSince1970: TimeInterval(meta.time))
                     list[index].plainSize = Int(exactly: meta.size)
                 } catch let error as VaultError {
+                    list[index].nameProblem = error.message
+                } catch let error as KeyVaultError where error.kind != .network {
                     list[index].nameProblem = error.message
                 }
             }

@@ -32,9 +32,10 @@ package struct DeviceRecord: Sendable {
     /// The chain sequence up to which this device has told its person what other
     /// devices changed (``Vault/untoldEvents()``); nil until it first looked.
     package var noticed: UInt64?
-    /// The links this device appended after `noticed` (at most the newest 256): a link
+    /// The hashes of the links this device built to append since `noticed` (at most
+    /// the newest 256; one the server took whose answer was lost among them): a link
     /// signed with its key that is not one of these was made elsewhere, with a copy of it.
-    package var written: [UInt64] = []
+    package var written: [String] = []
 
     package struct SeenHead: Sendable, Codable, Equatable {
         package var head: String
@@ -289,7 +290,7 @@ struct StoredHome: Codable {
     var seenChains: [String: DeviceRecord.SeenHead]?
     var chain: KeptChain?
     var noticed: UInt64?
-    var written: [UInt64]?
+    var written: [String]?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
 }

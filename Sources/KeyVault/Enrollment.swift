@@ -348,7 +348,7 @@ extension Vault {
     /// device shows other digits: its keys may have been swapped on the way). Said only
     /// after the request is refused: the person types the digits, no attacker sees this.
     static func howCodesDiffer(typed: String?, expected: String) -> String {
-        guard let typed else { return " (it is not 6 digits)" }
+        guard let typed else { return " (it is not 6 digits, most likely a typo)" }
         let pairs = Array(zip(typed, expected))
         let wrong = pairs.indices.filter { pairs[$0].0 != pairs[$0].1 }
         let swapped = wrong.count == 2 && wrong[1] == wrong[0] + 1 && pairs[wrong[0]].0 == pairs[wrong[1]].1 && pairs[wrong[1]].0 == pairs[wrong[0]].1

@@ -157,8 +157,7 @@ public actor Vault {
             // log still names them; those attachments are gone from the server).
             var forgot = false
             for (id, keys) in record.memberKeys where verified.removedMembers[id] != nil {
-                let naming = Set(links.filter { ($0.type == .memberAdd || $0.type == .memberRename) && $0.body["member"] == id.rawValue }
-                    .map { $0.type == .memberAdd ? 1 : UInt32($0.body["nameGeneration"] ?? "") ?? 1 })
+                let naming = namingGenerations(of: id)
                 guard keys.keys.contains(where: { !naming.contains($0) }) else { continue }
                 record.memberKeys[id] = keys.filter { naming.contains($0.key) }
                 forgot = true
@@ -345,6 +344,8 @@ public actor Vault {
             }
             let state = try chain
             let (request, commit) = try await build(state)
+            // Known as this device's own before it is sent: taken with its answer lost, it is still no stranger's.
+            if record.noticed != nil { record.written = Array((record.written + [request.link.hash]).suffix(256)) }
             do {
                 if let send { try await send(request) } else { try await api.append(request) }
             } catch let error as KeyVaultError where error.code == .staleChain {
@@ -366,8 +367,7 @@ public actor Vault {
             // This device's own link: never news to it (``untoldEvents()``).
             if record.noticed == state.sequence {
                 record.noticed = next.sequence
-            } else if record.noticed != nil {
-                record.written = Array((record.written + [next.sequence]).suffix(256))
+                record.written = []
             }
             commit()
             try home.save(record)
@@ -476,9 +476,14 @@ public actor Vault {
             try await write("member remove") { state in
                 guard state.members[member.id] != nil else { throw KeyVaultError(.noSuchMember, "no such member \(member.id)") }
                 return (AppendRequest(link: makeLink(.memberRemove, ["member": member.id.rawValue], after: state)),
-                        { self.record.memberKeys[member.id] = self.record.memberKeys[member.id]?.filter { $0.key == 1 || $0.key == state.members[member.id]?.nameGeneration } })
+                        { self.record.memberKeys[member.id] = self.record.memberKeys[member.id]?.filter { self.namingGenerations(of: member.id).contains($0.key) } })
             }
         }
+    }
+
+    /// The key generations the chain seals `member`'s names under (its add and renames).
+    func namingGenerations(of member: MemberID) -> Set<UInt32> {
+        Set(links.compactMap { $0.sealedName }.filter { $0.member == member.rawValue }.map(\.generation))
     }
 
     /// Remembers the newest head of another account's chain this device verified.

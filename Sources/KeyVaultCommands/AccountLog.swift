@@ -21,8 +21,10 @@ enum AccountLog {
             return "not you? a device of the account did it: see `\(keyctl) device list` and revoke any you do not know"
         case "recovery.replaced":
             return "not you? `\(keyctl) recovery rotate` makes a code only you have; then revoke the device that did it"
-        case "member.removed", "member.renamed", "account.reset":
+        case "member.removed", "account.reset":
             return "not you? a device of the account did it and it cannot be undone: revoke that device (`\(keyctl) device list`)"
+        case "member.renamed":
+            return "not you? a device of the account did it: rename it back, and revoke that device if you do not know it (`\(keyctl) device list`)"
         case "contact.verified", "share.started":
             return "not you? see `\(keyctl) contact list`, end a share with `\(keyctl) member unshare`, and revoke the device that did it"
         default:
@@ -91,10 +93,14 @@ extension Audit {
 
         func run() async throws {
             let vault = try await options.openVault(tellingChanges: false)
-            let events = try await vault.events()
+            var events = try await vault.events()
             let refusals = try await vault.refusals()
-            _ = try await vault.untoldEvents()  // all of it is shown here
-            var text = events.map { AccountLog.line($0) + "\n" }.joined()
+            // All of it is shown here, so it is told; a link a copy of this device's keys made keeps its flag.
+            let flagged = Set(try await vault.untoldEvents().filter(\.signedWithThisDevicesKey).map(\.sequence))
+            for index in events.indices where flagged.contains(events[index].sequence) { events[index].signedWithThisDevicesKey = true }
+            var text = events.map {
+                AccountLog.line($0) + ($0.signedWithThisDevicesKey ? "  (signed with THIS device's key, not from this home)" : "") + "\n"
+            }.joined()
             if refusals.isEmpty {
                 text += "\nThe server records no refused request for this account.\n"
             } else {

@@ -116,7 +116,7 @@ struct Attachment: AsyncParsableCommand {
             if let output {
                 let size = try await vault.get(address, member: owner, toFileAt: output)
                 options.result(["address": address.description, "size": size, "output": output],
-                               "Wrote \(ByteCountFormatter.string(fromByteCount: Int64(size), countStyle: .file)) to \(output); the content matches its address.\n")
+                               "Wrote \(Vault.sizeText(size)) to \(output); the content matches its address.\n")
             } else {
                 let content = try await vault.get(address, member: owner)
                 content.withUnsafeBytes { KeyctlMain.console.writeBytes(Array($0)) }
@@ -158,10 +158,10 @@ struct Attachment: AsyncParsableCommand {
         static func line(_ item: Vault.Attachment) -> String {
             let short = "\(item.address.description.prefix(14))…"
             guard let name = item.name else {
-                return "\(item.address)  \(ByteCountFormatter.string(fromByteCount: Int64(item.size), countStyle: .file)) sealed"
+                return "\(item.address)  \(Vault.sizeText(item.size)) sealed"
                     + (item.nameProblem.map { "  (its stored name is not shown: \($0))" } ?? "") + "\n"
             }
-            return "\(name)  \(StaleDevices.day(item.time ?? item.stored))  \(ByteCountFormatter.string(fromByteCount: Int64(item.plainSize ?? item.size), countStyle: .file))  \(short)\n"
+            return "\(name)  \(StaleDevices.day(item.time ?? item.stored))  \(Vault.sizeText(item.plainSize ?? item.size))  \(short)\n"
         }
     }
 
@@ -192,9 +192,21 @@ struct Attachment: AsyncParsableCommand {
             let progress = options.progressLines
             var exported = [[String: Any]]()
             for (index, item) in list.enumerated() {
-                let file = Self.freeName(for: item.name ?? item.address.description, in: to)
-                progress?.console.writeError("… \(index + 1) of \(list.count): \(file.printable)\n")
-                let size = try await vault.get(item.address, member: owner, toFileAt: to + "/" + file)
+                let wanted = item.name ?? item.address.description
+                progress?.console.writeError("… \(index + 1) of \(list.count): \(wanted.printable)\n")
+                // Written and checked under a name of its own, then linked to a name nothing has:
+                // link(2) never replaces, so a file that appeared meanwhile is not overwritten.
+                let staging = to + "/.keyvault-export-" + item.address.description.suffix(16)
+                let size = try await vault.get(item.address, member: owner, toFileAt: staging)
+                defer { unlink(staging) }
+                var file = ""
+                for _ in 0..<1000 {
+                    file = Self.freeName(for: wanted, in: to)
+                    if link(staging, to + "/" + file) == 0 { break }
+                    guard errno == EEXIST else {
+                        throw KeyctlError(.io, "cannot write \(file.printable) in \(to.printable): \(String(cString: strerror(errno)))")
+                    }
+                }
                 exported.append(["address": item.address.description, "file": file, "size": size])
             }
             options.result(["exported": exported],

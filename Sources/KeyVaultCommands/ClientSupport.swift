@@ -263,7 +263,7 @@ struct PassphraseOption: ParsableArguments {
         }
         let console = KeyctlMain.console
         guard console.inputIsTerminal else {
-            throw KeyctlError(.invalidInput, "a new passphrase needs a terminal to ask on", hint: "or put it in a file and name that file", exitCode: .usage)
+            throw KeyctlError(.invalidInput, "a new passphrase needs a terminal to ask on", hint: "or put it in a file and give the file (KEYCTL_PASSPHRASE_FILE for --passphrase, --new-passphrase-file for device passphrase)", exitCode: .usage)
         }
         var first = try console.readSecretLine(prompt: prompt) ?? []
         var second = try console.readSecretLine(prompt: "Once more: ") ?? []

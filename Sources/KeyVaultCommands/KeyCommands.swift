@@ -28,9 +28,10 @@ struct Member: AsyncParsableCommand {
 
         func run() async throws {
             let vault = try await options.openVault()
-            let member = try await vault.renameMember(try await vault.member(named: old), to: new)
+            let before = try await vault.member(named: old)
+            let member = try await vault.renameMember(before, to: new)
             options.result(["member": member.id.rawValue, "name": member.name],
-                           "Member \(old.printable.debugDescription) is called \(new.printable.debugDescription) now, on every device.\n")
+                           "Member \(before.name.printable.debugDescription) is called \(new.printable.debugDescription) now, on every device.\n")
         }
     }
 

@@ -18,10 +18,9 @@ extension Vault.Progress {
         func clock(_ seconds: Int64) -> String { "\(seconds / 60):\(seconds % 60 < 10 ? "0" : "")\(seconds % 60)" }
         switch self {
         case .creatingAccount(let server): return "creating the account on \(server)"
-        case .derivingRecoveryKeys(let iterations, let memoryKiB):
+        case .derivingRecoveryKeys(_, let memoryKiB):
             // Deliberately slow and memory-hungry (Argon2id): what makes guessing a code costly. Said so, not named.
-            _ = iterations
-            return "turning the recovery code into keys: a few seconds and \(memoryKiB / 1024) MiB of memory, on purpose, so that guessing codes is slow"
+            return "turning the recovery code into keys: a second or so and \(memoryKiB / 1024) MiB of memory, on purpose, so that guessing codes is slow"
         case .provingRecoveryCode: return "proving the recovery code to the server"
         case .addingDevice: return "adding this device to the account"
         case .waitingForApproval(let shown, let left):

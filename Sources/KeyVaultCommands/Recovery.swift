@@ -224,11 +224,12 @@ extension Recovery {
             defer { SecureBytes.wipe(&raw) }
             return dropNumbering(raw)
         }
-        var raw = try console.readSecretLine(prompt: prompt) ?? []
+        // The end of input is no code (and no word-by-word entry).
+        guard var raw = try console.readSecretLine(prompt: prompt) else { return [] }
         defer { SecureBytes.wipe(&raw) }
         var entry = WordEntry(console: console, count: count, language: language)
         if raw.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
-            return try entry.read() ?? []
+            return try entry.read()
         }
         let phrase = dropNumbering(raw)
         do {
@@ -239,7 +240,7 @@ extension Recovery {
             console.writeError("Correct it a word at a time? [Y/n] ")
             let answer = String(decoding: try console.readLine() ?? Array("n".utf8), as: UTF8.self).lowercased()
             guard answer.isEmpty || answer.hasPrefix("y") else { return phrase }
-            return try entry.read(correcting: phrase) ?? phrase
+            return try entry.read(correcting: phrase)
         }
     }
 

@@ -7,8 +7,9 @@ import KeyVaultMnemonic
 /// only one word of the list starts with them, and a code that does not check out
 /// corrected one word at a time instead of typed again whole.
 ///
-/// The words are held as positions in the public word list; the phrase handed back is
-/// bytes the caller wipes. What is said about a word never quotes what was typed.
+/// The words are held as the word list's own strings (Swift `String`s, which cannot be
+/// wiped: SECURITY.md, "Known limits"); the phrase handed back is bytes the caller
+/// wipes. What is said about a word never quotes what was typed.
 struct WordEntry {
     let console: any Console
     /// The number of words, when the command knows it (24 for a recovery code); nil
@@ -25,9 +26,10 @@ struct WordEntry {
     }
 
     /// The phrase, word by word from the start, or from `typed` (a whole phrase that
-    /// did not check out) with words retyped by number; nil when input ended.
-    mutating func read(correcting typed: [UInt8]? = nil) throws -> [UInt8]? {
-        show = try ask("Show each word once it is completed? [y/N] ") == "y"
+    /// did not check out) with words retyped, or a missing one inserted, by number. What
+    /// it holds when the person stops or input ends (the caller reports why it is not a code).
+    mutating func read(correcting typed: [UInt8]? = nil) throws -> [UInt8] {
+        show = try ask("Show each word once it is completed? [y/N] ").hasPrefix("y")
         if let typed {
             words = String(decoding: Recovery.dropNumbering(typed), as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
             if language == nil { language = MnemonicLanguage.allCases.first { Set($0.words).isSuperset(of: words) } }
@@ -49,15 +51,18 @@ struct WordEntry {
                 console.writeError("Not a valid code yet: \(error.message)\n")
                 SecureBytes.wipe(&phrase)
             }
-            let answer = try ask("Retype which word (1-\(words.count)), or Enter to stop: ")
-            guard let index = Int(answer), words.indices.contains(index - 1) else {
+            let missing = count.map { words.count < $0 } ?? true
+            let answer = try ask("Retype which word (1-\(words.count))\(missing ? ", or +N to insert a missing word at N" : ""), or Enter to stop: ")
+            let inserting = answer.hasPrefix("+")
+            guard let index = Int(inserting ? String(answer.dropFirst()) : answer),
+                  inserting ? (1...words.count + 1).contains(index) : words.indices.contains(index - 1) else {
                 if answer.isEmpty { break }
                 continue
             }
             guard let word = try word(index, prompt: "Word \(index) (hidden): ", endsOnEmpty: false) else { break }
-            words[index - 1] = word
+            if inserting { words.insert(word, at: index - 1) } else { words[index - 1] = word }
         }
-        return Array(words.joined(separator: " ").utf8)
+        return Array(words.joined(separator: language?.wordSeparator ?? " ").utf8)
     }
 
     static let validCounts: Set<Int> = [12, 15, 18, 21, 24]

@@ -58,6 +58,17 @@ package struct ChainLink: Sendable, Codable, Equatable {
         self.signature = signature
     }
 
+    /// For a link that seals a member's name (`member.add`, `member.rename`): the member
+    /// and the key generation the name is sealed under; nil for any other link.
+    package var sealedName: (member: String, generation: UInt32)? {
+        guard let member = body["member"], body["name"] != nil else { return nil }
+        switch type {
+        case .memberAdd: return (member, 1)
+        case .memberRename: return body["nameGeneration"].flatMap { UInt32($0) }.map { (member, $0) }
+        default: return nil
+        }
+    }
+
     /// The signer value for links signed with the recovery auth key.
     package static let recoverySigner = "recovery"
     /// `previous` of a genesis link.

@@ -214,6 +214,10 @@ extension PostgresKeyVaultDatabase {
         return list
     }
 
+    package func sweepUnfinishedUploads(before: Int64) async throws -> Int {
+        try await client.query("DELETE FROM attachment_uploads WHERE NOT complete AND created < \(before) RETURNING 1", logger: logger).collect().count
+    }
+
     package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool {
         try await client.query("""
             UPDATE attachments SET meta = \(meta)

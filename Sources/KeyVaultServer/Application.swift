@@ -116,7 +116,7 @@ func buildApplication(
         router: router,
         server: server,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "KeyVault"),
-        services: services + watching,
+        services: services + watching + [UploadSweepService(database: database, logger: logger)],
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         eventLoopGroupProvider: .shared(eventLoops),
         logger: logger))

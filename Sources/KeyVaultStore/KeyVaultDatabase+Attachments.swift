@@ -185,6 +185,13 @@ extension KeyVaultDatabase {
         }
     }
 
+    package func sweepUnfinishedUploads(before: Int64) async throws -> Int {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM attachment_uploads WHERE complete = 0 AND created < ?", arguments: [before])
+            return db.changesCount
+        }
+    }
+
     package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool {
         try await writer.write { db in
             try db.execute(sql: "UPDATE attachments SET meta = ? WHERE account = ? AND member = ? AND address = ?",

@@ -185,6 +185,10 @@ package protocol KeyVaultRepository: Sendable {
     /// false when there is no such attachment.
     func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool
 
+    /// Deletes every account's uploads begun before `before` and not completed, with
+    /// their chunks; returns how many went.
+    func sweepUnfinishedUploads(before: Int64) async throws -> Int
+
     /// Deletes an attachment, its chunks and its sealed name; false when there is none.
     func deleteAttachment(_ account: AccountID, member: MemberID, address: String, device: DeviceID) async throws -> Bool
 

@@ -44,7 +44,7 @@ package struct AttachmentMeta: Sendable, Equatable, Codable {
     /// Why `name` and `type` cannot be sealed, or nil when they can.
     package static func problem(name: String, type: String) -> String? {
         guard isValidName(name) else {
-            return "an attachment's name is a file name of 1 to 255 bytes, without control characters or '/'"
+            return "an attachment's name is a file name of 1 to 255 bytes: not '.' or '..', without '/', control or text-direction characters"
         }
         guard (1...255).contains(type.utf8.count), !type.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             return "an attachment's media type has 1 to 255 bytes and no control characters"
@@ -88,7 +88,7 @@ package struct AttachmentMeta: Sendable, Equatable, Codable {
 
     /// A media type from a file name's extension: the common kinds a family stores.
     package static func mediaType(forName name: String) -> String {
-        let ext = name.split(separator: ".").count > 1 ? name.split(separator: ".").last!.lowercased() : ""
+        let ext = URL(fileURLWithPath: name).pathExtension.lowercased()
         return [
             "pdf": "application/pdf", "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "heic": "image/heic",
             "gif": "image/gif", "webp": "image/webp", "txt": "text/plain", "md": "text/markdown", "csv": "text/csv",

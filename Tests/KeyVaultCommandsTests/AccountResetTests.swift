@@ -86,4 +86,7 @@ func aResetWhoseAnswerIsLostSaysWhetherItHappenedAndKeepsOnlyACodeThatWasSet() a
     #expect(lost.code == 0 && lost.out.contains("was reset"), "\(lost.err)")
     #expect(FileManager.default.fileExists(atPath: story.path("set")))
     #expect(try keyctl(["status", "--home", story.path("phone")]).code == 4)
+    // The reset this device made is its own: no alarm of a copy of its keys on its next command.
+    let next = try keyctl(["status", "--home", story.path("laptop")])
+    #expect(next.code == 0 && !next.err.contains("THIS device's key"), "\(next.err)")
 }

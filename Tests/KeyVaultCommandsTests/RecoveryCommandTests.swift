@@ -178,6 +178,12 @@ final class BufferConsoleQuiz: Console, @unchecked Sendable {
     #expect(corrected.code == 0, "\(corrected.err)")
     #expect(corrected.err.contains("Retype which word"), "\(corrected.err)")
     #expect(!corrected.err.contains("zoo"), "a word of the code was shown")
+    // A word left out: inserted where it belongs, without typing the others again.
+    var short = Array(repeating: "abandon", count: 11) + ["about"]
+    short.remove(at: 5)
+    let inserted = await runKeyctl(["recovery", "verify"], input: short.joined(separator: " ") + "\n" + "\n" + "yes\n" + "+6\n" + "aban\n", terminal: true)
+    #expect(inserted.code == 0, "\(inserted.err)")
+    #expect(inserted.err.contains("+N to insert") && inserted.err.contains("word 6: abandon"), "\(inserted.err)")
     // Asked to show them, each completed word is shown.
     let shown = await runKeyctl(["recovery", "verify"], input: "\n" + "y\n" + words.map { $0 + "\n" }.joined() + "\n", terminal: true)
     #expect(shown.code == 0 && shown.err.contains("abandon"), "\(shown.err)")

@@ -88,3 +88,35 @@ import Testing
         #expect(response.status == .forbidden && errorCode(response) == "signature_required")
     }
 }
+
+/// Issue 21: an upload given up on goes after a day even when its account never
+/// uploads again (the sweep at each new upload only covers the account uploading):
+/// the service sweeps every account's, and a complete upload is never swept.
+@Test(arguments: StoreBackend.all) func unfinishedUploadsOfEveryAccountAreSweptAfterADay(_ backend: StoreBackend) async throws {
+    try await backend.withStore { store in
+        try await buildApplication(testConfiguration { _ in }, database: store, logger: testLogger).test(.router) { client in
+            let phone = TestDevice("phone")
+            var state = try await client.createAccount(phone)
+            let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+            try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"])))
+            let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
+            func begin(_ address: String) async throws -> String {
+                let response = try await client.signed(phone, .post, "/v1/accounts/\(state.account)/members/\(member)/attachments/\(address)/uploads",
+                                                       body: Array(try JSONEncoder().encode(BeginUploadRequest(key: Data(key).base64EncodedString(), chunkShift: 10, size: 100))))
+                return try #require(try decode(UploadStarted.self, response).upload)
+            }
+            let abandoned = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32)), finished = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
+            let gone = try await begin(abandoned)
+            let done = try await begin(finished)
+            let base = "/v1/accounts/\(state.account)/members/\(member)/attachments/\(finished)/uploads/\(done)"
+            #expect(try await client.signed(phone, .put, base + "/chunks/0", body: SystemRandom.bytes(count: 116)).status == .noContent)
+            #expect(try await client.signed(phone, .post, base + "/complete").status == .created)
+
+            // Not yet a day old: nothing goes. A day on: the unfinished one goes, the complete one stays.
+            #expect(try await store.sweepUnfinishedUploads(before: KeyVaultDatabase.now() - KeyVaultDatabase.unfinishedUploadSeconds) == 0)
+            #expect(try await store.sweepUnfinishedUploads(before: KeyVaultDatabase.now() + 1) == 1)
+            #expect(try await client.signed(phone, .get, "/v1/accounts/\(state.account)/members/\(member)/attachments/\(abandoned)/uploads/\(gone)").status == .notFound)
+            #expect(try await client.signed(phone, .get, "/v1/accounts/\(state.account)/members/\(member)/attachments/\(finished)").status == .ok)
+        }
+    }
+}

@@ -85,14 +85,14 @@ struct BackendTestApplication {
     }
 }
 
-private func testConfiguration(_ configure: (inout ServerConfiguration) -> Void) -> ServerConfiguration {
+func testConfiguration(_ configure: (inout ServerConfiguration) -> Void) -> ServerConfiguration {
     var configuration = ServerConfiguration()
     configuration.databasePath = "/unused"
     configure(&configuration)
     return configuration
 }
 
-private let testLogger: Logger = {
+let testLogger: Logger = {
     var logger = Logger(label: "test")
     logger.logLevel = .warning
     return logger
