@@ -56,7 +56,7 @@ func aResetKeepsThisDeviceAloneWithANewCodeAndNothingElseOpens() throws {
 /// The real transport, failing the append of an `account.reset`: before the server
 /// sees it (`afterServer` false), or after it took it, the answer lost on the way.
 private struct LosingResetTransport: HTTPTransport {
-    let inner: URLSessionTransport
+    let inner: any HTTPTransport
     let afterServer: Bool
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
         guard request.method == "POST", request.target.hasSuffix("/chain"), String(decoding: request.body, as: UTF8.self).contains("account.reset") else {
@@ -73,7 +73,7 @@ func aResetWhoseAnswerIsLostSaysWhetherItHappenedAndKeepsOnlyACodeThatWasSet() a
     _ = try story.laptopAndPhone()
     func reset(afterServer: Bool, file: String) async -> (code: Int32, out: String, err: String) {
         await KeyctlMain.$transport.withValue({ server in
-            LosingResetTransport(inner: URLSessionTransport(baseURL: URL(string: server)!), afterServer: afterServer)
+            LosingResetTransport(inner: keyctlTransport(server), afterServer: afterServer)
         }) { await runKeyctl(["account", "reset", "--recovery-file", story.path(file), "--yes", "--home", story.path("laptop")]) }
     }
     // Cut before the server saw it: not reset, the code file gone, and said so.

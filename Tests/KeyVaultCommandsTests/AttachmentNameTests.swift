@@ -68,7 +68,7 @@ func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
 /// The real transport, with the sealed names of the first two attachments a list
 /// shows swapped: a server that moves a name to another attachment.
 private struct SwappingTransport: HTTPTransport {
-    let inner: URLSessionTransport
+    let inner: any HTTPTransport
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
         var reply = try await inner.send(request)
         guard request.method == "GET", request.target.hasSuffix("/attachments"), reply.status == 200,
@@ -90,7 +90,7 @@ func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
         try Data(name.utf8).write(to: URL(fileURLWithPath: story.path(name)))
         _ = try story.run(["attachment", "put", "--member", "Emma", story.path(name)], "laptop")
     }
-    let result = await KeyctlMain.$transport.withValue({ server in SwappingTransport(inner: URLSessionTransport(baseURL: URL(string: server)!)) }) {
+    let result = await KeyctlMain.$transport.withValue({ server in SwappingTransport(inner: keyctlTransport(server)) }) {
         await runKeyctl(["attachment", "list", "--member", "Emma", "--home", story.path("laptop"), "--json"])
     }
     #expect(result.code == 0, "\(result.err)")

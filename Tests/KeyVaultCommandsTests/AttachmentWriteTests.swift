@@ -9,7 +9,7 @@ import Testing
 
 /// The real transport, with attachment content flipped on the way back.
 private struct FlippingTransport: HTTPTransport {
-    let inner: URLSessionTransport
+    let inner: any HTTPTransport
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
         var reply = try await inner.send(request)
         if request.method == "GET", request.target.contains("/attachments/ca1."), !request.target.hasSuffix("/key"),
@@ -59,7 +59,7 @@ func attachmentGetWritesThroughAFreshTemporaryFileAndFollowsNoSymlink() async th
     // Content that does not match its address: exit 5, and nothing is left behind.
     let listing = try Set(FileManager.default.contentsOfDirectory(atPath: out.path))
     let third = out.appendingPathComponent("c.pdf").path
-    result = await get(third) { server in FlippingTransport(inner: URLSessionTransport(baseURL: URL(string: server)!)) }
+    result = await get(third) { server in FlippingTransport(inner: keyctlTransport(server)) }
     #expect(result.0 == 5, "\(result.2)")
     #expect(try Set(FileManager.default.contentsOfDirectory(atPath: out.path)) == listing)
 

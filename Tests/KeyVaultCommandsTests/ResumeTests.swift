@@ -24,7 +24,7 @@ private final class ChunkLog: Sendable {
 /// The real transport, logging chunk PUTs; it cuts the connection at the PUT of chunk
 /// `cutAt`, and may rewrite the server's upload status (`claimStored`: a dishonest count).
 private struct CuttingTransport: HTTPTransport {
-    let inner: URLSessionTransport
+    let inner: any HTTPTransport
     let log: ChunkLog
     var cutAt: Int?
     var claimStored: Int?
@@ -51,7 +51,7 @@ private func put(_ story: Story, _ file: String, _ log: ChunkLog, cutAt: Int? = 
                  claimStored: Int? = nil) async -> (code: Int32, out: String, err: String) {
     let arguments = ["attachment", "put", "--member", "Emma", file, "--home", story.path("laptop")]
     return await KeyctlMain.$transport.withValue({ server in
-        CuttingTransport(inner: URLSessionTransport(baseURL: URL(string: server)!), log: log, cutAt: cutAt, claimStored: claimStored)
+        CuttingTransport(inner: keyctlTransport(server), log: log, cutAt: cutAt, claimStored: claimStored)
     }) { await runKeyctl(arguments, terminal: true) }
 }
 
@@ -133,7 +133,7 @@ func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent()
 
 /// The real transport, failing the GET of chunk `cutAt` and logging which chunks were fetched.
 private struct CuttingReads: HTTPTransport {
-    let inner: URLSessionTransport
+    let inner: any HTTPTransport
     let fetched: Locked<[Int]>
     let cutAt: Int?
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
@@ -163,7 +163,7 @@ func aDownloadCutOffGoesOnAfterTheChunksItHasAndChecksThemWithTheRest() async th
     let fetched = Locked<[Int]>([])
     func get(cutAt: Int?) async -> (code: Int32, out: String, err: String) {
         await KeyctlMain.$transport.withValue({ server in
-            CuttingReads(inner: URLSessionTransport(baseURL: URL(string: server)!), fetched: fetched, cutAt: cutAt)
+            CuttingReads(inner: keyctlTransport(server), fetched: fetched, cutAt: cutAt)
         }) { await runKeyctl(["attachment", "get", "--member", "Emma", address, "-o", target, "--home", story.path("laptop")], terminal: true) }
     }
     var result = await get(cutAt: 3)
@@ -193,7 +193,7 @@ func aDownloadCutOffGoesOnAfterTheChunksItHasAndChecksThemWithTheRest() async th
 
 /// The real transport, slowed to 20 ms per chunk PUT, counting them.
 private struct SlowChunks: HTTPTransport {
-    let inner: URLSessionTransport
+    let inner: any HTTPTransport
     let puts: Locked<Int>
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
         if request.method == "PUT", request.target.contains("/chunks/") {
@@ -216,7 +216,7 @@ func aCancelledPutStopsSendingChunks() async throws {
     let puts = Locked(0)
     let put = Task {
         await KeyctlMain.$transport.withValue({ server in
-            SlowChunks(inner: URLSessionTransport(baseURL: URL(string: server)!), puts: puts)
+            SlowChunks(inner: keyctlTransport(server), puts: puts)
         }) { await runKeyctl(["attachment", "put", "--member", "Emma", file, "--home", story.path("laptop")]) }
     }
     let finished = Locked(false)

@@ -10,7 +10,7 @@ import Testing
 /// The real transport, saying a device was last seen `daysAgo` days ago (the server's
 /// word is all keyctl has; this plays a server whose clock saw it then).
 private struct AgingTransport: HTTPTransport {
-    let inner: URLSessionTransport
+    let inner: any HTTPTransport
     let device: String
     let daysAgo: Int
     func send(_ request: HTTPExchange) async throws -> HTTPReply {
@@ -43,7 +43,7 @@ func devicesUnseenForAWhileAreShownWarnedAboutAndPrunedTogether() async throws {
 
     func laptop(_ arguments: [String], input: String = "") async -> (code: Int32, out: String, err: String) {
         await KeyctlMain.$transport.withValue({ server in
-            AgingTransport(inner: URLSessionTransport(baseURL: URL(string: server)!), device: phone, daysAgo: 120)
+            AgingTransport(inner: keyctlTransport(server), device: phone, daysAgo: 120)
         }) { await runKeyctl(arguments + ["--home", story.path("laptop")], input: input) }
     }
     // `device list` shows dates; `status` warns and names the command.

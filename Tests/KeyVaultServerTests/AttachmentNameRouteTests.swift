@@ -101,3 +101,38 @@ import Testing
         #expect(again.status == .conflict || again.status == .badRequest, "a removed member's id was added again")
     }
 }
+
+/// `account.reset` (issue 22, item 3) on the server: it comes with the new master key's
+/// boxes for its device and its code (refused without one); with it the other devices
+/// are refused, the boxes of older generations and the old recovery slot are gone.
+@Test(arguments: StoreBackend.all) func aResetKeepsNoKeyOfBeforeAndRefusesTheOtherDevices(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
+        let phone = TestDevice("phone"), laptop = TestDevice("laptop")
+        let old = RecoveryFixture()
+        var state = try await old.setUp(client, phone)
+        #expect(try await client.append(phone, &state, AppendRequest(
+            link: phone.link(.deviceAdd, after: state, body: laptop.deviceFields),
+            boxes: [try phone.box(old.masterKey, generation: 1, for: laptop, at: state.sequence + 1, account: state.account)])).status == .created)
+        let new = RecoveryFixture()
+        let link = phone.link(.accountReset, after: state, body: [
+            "masterGeneration": "2", "masterKeyCheck": Hex.encode(SystemRandom.bytes(count: 16)),
+            "authKey": Hex.encode(new.authKey.publicKey.rawRepresentation), "boxKey": Hex.encode(new.boxKey.publicKey.rawRepresentation),
+            "recoveryGeneration": "2"])
+        let mine = try phone.box(new.masterKey, generation: 2, for: phone, at: state.sequence + 1, account: state.account)
+        var codes = KeyBox(generation: 2, sequence: state.sequence + 1, recipient: ChainLink.recoverySigner,
+                           box: base64Encode(try new.boxKey.publicKey.sealedBox(for: new.masterKey)), signer: phone.id.rawValue, signature: "")
+        codes.sign(with: phone.signing, account: state.account)
+        // Without the code's box the code would enroll a device that opens nothing: refused, nothing changes.
+        var unchanged = state
+        #expect(try await client.append(phone, &unchanged, AppendRequest(link: link, boxes: [mine], recovery: new.slot)).status == .badRequest)
+        #expect(try await client.signed(laptop, .get, "/v1/accounts/\(state.account)/boxes").status == .ok)
+        #expect(try await client.append(phone, &state, AppendRequest(link: link, boxes: [mine, codes], recovery: new.slot)).status == .created)
+
+        let refused = try await client.signed(laptop, .get, "/v1/accounts/\(state.account)/boxes")
+        #expect(refused.status == .forbidden || refused.status == .unauthorized, "a device the reset revoked is still served")
+        let boxes = try decode([String: [KeyBox]].self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/boxes?recipient=all"))["boxes"] ?? []
+        #expect(Set(boxes.map(\.generation)) == [2] && boxes.count == 2, "boxes of before the reset are kept: \(boxes.map(\.generation))")
+        let slot = try decode(RecoverySlot.self, try await client.execute(uri: "/v1/accounts/\(state.account)/recovery", method: .get))
+        #expect(slot.authKey == Hex.encode(new.authKey.publicKey.rawRepresentation))
+    }
+}
