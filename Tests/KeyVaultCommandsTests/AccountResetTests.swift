@@ -9,7 +9,7 @@ import Testing
 // and keeps this device; every other device and the old code open nothing
 // afterwards, and are told so.
 
-@Test(.timeLimit(.minutes(4)))
+@Test(.timeLimit(.minutes(10)))
 func aResetKeepsThisDeviceAloneWithANewCodeAndNothingElseOpens() throws {
     let story = try Story("reset")
     let account = try story.laptopAndPhone()
@@ -67,7 +67,7 @@ private struct LosingResetTransport: HTTPTransport {
     }
 }
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func aResetWhoseAnswerIsLostSaysWhetherItHappenedAndKeepsOnlyACodeThatWasSet() async throws {
     let story = try Story("reset-lost")
     _ = try story.laptopAndPhone()

@@ -8,7 +8,7 @@ import Testing
 // name, media type, time and size sealed under the member key (the server sees none
 // of them); `list` shows them; `get` and `delete` take a name as well as an address.
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
     let story = try Story("names")
     let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
@@ -81,7 +81,7 @@ private struct SwappingTransport: HTTPTransport {
     }
 }
 
-@Test(.timeLimit(.minutes(2)))
+@Test(.timeLimit(.minutes(10)))
 func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
     let story = try Story("names-moved")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
@@ -102,7 +102,7 @@ func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
 
 /// Issue 22, item 1: every attachment of a member decrypted into a folder under its
 /// name, for a person leaving the app; two of one name both kept, nothing overwritten.
-@Test(.timeLimit(.minutes(2)))
+@Test(.timeLimit(.minutes(10)))
 func aMembersAttachmentsAreExportedIntoAFolderUnderTheirNames() throws {
     let story = try Story("export")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")

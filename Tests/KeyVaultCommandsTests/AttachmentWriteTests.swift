@@ -20,7 +20,7 @@ private struct FlippingTransport: HTTPTransport {
     }
 }
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func attachmentGetWritesThroughAFreshTemporaryFileAndFollowsNoSymlink() async throws {
     let story = try Story("attachment-get")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")

@@ -7,7 +7,7 @@ import Testing
 // what to run if it was not expected); `audit log` shows the account's key events in
 // plain words; `device passphrase` changes this device's passphrase.
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func whatAnotherDeviceChangedIsToldOnceOnTheNextCommandAndTheLogShowsItAll() throws {
     let story = try Story("notices")
     _ = try story.laptopAndPhone()
@@ -64,7 +64,7 @@ func whatAnotherDeviceChangedIsToldOnceOnTheNextCommandAndTheLogShowsItAll() thr
     #expect(try story.run(["audit"], "phone")["ok"] as? Bool == true)
 }
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func devicePassphraseSealsChangesAndRemovesThisDevicesPassphrase() throws {
     let story = try Story("passphrase")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
@@ -102,7 +102,7 @@ func devicePassphraseSealsChangesAndRemovesThisDevicesPassphrase() throws {
     #expect(try run(["status"]).code == 0)
 }
 
-@Test(.timeLimit(.minutes(2)))
+@Test(.timeLimit(.minutes(10)))
 func aNewDeviceIsToldWhatChangedBetweenItsEnrollmentAndItsFirstCommand() throws {
     let story = try Story("notices-new")
     _ = try story.laptopAndPhone()
@@ -116,7 +116,7 @@ func aNewDeviceIsToldWhatChangedBetweenItsEnrollmentAndItsFirstCommand() throws 
 
 /// A link signed with this device's key that this device did not append (its home was
 /// copied) is told, flagged; what this device appended itself is not.
-@Test(.timeLimit(.minutes(2)))
+@Test(.timeLimit(.minutes(10)))
 func aLinkSignedWithThisDevicesKeyFromACopyOfItsHomeIsTold() throws {
     let story = try Story("notices-copy")
     _ = try story.laptopAndPhone()

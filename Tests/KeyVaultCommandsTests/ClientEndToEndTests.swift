@@ -55,7 +55,7 @@ final class BackgroundKeyctl {
 /// The whole story of issue 4 with the real binaries: a real `keyctl serve` on a free
 /// port, and device homes driven through init, members, attachments, enrollment by
 /// recovery code and by link, revocation, rotations, audit and account deletion.
-@Test(.timeLimit(.minutes(5)))
+@Test(.timeLimit(.minutes(10)))
 func realBinariesTellTheWholeStory() async throws {
     let story = try Story("story")
     let server = story.server, url = story.url

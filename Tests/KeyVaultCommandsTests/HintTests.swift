@@ -17,7 +17,7 @@ import Testing
 /// Issue 22: what a person reads says sizes as people do (10.5 MB, not 10485760 bytes)
 /// and no jargon: the recovery code's cost in words, the account's history, not its
 /// "chain head".
-@Test(.timeLimit(.minutes(2)))
+@Test(.timeLimit(.minutes(10)))
 func sizesAndStepsAreSaidInWordsAPersonUses() async throws {
     let limited = try RunningServer(arguments: ["--max-attachment-bytes", "10485760"])
     let homes = try DeviceHomes("words")

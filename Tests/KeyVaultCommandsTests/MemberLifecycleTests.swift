@@ -6,7 +6,7 @@ import Testing
 // chain: every device sees the new name; a removed member's attachments and keys are
 // gone from the server, and the audit still passes.
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func aMemberIsRenamedAndRemovedForEveryDeviceWithItsAttachments() throws {
     let story = try Story("members")
     _ = try story.laptopAndPhone()

@@ -37,7 +37,7 @@ struct TestCertificates {
 /// `keyctl serve --tls-cert --tls-key` with a certificate from a private CA: a client
 /// given the CA (--ca-cert, or KEYCTL_CA_CERT) creates an account and reads its status
 /// over HTTPS; one without it is refused with a clear error and a hint, not a crash.
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func httpsWorksEndToEndWithAPrivateCA() throws {
     let tls = try TestCertificates()
     let server = try RunningServer(arguments: ["--tls-cert", tls.certificate, "--tls-key", tls.key])
@@ -73,7 +73,7 @@ func httpsWorksEndToEndWithAPrivateCA() throws {
 
 /// A wrong TLS setting stops the server at start, naming the setting; a key that
 /// other users can read is refused.
-@Test(.timeLimit(.minutes(2)))
+@Test(.timeLimit(.minutes(10)))
 func badTLSSettingsStopTheServerAtStart() throws {
     let tls = try TestCertificates()
     let database = tls.directory.url.appendingPathComponent("keyvault.sqlite").path
@@ -96,7 +96,7 @@ func badTLSSettingsStopTheServerAtStart() throws {
 
 /// `keyctl serve backup` copies the database while a server runs on it; a server
 /// started on the copy serves the same account to the same device.
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func aBackupTakenWhileServingStartsAServerWithTheSameAccount() throws {
     let server = try RunningServer()
     let homes = try TemporaryDirectory("kv-backup")

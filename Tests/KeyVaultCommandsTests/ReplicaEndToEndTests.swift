@@ -41,7 +41,7 @@ private func databaseURL(_ url: String, named name: String) throws -> String {
 /// in the middle of a rotation leaving the account consistent (`keyctl audit` exit 0
 /// on every device, every attachment opening).
 @Test(.enabled(if: postgres != nil, "needs KEYVAULT_TEST_DATABASE_URL (bash Scripts/with-postgres.sh swift test)"),
-      .timeLimit(.minutes(5)))
+      .timeLimit(.minutes(10)))
 func threeReplicasOnOnePostgreSQLServeOneAccountConsistently() async throws {
     let base = try #require(postgres)
     try await PostgresKeyVaultDatabase.withEmptyDatabase(try PostgresURL(base)) { name in

@@ -18,7 +18,7 @@ private func wait(seconds: Double = 60, until ready: () -> Bool) -> Bool {
 
 private func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
 
-@Test(.timeLimit(.minutes(5)))
+@Test(.timeLimit(.minutes(10)))
 func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() throws {
     let first = try RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)])
     let homes = try DeviceHomes("kv-resume-e2e")

@@ -62,7 +62,7 @@ private func journals(_ story: Story) -> [String] {
 /// Six chunks; cut at the fifth PUT (chunks after it may be in flight already). The next
 /// run sends only what the server lacks from chunk 4 on, every index ever sent carried
 /// one sealed chunk, the object opens whole, and no journal is left.
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOtherContent() async throws {
     let story = try Story("resume-upload")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
@@ -97,7 +97,7 @@ func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOt
 /// old upload's key; the upload is given up on the device's side, and the next run
 /// starts a new one. A server that claims more chunks than the device ever sent gets
 /// a new upload too.
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent() async throws {
     let story = try Story("resume-refused")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
@@ -149,7 +149,7 @@ private struct CuttingReads: HTTPTransport {
 /// A download cut off at chunk 3 of 4 leaves what arrived; the next run fetches only
 /// chunks 3 on and writes the whole file. A partial file changed in between fails the
 /// address check (exit 5): nothing is written and the partial file goes.
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func aDownloadCutOffGoesOnAfterTheChunksItHasAndChecksThemWithTheRest() async throws {
     let story = try Story("resume-download")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
@@ -206,7 +206,7 @@ private struct SlowChunks: HTTPTransport {
 
 /// A put cancelled part way stops sending: the chunks in flight are cancelled with it,
 /// and none is sent after the call returned.
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func aCancelledPutStopsSendingChunks() async throws {
     let story = try Story("cancel-put")
     _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")

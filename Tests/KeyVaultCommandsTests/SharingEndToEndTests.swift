@@ -6,7 +6,7 @@ import Testing
 /// and the grandmother verify each other by safety code, the parent shares a child
 /// (read-only, then not), the grandmother reads and writes that child's attachments,
 /// and after the unshare she is refused and blind to the next key generation.
-@Test(.timeLimit(.minutes(5)))
+@Test(.timeLimit(.minutes(10)))
 func twoAccountsShareAMemberAndTakeItBackWithTheRealBinaries() async throws {
     let story = try Story("sharing")
     let url = story.url
@@ -77,7 +77,7 @@ func twoAccountsShareAMemberAndTakeItBackWithTheRealBinaries() async throws {
 /// from the laptop: `device revoke` names the pin and the share it ends, and from then
 /// on the thief's account opens nothing the owner makes and writes nothing the owner
 /// takes in; `audit` passes.
-@Test(.timeLimit(.minutes(5)))
+@Test(.timeLimit(.minutes(10)))
 func aThiefsShareMadeOnAStolenPhoneEndsWithItsRevocationWithTheRealBinaries() async throws {
     let story = try Story("thief-share")
     let url = story.url

@@ -27,7 +27,7 @@ private struct AgingTransport: HTTPTransport {
     }
 }
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func devicesUnseenForAWhileAreShownWarnedAboutAndPrunedTogether() async throws {
     let story = try Story("stale")
     let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")

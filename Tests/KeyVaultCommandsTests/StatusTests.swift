@@ -4,7 +4,7 @@ import Testing
 
 /// A big family: `status` names members and devices instead of listing ids, shows
 /// the first few of a long list and how many more, and `--json` still has them all.
-@Test(.timeLimit(.minutes(5)))
+@Test(.timeLimit(.minutes(10)))
 func statusOfAFamilyOfThirtyStaysReadable() async throws {
     let story = try Story("status")
     let laptop = story.path("laptop")

@@ -36,7 +36,7 @@ private struct HostileStub: HTTPTransport {
 /// Issue 22: the six link digits stayed on screen only for a moment, a new countdown
 /// line scrolling them off every second. On a terminal the countdown is one line,
 /// rewritten in place, and the digits stay above it.
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func theLinkCountdownStaysOnOneLineUnderTheDigits() async throws {
     let story = try Story("link-countdown")
     let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")

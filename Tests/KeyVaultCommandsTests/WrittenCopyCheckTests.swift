@@ -33,7 +33,7 @@ final class TerminalPerson: Console, @unchecked Sendable {
 
 private func wrong(_ word: String) -> String { word == "zoo" ? "abandon" : "zoo" }
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func aMistypedWordOfTheNewCodeCanBeTypedAgainAfterTheWordsLeaveTheScreen() async throws {
     let story = try Story("copy-check")
     let home = story.path("laptop")
@@ -54,7 +54,7 @@ func aMistypedWordOfTheNewCodeCanBeTypedAgainAfterTheWordsLeaveTheScreen() async
     #expect(story.server.stop() == 0)
 }
 
-@Test(.timeLimit(.minutes(3)))
+@Test(.timeLimit(.minutes(10)))
 func threeWrongAnswersFailTheCheckAndMakeNothing() async throws {
     let story = try Story("copy-check-fails")
     let home = story.path("laptop"), paper = story.path("paper")
