@@ -8,7 +8,7 @@ import KeyVault
 enum AccountLog {
     /// `2026-11-25 14:02 UTC  member Alice was added by laptop`.
     static func line(_ event: Vault.AccountEvent) -> String {
-        "\(StaleDevices.day(event.time)) \(clock(event.time)) UTC  \(event.text)"
+        "\(StaleDevices.day(event.time, time: true))  \(event.text)"
     }
 
     /// What to run when the person did not expect `event`; nil when nothing is to be done.
@@ -61,14 +61,6 @@ enum AccountLog {
             }
         }
         console.writeError(text.terminalSafe(keepingNewlines: true) + "\n")
-    }
-
-    /// `14:02`, in UTC.
-    private static func clock(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.hour, .minute], from: date)
-        return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
     }
 }
 

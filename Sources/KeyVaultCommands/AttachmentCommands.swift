@@ -199,14 +199,16 @@ struct Attachment: AsyncParsableCommand {
                 let staging = to + "/.keyvault-export-" + item.address.description.suffix(16)
                 let size = try await vault.get(item.address, member: owner, toFileAt: staging)
                 defer { unlink(staging) }
-                var file = ""
-                for _ in 0..<1000 {
-                    file = Self.freeName(for: wanted, in: to)
-                    if link(staging, to + "/" + file) == 0 { break }
+                var file: String?
+                for _ in 0..<1000 where file == nil {
+                    let candidate = Self.freeName(for: wanted, in: to)
+                    if link(staging, to + "/" + candidate) == 0 { file = candidate; continue }
                     guard errno == EEXIST else {
-                        throw KeyctlError(.io, "cannot write \(file.printable) in \(to.printable): \(String(cString: strerror(errno)))")
+                        throw KeyctlError(.io, "cannot write \(candidate.printable) in \(to.printable): \(String(cString: strerror(errno)))")
                     }
                 }
+                // Never reported as written when no free name took it.
+                guard let file else { throw KeyctlError(.io, "no free name for \(wanted.printable) in \(to.printable)") }
                 exported.append(["address": item.address.description, "file": file, "size": size])
             }
             options.result(["exported": exported],

@@ -38,11 +38,13 @@ enum StaleDevices {
     }
 
     /// `2026-08-27`, in UTC.
-    static func day(_ date: Date) -> String {
+    /// With `time`, `2026-08-27 14:02 UTC`.
+    static func day(_ date: Date, time: Bool = false) -> String {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month, .day], from: date)
-        return String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute], from: date)
+        let day = String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+        return time ? day + String(format: " %02d:%02d UTC", parts.hour ?? 0, parts.minute ?? 0) : day
     }
 
     static func describe(_ entry: Entry) -> String {
