@@ -342,8 +342,11 @@ extension Vault {
     /// `resuming`: a file a download cut off before left content in: its whole chunks are
     /// kept and checked with the rest (the address covers them all), and the download
     /// goes on after them.
-    private func open(_ address: ContentAddress, member given: Member, resuming file: AtomicFile.Writer? = nil,
-                      into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
+    ///
+    /// `tap`: handed the sealed object as it arrives (``SealedPart``), before it is opened
+    /// (an export copies it; a part that then does not open fails the call).
+    func open(_ address: ContentAddress, member given: Member, resuming file: AtomicFile.Writer? = nil,
+              tap: ((SealedPart) throws -> Void)? = nil, into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
         // A `Member` kept across a rotation names an older generation: this account's own
         // member is judged by the verified chain (a newer generation there is no server lie).
         var member = given
@@ -352,12 +355,13 @@ extension Vault {
         }
         // This account's own, from a server that keeps it in chunks: fetched chunk by chunk.
         if member.sharer == nil, let list = try await api.chunkList(member: member.id, address: address) {
-            try await openInChunks(list, address: address, member: member, resuming: file, into: sink)
+            try await openInChunks(list, address: address, member: member, resuming: file, tap: tap, into: sink)
             return
         }
         try file?.keep(first: 0) { _ in }
         let bytes = try await api.attachment(member: member.id, address: address, sharer: member.sharer,
                                              limit: try await api.attachmentLimits()?.any)
+        try tap?(.whole(bytes))
         let object: AttachmentObject
         do {
             object = try AttachmentObject(bytes: bytes)
@@ -374,7 +378,7 @@ extension Vault {
 
     /// The member keys of the generation a key part is wrapped under, and of the
     /// address's: both must be generations the member has.
-    private func keys(forKeyPart key: [UInt8], address: ContentAddress, member: Member) async throws
+    func keys(forKeyPart key: [UInt8], address: ContentAddress, member: Member) async throws
         -> (keyKeys: MemberKeys, addressKeys: MemberKeys) {
         let keyGeneration = try AttachmentCrypto.keyGeneration(of: key)
         guard (1...member.generation).contains(keyGeneration), (1...member.generation).contains(address.generation) else {
@@ -389,20 +393,19 @@ extension Vault {
     /// place, with its last flag, under a header naming its size, so any other count or
     /// size is refused (and the content address is checked last, as ever).
     private func openInChunks(_ list: ChunkList, address: ContentAddress, member: Member, resuming file: AtomicFile.Writer?,
-                              into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
+                              tap: ((SealedPart) throws -> Void)?, into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
         guard list.chunks >= 1, let shift = UInt8(exactly: list.chunkShift), AttachmentObject.chunkShifts.contains(shift) else {
             throw KeyVaultError(.badResponse, "the server's chunk list of \(address) is not one a reader takes", kind: .verification)
         }
         let key = try await api.attachmentKey(member: member.id, address: address)
+        try tap?(.chunked(list, key: key))
         let (keyKeys, addressKeys) = try await keys(forKeyPart: key, address: address, member: member)
         do {
-            let dataKey = try AttachmentCrypto.openDataKey(key, address: address, account: owner(of: member), keys: keyKeys)
-            let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: shift, address: address)
-            var hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
-            let full = (1 << Int(shift)) + StreamAEAD.tagByteCount
+            var reader = try SealedChunks(key: key, count: list.chunks, chunkShift: shift, address: address, account: owner(of: member),
+                                          keyKeys: keyKeys, addressKeys: addressKeys)
             // Whole chunks a cut-off download left: hashed, not fetched again (the last always is).
             let start = min((file?.existingLength ?? 0) >> Int(shift), list.chunks - 1)
-            try file?.keep(first: start << Int(shift)) { try hasher.update($0) }
+            try file?.keep(first: start << Int(shift)) { try reader.skip($0) }
             if start > 0 { progress(.resumingAttachment(from: start, of: list.chunks)) }
             // A few chunks fetched ahead (the transport's kept-open connections), opened in order.
             let api = self.api
@@ -415,13 +418,9 @@ extension Vault {
                         next += 1
                     }
                     let sealed = try await fetching.next()
-                    // The framing the format fixes: full chunks but the last, which holds content unless it is the only one.
-                    let last = index == list.chunks - 1
-                    guard last ? (sealed.count <= full && (sealed.count > StreamAEAD.tagByteCount || list.chunks == 1)) : sealed.count == full else {
-                        throw VaultError(.addressMismatch, "chunk \(index) of \(address) is \(sealed.count) bytes, which is not its place's length")
-                    }
-                    let chunk = try opener.open(sealed, index: index, of: list.chunks)
-                    try chunk.withUnsafeBytes { try hasher.update($0); try sink($0) }
+                    try tap?(.chunk(sealed))
+                    let chunk = try reader.open(sealed, index: index)
+                    try chunk.withUnsafeBytes { try sink($0) }
                     progress(.receivingAttachment(done: index + 1, of: list.chunks))
                 }
             } catch {
@@ -429,7 +428,7 @@ extension Vault {
                 await fetching.stop()
                 throw error
             }
-            try AttachmentCrypto.check(try hasher.finalize(), against: address)
+            try reader.finish()
         } catch let error as VaultError {
             throw KeyVaultError.verification(error, "the attachment is refused")
         }
@@ -508,14 +507,7 @@ extension Vault {
                 guard let sealed = list[index].sealedMeta else { continue }
                 let address = list[index].address
                 do {
-                    let generation = try AttachmentMeta.generation(of: sealed)
-                    // Sealed with the content, under the generation its address names or a later one:
-                    // never under an older generation a revoked device or a former grantee still holds.
-                    guard (address.generation...max(address.generation, member.generation)).contains(generation) else {
-                        throw VaultError(.addressMismatch, "the name stored with \(address) is sealed under key generation \(generation), not one from its address's (\(address.generation)) on")
-                    }
-                    let meta = try AttachmentMeta.open(sealed, account: owner(of: member), address: address,
-                                                       keys: try await memberKeys(member, generation: generation))
+                    let meta = try await openMeta(sealed, address: address, member: member)
                     list[index].name = meta.name
                     list[index].mediaType = meta.type
                     list[index].time = Date(timeIntervalSince1970: TimeInterval(meta.time))
@@ -528,6 +520,19 @@ extension Vault {
             }
             return list
         }
+    }
+
+    /// Opens the name and details sealed with the attachment at `address`.
+    ///
+    /// - Throws: `VaultError` `address_mismatch` for one that does not open there.
+    func openMeta(_ sealed: [UInt8], address: ContentAddress, member: Member) async throws -> AttachmentMeta {
+        let generation = try AttachmentMeta.generation(of: sealed)
+        // Sealed with the content, under the generation its address names or a later one:
+        // never under an older generation a revoked device or a former grantee still holds.
+        guard (address.generation...max(address.generation, member.generation)).contains(generation) else {
+            throw VaultError(.addressMismatch, "the name stored with \(address) is sealed under key generation \(generation), not one from its address's (\(address.generation)) on")
+        }
+        return try AttachmentMeta.open(sealed, account: owner(of: member), address: address, keys: try await memberKeys(member, generation: generation))
     }
 
     /// The attachment of `member` called `name` (``Attachment/name``).
@@ -611,4 +616,56 @@ extension Vault {
             return result
         }
     }
+}
+
+/// An attachment as the server keeps it, handed out as a download fetches it.
+enum SealedPart {
+    /// An object put whole (docs/formats/attachment-object.md).
+    case whole([UInt8])
+    /// An object in chunks: how it lies in them and its key part, before the chunks.
+    case chunked(ChunkList, key: [UInt8])
+    case chunk([UInt8])
+}
+
+/// A chunked attachment's sealed chunks, opened in order: each only at its place, with
+/// its last flag and the length its place has, and the content address checked once
+/// the last is in (docs/formats/attachment-stream.md).
+struct SealedChunks: ~Copyable {
+    let address: ContentAddress
+    let count: Int
+    private let opener: AttachmentOpener
+    private let full: Int
+    private var hasher: ContentAddressHasher
+
+    init(key: [UInt8], count: Int, chunkShift: UInt8, address: ContentAddress, account: AccountID,
+         keyKeys: MemberKeys, addressKeys: MemberKeys) throws {
+        let dataKey = try AttachmentCrypto.openDataKey(key, address: address, account: account, keys: keyKeys)
+        let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: chunkShift, address: address)
+        let hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
+        self.opener = opener
+        self.hasher = hasher
+        full = (1 << Int(chunkShift)) + StreamAEAD.tagByteCount
+        self.address = address
+        self.count = count
+    }
+
+    /// Content already opened before (a download resumed): hashed as chunks are.
+    mutating func skip(_ content: UnsafeRawBufferPointer) throws { try hasher.update(content) }
+
+    /// Opens sealed chunk `index`.
+    ///
+    /// - Throws: `VaultError` `address_mismatch` when it is not that chunk of this object.
+    mutating func open(_ sealed: [UInt8], index: Int) throws -> SecureBytes {
+        // The framing the format fixes: full chunks but the last, which holds content unless it is the only one.
+        let last = index == count - 1
+        guard last ? (sealed.count <= full && (sealed.count > StreamAEAD.tagByteCount || count == 1)) : sealed.count == full else {
+            throw VaultError(.addressMismatch, "chunk \(index) of \(address) is \(sealed.count) bytes, which is not its place's length")
+        }
+        let chunk = try opener.open(sealed, index: index, of: count)
+        try chunk.withUnsafeBytes { try hasher.update($0) }
+        return chunk
+    }
+
+    /// Checks the content opened against its address.
+    consuming func finish() throws { try AttachmentCrypto.check(try hasher.finalize(), against: address) }
 }

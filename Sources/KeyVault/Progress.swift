@@ -67,6 +67,9 @@ extension Vault {
         /// (an upload: on the server, checked against this device's journal; a download:
         /// in the partial file, checked with the rest against the address at the end).
         case resumingAttachment(from: Int, of: Int)
+        /// An account export or import: `done` attachments checked and written, or put on the new server.
+        case exportingAttachments(done: Int)
+        case importingAttachments(done: Int)
         /// Another device changed the account first: fetching the chain, trying again.
         case retryingAfterAnotherDevice
         /// The server did not take this device's statement of the chain's head: contacts

@@ -147,6 +147,12 @@ package struct ServerAPI: Sendable {
         invite.map { [("KeyVault-Invite", $0)] } ?? []
     }
 
+    /// Brings the account to this server (docs/api.md, "Moving an account"), signed by this device.
+    package func importAccount(_ request: ImportAccountRequest, invite: String?) async throws -> ImportAccountResponse {
+        try json(ImportAccountResponse.self, try await call("POST", "/v1/accounts/import", body: encode(request),
+                                                            extraHeaders: Self.inviteHeader(invite)).body, "answer")
+    }
+
     package func deleteAccount() async throws {
         _ = try await call("DELETE", accountPath)
     }

@@ -27,25 +27,7 @@ struct Init: AsyncParsableCommand {
 
     @OptionGroup var server: ServerOptions
 
-    @Option(help: ArgumentHelp("The server's invite token, if it takes new accounts by invitation (KEYCTL_INVITE or --invite-file keep it out of the process list).",
-                               valueName: "token"))
-    var invite: String?
-    @Option(help: ArgumentHelp("A file holding the server's invite token (its first line).", valueName: "file"))
-    var inviteFile: String?
-    var inviteToken: String? {
-        get throws {
-            if let invite, !invite.isEmpty { return invite }
-            if let inviteFile {
-                guard let text = try? String(contentsOfFile: inviteFile, encoding: .utf8),
-                      let line = text.split(whereSeparator: \.isNewline).first, !line.isEmpty else {
-                    throw KeyctlError(.invalidInput, "--invite-file: \(inviteFile) holds no token", hint: "put the token the operator gave on its first line",
-                                      exitCode: .usage)
-                }
-                return String(line)
-            }
-            return ProcessInfo.processInfo.environment["KEYCTL_INVITE"].flatMap { $0.isEmpty ? nil : $0 }
-        }
-    }
+    @OptionGroup var invitation: InviteOptions
 
     @OptionGroup var device: DeviceNameOption
     var name: String { device.name }
@@ -62,7 +44,7 @@ struct Init: AsyncParsableCommand {
             throw KeyctlError(.invalidInput, "\(storage.location) already holds a device", hint: "run `keyctl status`, or pick another directory with --home")
         }
         let passphrase = try seal.newPassphrase()
-        let invite = try inviteToken
+        let invite = try invitation.token
         try await Vault.checkServer(try server.url, invite: invite, transport: transport)
         let code = try recovery.newCode(json: options.json)
         let vault = try await Vault.create(server: try server.url, deviceName: name, recoveryCode: code, storage: storage,
@@ -73,6 +55,30 @@ struct Init: AsyncParsableCommand {
             Add another device with:  keyctl device link --server \(server.server)\(options.insecureHTTP ? " --insecure-http" : "") --account \(vault.account) --name NAME
 
             """)
+    }
+}
+
+/// The invite token of a server that takes new accounts by invitation (`init`, `account import`).
+struct InviteOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The server's invite token, if it takes new accounts by invitation (KEYCTL_INVITE or --invite-file keep it out of the process list).",
+                               valueName: "token"))
+    var invite: String?
+    @Option(help: ArgumentHelp("A file holding the server's invite token (its first line).", valueName: "file"))
+    var inviteFile: String?
+
+    var token: String? {
+        get throws {
+            if let invite, !invite.isEmpty { return invite }
+            if let inviteFile {
+                guard let text = try? String(contentsOfFile: inviteFile, encoding: .utf8),
+                      let line = text.split(whereSeparator: \.isNewline).first, !line.isEmpty else {
+                    throw KeyctlError(.invalidInput, "--invite-file: \(inviteFile) holds no token", hint: "put the token the operator gave on its first line",
+                                      exitCode: .usage)
+                }
+                return String(line)
+            }
+            return ProcessInfo.processInfo.environment["KEYCTL_INVITE"].flatMap { $0.isEmpty ? nil : $0 }
+        }
     }
 }
 
@@ -214,8 +220,8 @@ struct Audit: AsyncParsableCommand {
 
 struct Account: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Delete the whole account, or reset it to this device alone.",
-        subcommands: [Delete.self, Reset.self])
+        abstract: "Delete, reset, export or import the whole account.",
+        subcommands: [Delete.self, Reset.self, Export.self, Import.self])
 
     struct Reset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -281,15 +287,34 @@ struct Account: AsyncParsableCommand {
                 Deletes the chain, devices, key boxes, wraps, recovery slot, attachments
                 and audit log in one transaction; other devices are refused from then on.
                 Cannot be undone. Asks for confirmation unless --yes.
+
+                With --old-server URL: deletes only the copy a server the account moved
+                away from still holds (`keyctl server move`); the account, its devices and
+                this device's keys stay as they are.
                 """)
 
         @Flag(name: .long, help: "Do not ask for confirmation.")
         var yes = false
 
+        @Option(name: .long, help: ArgumentHelp("A server this device moved away from: delete the account's copy there alone.", valueName: "url"))
+        var oldServer: String?
+
         @OptionGroup var options: HomeOptions
 
         func run() async throws {
+            let old = try oldServer.map { try options.transport(for: $0) }
             let vault = try await options.openVault()
+            if let oldServer, let old {
+                guard URL(string: oldServer)?.absoluteString != vault.server else {
+                    throw KeyctlError(.invalidInput, "\(oldServer) is the server this device uses", hint: "move first: `\(KeyctlMain.invokedName) server move NEW_URL`",
+                                      exitCode: .usage)
+                }
+                try confirm("Delete the copy of account \(vault.account) that \(oldServer) holds? Devices that did not move yet lose their server.",
+                            assumeYes: yes, what: "deleting the old copy")
+                try await vault.deleteAccount(on: old)
+                options.result(["deleted": vault.account.rawValue, "server": oldServer], "The copy of account \(vault.account) on \(oldServer) was deleted.\n")
+                return
+            }
             try confirm("Delete account \(vault.account) and everything in it, for every device? This cannot be undone.",
                         assumeYes: yes, what: "deleting the account")
             try await vault.deleteAccount()

@@ -14,7 +14,7 @@ extension KeyctlMain {
     /// Every client command, in the order `--help` lists them.
     static let clientCommands: [any ParsableCommand.Type] = [
         Init.self, Status.self, Device.self, Member.self, Contact.self, Shared.self, Master.self, Recovery.self, Attachment.self, Audit.self,
-        Account.self,
+        Account.self, Server.self,
         Completion.self, Manual.self,
     ]
 

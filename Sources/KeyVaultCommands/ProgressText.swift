@@ -54,6 +54,8 @@ extension Vault.Progress {
         case .receivingAttachment(let done, let of): return "received and checked \(done * 100 / max(of, 1))% (\(done) of \(of) chunks)"
         case .resumingAttachment(let from, let of): return "resuming where the last try stopped: \(from) of \(of) chunks are there already"
         case .replacingUnopenableAttachment(let address): return "what the server held at \(address) does not open to this content: replacing it"
+        case .exportingAttachments(let done): return "attachment \(done) checked and written"
+        case .importingAttachments(let done): return "attachment \(done) checked and put on the new server"
         case .retryingAfterAnotherDevice: return "another device changed the account first; fetching the chain and trying again"
         case .headStatementNotTaken(let error):
             return "the server did not take this device's statement of the account's head (\(error.message)): contacts may soon see this account as not recently seen"

@@ -137,6 +137,43 @@ package struct AppendRequest: Sendable, Codable {
     }
 }
 
+/// `POST /v1/accounts/import`: an account another server held, brought here
+/// (docs/api.md, "Moving an account"): its whole chain from genesis and what the
+/// other server kept with it. Signed as any request, by a device active at the
+/// chain's head; the server replays the chain and checks every box as it checks an
+/// append. An account this server already holds is brought forward when its chain
+/// is the start of this one (an import cut off goes on), and refused otherwise.
+package struct ImportAccountRequest: Sendable, Codable {
+    package var links: [ChainLink]
+    /// Each names the link it was made at and is judged there.
+    package var boxes: [KeyBox]
+    package var wraps: [MemberWrap]
+    package var recovery: RecoverySlot?
+    package var identityWraps: [IdentityWrap]
+
+    package init(links: [ChainLink], boxes: [KeyBox], wraps: [MemberWrap], recovery: RecoverySlot?, identityWraps: [IdentityWrap]) {
+        self.links = links
+        self.boxes = boxes
+        self.wraps = wraps
+        self.recovery = recovery
+        self.identityWraps = identityWraps
+    }
+}
+
+/// The answer to an import: the head the server now holds and how many links it appended.
+package struct ImportAccountResponse: Sendable, Codable {
+    package var account: AccountID
+    package var head: String
+    package var sequence: UInt64
+    package var appended: Int
+    package init(account: AccountID, head: String, sequence: UInt64, appended: Int) {
+        self.account = account
+        self.head = head
+        self.sequence = sequence
+        self.appended = appended
+    }
+}
+
 package struct ChainResponse: Sendable, Codable {
     package var account: AccountID
     package var links: [ChainLink]

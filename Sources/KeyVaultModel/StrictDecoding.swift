@@ -58,6 +58,11 @@ extension AppendRequest: StrictRequest {
                                               "identityWraps": .array(.identityWrap), "shareBoxes": .array(.shareBox)])
 }
 
+extension ImportAccountRequest: StrictRequest {
+    package static let schema: FieldSchema = .object(["links": .array(.link), "boxes": .array(.box), "wraps": .array(.wrap), "recovery": .slot,
+                                              "identityWraps": .array(.identityWrap)])
+}
+
 extension RecoveryEnrollRequest: StrictRequest {
     package static let schema: FieldSchema = .object(["token": nil, "link": .link, "boxes": .array(.box)])
 }

@@ -81,3 +81,25 @@ func checkSealedBox(_ box: String, _ what: String) throws {
         throw ProtocolError(.malformedBox, "\(what) is a base64 sealed box")
     }
 }
+
+extension ChainState {
+    /// Replays `links` from genesis and judges each box at the link it names, as it
+    /// stood there (an import, an export: boxes kept beside a whole chain).
+    ///
+    /// - Throws: as ``init(links:)`` and ``KeyBox/verify(in:)``; `box_position` for a box
+    ///   naming a link past the head.
+    package static func replay(_ links: [ChainLink], checking boxes: [KeyBox]) throws -> ChainState {
+        guard let genesis = links.first else { throw ProtocolError(.malformedLink, "a chain starts with its genesis link") }
+        let boxesAt = Dictionary(grouping: boxes, by: \.sequence)
+        var state = try ChainState(genesis: genesis)
+        for box in boxesAt[0] ?? [] { try box.verify(in: state) }
+        for link in links.dropFirst() {
+            try state.apply(link)
+            for box in boxesAt[state.sequence] ?? [] { try box.verify(in: state) }
+        }
+        if let stray = boxes.first(where: { $0.sequence > state.sequence }) {
+            throw ProtocolError(.boxPosition, "a key box names link \(stray.sequence), past the chain's head (\(state.sequence))")
+        }
+        return state
+    }
+}

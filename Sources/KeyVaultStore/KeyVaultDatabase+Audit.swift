@@ -21,6 +21,8 @@ package struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringCon
     package static let attachmentReplace = AuditEvent(rawValue: "attachment.replace")
     package static let attachmentDelete = AuditEvent(rawValue: "attachment.delete")
     package static let linkRequestRefused = AuditEvent(rawValue: "link_request.refused")
+    /// An account was brought here from another server (its links each have their own row too).
+    package static let accountImport = AuditEvent(rawValue: "account.import")
 }
 
 extension KeyVaultDatabase {

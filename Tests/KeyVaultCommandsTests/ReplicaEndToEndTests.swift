@@ -21,13 +21,13 @@ private func send(_ replica: RunningServer, _ method: String, _ path: String, he
 }
 
 /// The PostgreSQL of this run (`bash Scripts/with-postgres.sh swift test`), if any.
-private let postgres: String? = {
+let postgres: String? = {
     guard let text = ProcessInfo.processInfo.environment["KEYVAULT_TEST_DATABASE_URL"], !text.isEmpty else { return nil }
     return text
 }()
 
 /// `url` with its database replaced by `name`.
-private func databaseURL(_ url: String, named name: String) throws -> String {
+func databaseURL(_ url: String, named name: String) throws -> String {
     var components = try #require(URLComponents(string: url))
     components.path = "/" + name
     return try #require(components.string)

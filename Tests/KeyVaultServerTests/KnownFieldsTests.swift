@@ -28,6 +28,8 @@ import Testing
         (CreateAccountRequest(genesis: device.genesis(), boxes: [box], recovery: slot), "CreateAccountRequest"),
         (AppendRequest(link: link, boxes: [box], wraps: [wrap], recovery: slot, identityWraps: [identityWrap], shareBoxes: [shareBox]),
          "AppendRequest"),
+        (ImportAccountRequest(links: [link], boxes: [box], wraps: [wrap], recovery: slot, identityWraps: [identityWrap]),
+         "ImportAccountRequest"),
         (RecoveryEnrollRequest(token: "t", link: link, boxes: [box]), "RecoveryEnrollRequest"),
         (RecoveryProof(challenge: "c", signature: "s"), "RecoveryProof"),
         (LinkRequestCreate(device: device.id, name: "n", signingKey: "k", boxKey: "b", commitment: "c"), "LinkRequestCreate"),

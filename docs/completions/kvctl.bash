@@ -173,13 +173,13 @@ _kvctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|status|device|member|contact|shared|master|recovery|attachment|audit|account|completion|manual|serve|help)
+    init|status|device|member|contact|shared|master|recovery|attachment|audit|account|server|completion|manual|serve|help)
         # Offer subcommand argument completions
         "_kvctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init status device member contact shared master recovery attachment audit account completion manual serve help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init status device member contact shared master recovery attachment audit account server completion manual serve help' -- "${cur}"))
         ;;
     esac
 }
@@ -1085,13 +1085,13 @@ _kvctl_account() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    delete|reset)
+    delete|reset|export|import)
         # Offer subcommand argument completions
         "_kvctl_account_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'delete reset' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'delete reset export import' -- "${cur}"))
         ;;
     esac
 }
@@ -1100,11 +1100,14 @@ _kvctl_account_delete() {
     repeating_flags=()
     non_repeating_flags=(--yes --json --insecure-http --version -h --help)
     repeating_options=()
-    non_repeating_options=(--home --ca-cert)
+    non_repeating_options=(--old-server --home --ca-cert)
     __kvctl_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
+    '--old-server')
+        return
+        ;;
     '--home')
         return
         ;;
@@ -1130,6 +1133,95 @@ _kvctl_account_reset() {
         __kvctl_add_completions -W 'floor'$'\n''interactive'$'\n''recovery'$'\n''moderate'$'\n''sensitive'
         return
         ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_account_export() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--to --home --ca-cert)
+    __kvctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--to')
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_account_import() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--server --invite --invite-file --home --ca-cert)
+    __kvctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--server')
+        return
+        ;;
+    '--invite')
+        return
+        ;;
+    '--invite-file')
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_server() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __kvctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    move)
+        # Offer subcommand argument completions
+        "_kvctl_server_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'move' -- "${cur}"))
+        ;;
+    esac
+}
+
+_kvctl_server_move() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--home --ca-cert)
+    __kvctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
     '--home')
         return
         ;;

@@ -11,6 +11,7 @@ struct AccountController: Sendable {
     func addRoutes(to routes: RouteBuilder) {
         routes.open(.post, "/v1/accounts", use: create)
         routes.open(.post, "/v1/invites/check", use: checkInvite)
+        routes.open(.post, "/v1/accounts/import", use: importAccount)
         routes.signed(.delete, "/v1/accounts/{account}", acceptsSessions: false, use: delete)
     }
 
@@ -49,6 +50,22 @@ struct AccountController: Sendable {
         await service.chains.store(state, replacing: true)
         context.logger.info("account created", metadata: ["account": .string(state.account.rawValue)])
         return try .json(CreateAccountResponse(account: state.account, head: state.head), status: .created)
+    }
+
+    /// An account another server held (``ServiceState/importAccount(_:signed:method:path:bodyHash:invite:)``):
+    /// signed as any request, but by a device of the chain it brings, which this server
+    /// may not know yet. Creating the account here takes the invite token as creation does.
+    @Sendable func importAccount(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+        let claim = try RequestSignature.Claim(
+            device: request.headers[Headers.device], timestamp: request.headers[Headers.timestamp],
+            nonce: request.headers[Headers.nonce], signature: request.headers[Headers.signature])
+        let body = try await request.collectBody(limit: ServiceState.maxImportBytes)
+        let imported = try await service.importAccount(
+            try decodeBody(ImportAccountRequest.self, from: body), signed: claim, method: request.method.rawValue,
+            path: request.uri.path, bodyHash: SHA256.hash(body), invite: { try checkInvite(request) })
+        context.logger.info("account imported", metadata: ["account": .string(imported.account.rawValue),
+                                                           "appended": .stringConvertible(imported.appended)])
+        return try .json(imported, status: imported.appended > 0 ? .created : .ok)
     }
 
     @Sendable func delete(_ request: Request, _ context: SignedRequestContext) async throws -> Response {

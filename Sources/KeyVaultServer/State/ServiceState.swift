@@ -113,24 +113,36 @@ struct ServiceState: Sendable {
             }
         }
         try checkSharing(append, after: after)
-        let actor = device?.id.rawValue ?? ChainLink.recoverySigner
-        var write = ChainWrite(link: try stored(append.link), expectedHead: before.head,
-                               audit: (.link(append.link.type), actor))
+        var write = try chainWrite(append.link, before: before, after: after, actor: device?.id.rawValue ?? ChainLink.recoverySigner)
         write.boxes = append.boxes
         write.wraps = append.wraps
         write.identityWraps = append.identityWraps
         write.shareBoxes = append.shareBoxes
         write.recovery = try append.recovery.map(checked)
         if let code, let device { write.approvesLinkRequest = (code, device.id) }
+        try await commit(write, of: account, after: after)
+        return try .json(["head": after.head, "sequence": String(after.sequence)], status: .created)
+    }
+
+    /// What a link changes besides itself, from the chain before and after it: the
+    /// devices it adds and revokes, the members it removes, the keys a reset drops.
+    func chainWrite(_ link: ChainLink, before: ChainState, after: ChainState, actor: String) throws -> ChainWrite {
+        var write = ChainWrite(link: try stored(link), expectedHead: before.head, audit: (.link(link.type), actor))
         for (id, added) in after.devices where before.devices[id] == nil {
-            write.newDevices.append(StoredDevice(id: id, account: account, name: added.name,
+            write.newDevices.append(StoredDevice(id: id, account: after.account, name: added.name,
                                                  signingKey: added.signingKey.rawRepresentation,
                                                  boxKey: added.boxKey.rawRepresentation, added: added.added))
         }
         write.removedMembers = before.members.keys.filter { after.members[$0] == nil }
         // A reset keeps no key of before: the boxes of older master generations, the identity's wraps, the share boxes.
-        if append.link.type == .accountReset { write.dropsKeysBefore = after.masterGeneration }
+        if link.type == .accountReset { write.dropsKeysBefore = after.masterGeneration }
         write.revokedDevices = after.devices.values.filter { !$0.isActive && before.devices[$0.id]?.isActive == true }.map(\.id)
+        return write
+    }
+
+    /// Stores a link's write if the head is still the one it was built on, then brings
+    /// this process's caches along.
+    func commit(_ write: ChainWrite, of account: AccountID, after: ChainState) async throws {
         do {
             try await database.append(account, write)
         } catch StoreError.staleChain {
@@ -141,10 +153,9 @@ struct ServiceState: Sendable {
         }
         // The device cache first, before anything that suspends: a request of a revoked
         // device that starts once the write committed must meet the revocation.
-        for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: append.link.sequence) }
+        for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: write.link.sequence) }
         for device in write.newDevices { authenticator.devices.put(device) }
         await chains.store(after)
-        return try .json(["head": after.head, "sequence": String(after.sequence)], status: .created)
     }
 
     /// A box stored with a link must name that link (so that it is judged by the

@@ -1,0 +1,394 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultVault
+
+// Moving an account to another server (docs/formats/account-export.md): an export of
+// everything the server holds for it, ciphertext only, checked by this device as it is
+// read; an import of that file onto another server, checked again by the device that
+// puts it there and by that server; and each device pointed at the new server only
+// once it holds the chain the device has seen, or a later one.
+
+/// The lines of an account export, one JSON object each (docs/formats/account-export.md).
+struct ExportLine: Codable {
+    struct Header: Codable {
+        var format: String
+        var version: Int
+        var account: AccountID
+        var sequence: UInt64
+        var head: String
+        var device: DeviceID
+        var time: Int64
+    }
+
+    /// An attachment: put whole (an `object` line follows) or in chunks (`chunks` lines follow).
+    struct Attachment: Codable {
+        var member: MemberID
+        var address: String
+        /// Base64 of its sealed name and details, when one was stored and opened here.
+        var meta: String?
+        var whole: Bool?
+        /// Base64 key part, the chunk size's shift, the chunk count and the plaintext size of one in chunks.
+        var key: String?
+        var chunkShift: Int?
+        var chunks: Int?
+        var size: Int?
+    }
+
+    struct End: Codable {
+        var links: Int
+        var attachments: Int
+    }
+
+    var header: Header? = nil
+    var state: ImportAccountRequest? = nil
+    var attachment: Attachment? = nil
+    /// Base64 of an object put whole.
+    var object: String? = nil
+    /// Base64 of one sealed chunk.
+    var chunk: String? = nil
+    var end: End? = nil
+
+    static let format = "keyvault-account-export"
+    static let version = 1
+}
+
+extension Vault {
+    /// What ``exportAccount(toFileAt:)`` wrote.
+    public struct ExportSummary: Sendable {
+        /// The chain's links, genesis included.
+        public let links: Int
+        public let attachments: Int
+        /// Attachments whose stored name did not open here: exported without it.
+        public let namesLeftOut: Int
+        /// The file's size.
+        public let bytes: Int
+    }
+
+    /// Writes everything the server holds for this account to one file
+    /// (docs/formats/account-export.md): the chain, every key box, the member keys' and
+    /// the sharing identity's wraps under the current master key, the recovery slot, and
+    /// every attachment of every member with its sealed name, as the server keeps them:
+    /// ciphertext only. This device checks all of it as it reads it (the chain against
+    /// the head it has seen, each box where it was made, each wrap and attachment by
+    /// opening it), so a file written is one ``importAccount(fromFileAt:to:invite:)`` takes.
+    /// Memory stays bounded: attachments pass through one chunk at a time. The file
+    /// appears (mode 0600) only once complete.
+    ///
+    /// - Throws: ``KeyVaultError`` `io` when the file cannot be written; a verification
+    ///   error when something the server holds does not check (nothing is written).
+    public func exportAccount(toFileAt path: String) async throws -> ExportSummary {
+        try await sync()
+        return try await exclusively {
+            let state = try chain, links = self.links
+            let boxes = try await api.boxes(all: true)
+            do {
+                _ = try ChainState.replay(links, checking: boxes)
+            } catch {
+                throw KeyVaultError.verification(error, "a key box the server holds")
+            }
+            // The member keys and the identity, each opened here under the current master key.
+            let (_, master) = try await masterKey()
+            var wraps = [MemberWrap]()
+            for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
+                for generation in 1...member.generation { _ = try await memberKey(member.id, generation: generation) }
+                wraps += try await api.wraps(member: member.id).filter { $0.masterGeneration == master }
+            }
+            for generation in state.identityGenerations { _ = try await identityKeys(generation: generation) }
+            let identityWraps = state.identityGenerations.isEmpty ? [] : try await api.identityWraps().filter { $0.masterGeneration == master }
+            var recovery: RecoverySlot?
+            if let code = state.recovery {
+                let slot = try await api.recoverySlot()
+                guard slot.authKey == Hex.encode(code.authKey.rawRepresentation), slot.boxKey == Hex.encode(code.boxKey.rawRepresentation) else {
+                    throw KeyVaultError(.badResponse, "the server's recovery slot is not the one of the code the chain set last", kind: .verification)
+                }
+                recovery = slot
+            }
+
+            let file: AtomicFile.Writer
+            do { file = try AtomicFile.Writer(path) } catch let error as AtomicFile.Failure { throw KeyVaultError(.io, error.message) }
+            var bytes = 0
+            func write(_ line: ExportLine) throws {
+                var data = Array(try ExportLine.encoder.encode(line))
+                data.append(UInt8(ascii: "\n"))
+                do { try data.withUnsafeBytes { try file.append($0) } } catch let error as AtomicFile.Failure { throw KeyVaultError(.io, error.message) }
+                bytes += data.count
+            }
+            try write(ExportLine(header: .init(format: ExportLine.format, version: ExportLine.version, account: account, sequence: state.sequence,
+                                               head: state.head, device: device, time: clock())))
+            try write(ExportLine(state: ImportAccountRequest(links: links, boxes: boxes, wraps: wraps, recovery: recovery, identityWraps: identityWraps)))
+            var count = 0, namesLeftOut = 0
+            for member in try await members() {
+                for attachment in try await attachments(member: member) {
+                    if attachment.sealedMeta != nil, attachment.nameProblem != nil { namesLeftOut += 1 }
+                    let meta = attachment.nameProblem == nil ? attachment.sealedMeta.map(base64Encode) : nil
+                    let address = attachment.address
+                    var line = ExportLine.Attachment(member: member.id, address: address.description, meta: meta)
+                    // One in chunks: its plaintext size from its last chunk's length, for the import's upload to name.
+                    if let list = try await api.chunkList(member: member.id, address: address), list.chunks >= 1 {
+                        let last = try await api.attachmentChunk(member: member.id, address: address, index: list.chunks - 1)
+                        line.chunkShift = list.chunkShift
+                        line.chunks = list.chunks
+                        line.size = ((list.chunks - 1) << list.chunkShift) + max(0, last.count - StreamAEAD.tagByteCount)
+                    } else {
+                        line.whole = true
+                    }
+                    var written = 0
+                    try await open(address, member: member, tap: { part in
+                        switch part {
+                        case .whole(let object):
+                            guard line.whole == true else { throw Self.changedWhileExported(address) }
+                            try write(ExportLine(attachment: line))
+                            try write(ExportLine(object: base64Encode(object)))
+                        case .chunked(let list, let key):
+                            guard list.chunks == line.chunks, list.chunkShift == line.chunkShift else { throw Self.changedWhileExported(address) }
+                            line.key = base64Encode(key)
+                            try write(ExportLine(attachment: line))
+                        case .chunk(let sealed):
+                            try write(ExportLine(chunk: base64Encode(sealed)))
+                            written += 1
+                        }
+                    }, into: { _ in })
+                    guard line.whole == true || written == line.chunks else { throw Self.changedWhileExported(address) }
+                    count += 1
+                    progress(.exportingAttachments(done: count))
+                }
+            }
+            try write(ExportLine(end: .init(links: links.count, attachments: count)))
+            do { try file.commit() } catch let error as AtomicFile.Failure { throw KeyVaultError(.io, error.message) }
+            return ExportSummary(links: links.count, attachments: count, namesLeftOut: namesLeftOut, bytes: bytes)
+        }
+    }
+
+    private static func changedWhileExported(_ address: ContentAddress) -> KeyVaultError {
+        KeyVaultError(.badResponse, "the server's answers about attachment \(address) changed while it was exported: export again", kind: .verification)
+    }
+
+    /// What ``importAccount(fromFileAt:to:invite:)`` did.
+    public struct ImportSummary: Sendable {
+        /// The chain's links, and how many of them the new server did not hold before.
+        public let links: Int
+        public let linksAppended: Int
+        public let attachments: Int
+        /// Attachments the new server held already (an import run again after a cut).
+        public let attachmentsAlreadyThere: Int
+    }
+
+    /// Puts an export of this account (``exportAccount(toFileAt:)``, from this device or
+    /// another of the account) on the server `transport` reaches, checking it all again
+    /// first: the chain must extend the head this device has seen (an older file is
+    /// refused: export again), each box must verify where it was made, each attachment
+    /// must open and match its address before it is completed there, each name must
+    /// open for its attachment. The new server replays the chain too. Run again after a
+    /// cut, it goes on: links and attachments already there are kept.
+    ///
+    /// This device keeps using its server until ``move(to:transport:)``. `invite`: the
+    /// new server's invite token, if it takes new accounts by invitation.
+    ///
+    /// - Throws: `grant_exists` when members are shared with other accounts (they live
+    ///   on this server: end the shares first); `invalid_input` for a file that is not
+    ///   an export of this account or is cut short.
+    public func importAccount(fromFileAt path: String, to transport: any HTTPTransport, invite: String? = nil) async throws -> ImportSummary {
+        try await sync()
+        return try await exclusively {
+            let reader = try LineReader(path: path)
+            func next(_ limit: Int, _ what: String) throws -> ExportLine {
+                guard let bytes = try reader.next(limit: limit) else {
+                    throw KeyVaultError(.invalidInput, "\(path) ends before \(what): it is cut short (export again)")
+                }
+                do {
+                    return try JSONDecoder().decode(ExportLine.self, from: Data(bytes))
+                } catch {
+                    throw KeyVaultError(.invalidInput, "\(path) holds a line that is not part of an account export, where \(what) should be")
+                }
+            }
+            guard let header = try next(64 << 10, "its header").header, header.format == ExportLine.format else {
+                throw KeyVaultError(.invalidInput, "\(path) is not a KeyVault account export")
+            }
+            guard header.version == ExportLine.version else {
+                throw KeyVaultError(.invalidInput, "\(path) is an account export of version \(header.version); this KeyVault reads version \(ExportLine.version)")
+            }
+            guard header.account == account else {
+                throw KeyVaultError(.invalidInput, "\(path) is an export of account \(header.account), not of this device's account \(account)")
+            }
+            guard let request = try next(24 << 20, "the account's chain").state else {
+                throw KeyVaultError(.invalidInput, "\(path) has no chain where its second line should be")
+            }
+            // Checked as the server's chain is: it must extend what this device has seen.
+            let state: ChainState
+            do {
+                state = try ChainState.replay(request.links, checking: request.boxes)
+            } catch {
+                throw KeyVaultError.verification(error, "the account chain in \(path) does not verify")
+            }
+            _ = try Self.verify(request.links, account: account, seenHead: record.head, seenSequence: record.sequence, from: path)
+            guard state.devices[device]?.isActive == true else {
+                throw KeyVaultError(.invalidInput, "this device is not active in the chain \(path) holds")
+            }
+            if let grant = state.grants.values.first {
+                throw KeyVaultError(.grantExists, "member \(grant.member) is shared with account \(grant.grantee), which stays on this server: end the share (`share end`) and export again")
+            }
+            let target = ServerAPI(transport: transport, account: account, keys: record.keys)
+            let imported = try await target.importAccount(request, invite: invite)
+            guard imported.head == state.head else {
+                throw KeyVaultError(.badResponse, "the new server answered the import with another head than the file's", kind: .verification)
+            }
+
+            var count = 0, alreadyThere = 0
+            while true {
+                let line = try next(ChunkLayout.maximumSealedChunkBytes / 3 * 4 + (64 << 10), "its end")
+                if let end = line.end {
+                    guard end.links == request.links.count, end.attachments == count else {
+                        throw KeyVaultError(.invalidInput, "\(path) says it holds \(end.attachments) attachments, but \(count) came before its end")
+                    }
+                    break
+                }
+                guard let attachment = line.attachment, let address = ContentAddress(attachment.address),
+                      let generation = state.members[attachment.member]?.generation else {
+                    throw KeyVaultError(.invalidInput, "\(path) holds an attachment line of no member of the account, or a stray line")
+                }
+                let member = Member(id: attachment.member, name: attachment.member.rawValue, generation: generation)
+                let existed = try await importAttachment(attachment, address: address, member: member, to: target,
+                                                         next: { try next($0, "a part of attachment \(address)") })
+                if let meta = attachment.meta {
+                    guard let sealed = base64Decode(meta) else { throw KeyVaultError(.invalidInput, "\(path) holds a name that is not base64") }
+                    do {
+                        _ = try await openMeta(sealed, address: address, member: member)
+                    } catch let error as VaultError {
+                        throw KeyVaultError.verification(error, "the name of attachment \(address) in \(path)")
+                    }
+                    try await target.putAttachmentMeta(member: member.id, address: address, meta: sealed)
+                }
+                count += 1
+                if existed { alreadyThere += 1 }
+                progress(.importingAttachments(done: count))
+            }
+            return ImportSummary(links: request.links.count, linksAppended: imported.appended, attachments: count, attachmentsAlreadyThere: alreadyThere)
+        }
+    }
+
+    /// One attachment of an import: opened and checked against its address as it is
+    /// read, put whole or in chunks as it was kept, and completed only once it all
+    /// checked. True when the new server had it already.
+    private func importAttachment(_ line: ExportLine.Attachment, address: ContentAddress, member: Member, to target: ServerAPI,
+                                  next: (Int) throws -> ExportLine) async throws -> Bool {
+        func refused(_ error: any Error) -> KeyVaultError { KeyVaultError.verification(error, "attachment \(address) of the export") }
+        if line.whole == true {
+            guard let text = try next(ServerAPI.maxAttachmentReplyBytes / 3 * 4 + 8).object, let bytes = base64Decode(text) else {
+                throw KeyVaultError(.invalidInput, "attachment \(address) has no object line")
+            }
+            do {
+                let object = try AttachmentObject(bytes: bytes)
+                let (keyKeys, addressKeys) = try await keys(forKeyPart: object.key, address: address, member: member)
+                try AttachmentCrypto.open(object, address: address, account: account, keyKeys: keyKeys, addressKeys: addressKeys, into: { _ in })
+                return try await target.putAttachment(member: member.id, address: address, object: object).existed == true
+            } catch let error as VaultError {
+                throw refused(error)
+            } catch let error as ProtocolError {
+                throw refused(error)
+            }
+        }
+        guard let keyText = line.key, let key = base64Decode(keyText), let shiftValue = line.chunkShift, let shift = UInt8(exactly: shiftValue),
+              AttachmentObject.chunkShifts.contains(shift), let count = line.chunks, count >= 1, let size = line.size,
+              ChunkLayout.count(ofContent: size, chunkShift: shift) == count else {
+            throw KeyVaultError(.invalidInput, "attachment \(address) names no chunk layout a reader takes")
+        }
+        let (keyKeys, addressKeys) = try await keys(forKeyPart: key, address: address, member: member)
+        var reader: SealedChunks
+        do {
+            reader = try SealedChunks(key: key, count: count, chunkShift: shift, address: address, account: account, keyKeys: keyKeys, addressKeys: addressKeys)
+        } catch let error as VaultError {
+            throw refused(error)
+        }
+        let started = try await target.beginUpload(member: member.id, address: address, key: key, chunkShift: shift, size: size, replace: false)
+        for index in 0..<count {
+            guard let text = try next(ChunkLayout.maximumSealedChunkBytes / 3 * 4 + 8).chunk, let sealed = base64Decode(text) else {
+                throw KeyVaultError(.invalidInput, "attachment \(address) has \(index) of its \(count) chunks")
+            }
+            do { _ = try reader.open(sealed, index: index) } catch { throw refused(error) }
+            if let upload = started.upload, !started.existed {
+                try await target.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
+            }
+            progress(.sendingAttachment(done: index + 1, of: count))
+        }
+        do { try reader.finish() } catch { throw refused(error) }
+        guard let upload = started.upload, !started.existed else { return true }
+        return try await target.completeUpload(member: member.id, address: address, upload: upload, replace: false).existed == true
+    }
+
+    /// Points this device at `server`, once the account moved there
+    /// (``importAccount(fromFileAt:to:invite:)``): its chain must verify and extend the head this
+    /// device has seen, and hold this device, active, with its keys. A server that
+    /// holds an older chain, another one, or none is refused, and nothing changes.
+    /// Open the vault again to use the new server.
+    ///
+    /// - Returns: the link the new server's chain ends at.
+    public func move(to server: URL, transport: any HTTPTransport) async throws -> UInt64 {
+        try await exclusively {
+            let there = try await ServerAPI(transport: transport, account: account, keys: record.keys).chain()
+            let verified = try adopt(there.links, from: server.absoluteString)
+            record.server = server.absoluteString
+            record.head = verified.head
+            record.sequence = verified.sequence
+            try home.save(record)
+            return verified.sequence
+        }
+    }
+
+    /// Deletes this account's copy on `transport`'s server (one this device moved away
+    /// from), signed by this device; this device and its home stay as they are.
+    public func deleteAccount(on transport: any HTTPTransport) async throws {
+        try await ServerAPI(transport: transport, account: account, keys: record.keys).deleteAccount()
+    }
+}
+
+extension ExportLine {
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}
+
+/// A file read a line at a time, each line at most a given length.
+final class LineReader {
+    private let handle: FileHandle
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var atEnd = false
+
+    init(path: String) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw KeyVaultError(.io, "cannot open \(path) for reading") }
+        self.handle = handle
+    }
+
+    deinit { try? handle.close() }
+
+    /// The next line without its newline; nil at the end.
+    ///
+    /// - Throws: `invalid_input` for a line longer than `limit` bytes.
+    func next(limit: Int) throws -> [UInt8]? {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[start..<newline])
+                start = newline + 1
+                return line
+            }
+            guard buffer.count - start <= limit else { throw KeyVaultError(.invalidInput, "a line is longer than \(limit) bytes") }
+            if atEnd {
+                guard start < buffer.count else { return nil }
+                let line = Array(buffer[start...])
+                start = buffer.count
+                return line
+            }
+            if start > 0 {
+                buffer.removeFirst(start)
+                start = 0
+            }
+            let more: Data?
+            do { more = try handle.read(upToCount: 1 << 20) } catch { throw KeyVaultError(.io, "cannot read the file: \(error.localizedDescription)") }
+            if let more, !more.isEmpty { buffer += more } else { atEnd = true }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import KeyVault
+
+// Moving an account to another server: `account export`, `account import`, `server move`.
+
+extension Account {
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write everything the server holds for the account to one file.",
+            discussion: """
+                The chain, the key boxes, the member keys' wraps, the recovery slot and every
+                attachment of every member with its sealed name: what the server holds, so
+                ciphertext and public keys only. This device checks all of it as it reads it
+                (every attachment is opened and matched to its address), so a file written is
+                one `account import` takes. The file appears, mode 0600, only once complete.
+
+                To move the account to another server:
+                  keyctl account export --to account.kvx
+                  keyctl account import account.kvx --server https://new.example.org
+                  keyctl server move https://new.example.org      (on every device)
+                  keyctl account delete --old-server https://old.example.org
+
+                --json prints {"file", "links", "attachments", "namesLeftOut", "bytes"}.
+                """)
+
+        @Option(name: .long, help: ArgumentHelp("The file to write; it must not exist yet.", valueName: "file"))
+        var to: String
+
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            guard !FileManager.default.fileExists(atPath: to) else {
+                throw KeyctlError(.invalidInput, "\(to) exists already", hint: "give another name, or remove it first", exitCode: .usage)
+            }
+            let vault = try await options.openVault()
+            let summary = try await vault.exportAccount(toFileAt: to)
+            let unnamed = summary.namesLeftOut == 0 ? "" : "\n\(summary.namesLeftOut) attachment(s) went without their names: the names stored with them do not open (the server altered them)."
+            options.result(["file": to, "links": summary.links, "attachments": summary.attachments, "namesLeftOut": summary.namesLeftOut,
+                            "bytes": summary.bytes], """
+                Wrote account \(vault.account) to \(to): \(summary.links) changes in its history, \(summary.attachments) attachment(s), \
+                \(Vault.sizeText(summary.bytes)), all checked.\(unnamed)
+                To move it: \(KeyctlMain.invokedName) account import \(to) --server NEW_URL
+
+                """)
+        }
+    }
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Put an account export on another server.",
+            discussion: """
+                Run on a device of the account. The file's chain must extend the one this
+                device has seen (an older file is refused: export again); the new server
+                checks it as it checks any change, and this device opens every attachment
+                and matches it to its address before the new server keeps it. Run again
+                after a cut, it goes on where it stopped.
+
+                Shares with other accounts do not move (those accounts stay on the old
+                server): end them first. This device keeps using its server until
+                `keyctl server move URL`; run that on every device.
+
+                --json prints {"server", "links", "linksAppended", "attachments", "attachmentsAlreadyThere"}.
+                """)
+
+        @Argument(help: ArgumentHelp("The file `account export` wrote.", valueName: "file"))
+        var file: String
+
+        @OptionGroup var server: ServerOptions
+        @OptionGroup var invitation: InviteOptions
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let transport = try options.transport(for: server.server)
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw KeyctlError(.io, "cannot read \(file)", hint: "give the file `\(KeyctlMain.invokedName) account export --to FILE` wrote", exitCode: .usage)
+            }
+            let vault = try await options.openVault()
+            let summary = try await vault.importAccount(fromFileAt: file, to: transport, invite: try invitation.token)
+            let kept = summary.attachmentsAlreadyThere == 0 ? "" : " (\(summary.attachmentsAlreadyThere) were there already)"
+            options.result(["server": server.server, "links": summary.links, "linksAppended": summary.linksAppended,
+                            "attachments": summary.attachments, "attachmentsAlreadyThere": summary.attachmentsAlreadyThere], """
+                Account \(vault.account) is on \(server.server) now: \(summary.links) changes in its history \
+                (\(summary.linksAppended) new there), \(summary.attachments) attachment(s)\(kept), all checked.
+                Every device still uses \(vault.server). On each one, run:
+                  \(KeyctlMain.invokedName) server move \(server.server)
+
+                """)
+        }
+    }
+}
+
+struct Server: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Point this device at the server its account moved to.",
+        subcommands: [Move.self])
+
+    struct Move: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Use another server for this device's account, once the account is there.",
+            discussion: """
+                The new server's chain must verify, hold this device, and extend the newest
+                one this device has seen: a server holding an older copy of the account,
+                another one, or none is refused and nothing changes. Put the account there
+                first with `keyctl account import FILE --server URL` on one device.
+
+                --json prints {"server", "previous", "chainLength"}.
+                """)
+
+        @Argument(help: ArgumentHelp("The new server, e.g. https://keys.example.org.", valueName: "url"))
+        var url: String
+
+        @OptionGroup var options: HomeOptions
+
+        func validate() throws {
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
+                throw ValidationError("the server must be an http:// or https:// URL with a host, e.g. https://keys.example.org")
+            }
+        }
+
+        func run() async throws {
+            let transport = try options.transport(for: url)
+            let vault = try await options.openVault()
+            guard let target = URL(string: url) else { throw KeyctlError(.invalidInput, "\(url) is not a URL", exitCode: .usage) }
+            let sequence = try await vault.move(to: target, transport: transport)
+            options.result(["server": target.absoluteString, "previous": vault.server, "chainLength": sequence + 1], """
+                This device now uses \(target.absoluteString) (its copy of the account holds all \(sequence + 1) changes this device has seen).
+                When every device has moved, delete the old copy:  \(KeyctlMain.invokedName) account delete --old-server \(vault.server)
+
+                """)
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultStore
+
+extension ServiceState {
+    /// The largest import taken: a chain of some ten thousand links with its boxes and wraps.
+    static let maxImportBytes = 16 << 20
+
+    /// An account another server held, brought here (docs/api.md, "Moving an account").
+    ///
+    /// The chain is replayed from genesis, each box judged at the link it names, as
+    /// appends are; the request must be signed by a device active at the chain's head
+    /// (so a server that kept an older copy, or a device revoked since, cannot place
+    /// it). An account this server holds already is brought forward from its head when
+    /// its chain is the start of this one (an import cut off goes on), and refused
+    /// otherwise. Each link is stored as an append is, one transaction each.
+    ///
+    /// Authority: none beyond the chain's own. What the chain revoked is revoked here
+    /// from the first link on; a revocation on the old server after the export reaches
+    /// this one only with a newer import (the devices' `server move` refuses a server
+    /// behind the head they saw). Shares do not move: the accounts they are with live on
+    /// the other server, so a chain with grants in force is refused.
+    func importAccount(_ request: ImportAccountRequest, signed claim: RequestSignature.Claim, method: String, path: String,
+                       bodyHash: [UInt8], invite: () throws -> Void) async throws -> ImportAccountResponse {
+        let state = try ChainState.replay(request.links, checking: request.boxes)
+        let genesis = request.links[0], boxesAt = Dictionary(grouping: request.boxes, by: \.sequence)
+        guard let signer = state.devices[claim.device], signer.isActive else {
+            throw APIError(.wrongSigner, "an import is signed by a device active at the head of the chain it brings")
+        }
+        guard claim.isValid(method: method, path: path, query: "", bodyHash: bodyHash, key: signer.signingKey) else {
+            throw ProtocolError(.badSignature, "the request signature does not verify")
+        }
+        let now = RecoveryGate.now(), window = configuration.signatureWindowSeconds
+        guard claim.timestamp >= now - window, claim.timestamp <= now + window else {
+            throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
+        }
+        try checkImported(request, at: state)
+        guard try await database.useOnce(claim.nonce, kind: "import", expires: now + 2 * window, forgetBefore: now - 2 * window) else {
+            throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")
+        }
+
+        // Where this server stands: no account yet, or a chain this one must extend.
+        let account = state.account
+        let start: Int, held: Int
+        if let stored = try await database.links(account, after: nil) {
+            held = stored.links.count
+            guard held >= 1, held <= request.links.count, request.links[held - 1].hash == stored.head else {
+                throw APIError(.accountExists, "this server holds another chain of account \(account) (its link \(held - 1) is not the import's): nothing was imported")
+            }
+            start = held
+        } else {
+            try invite()
+            let first = try ChainState(genesis: genesis), device = first.devices.values.first!
+            try await database.createAccount(
+                account, genesis: try stored(genesis),
+                device: StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
+                                     boxKey: device.boxKey.rawRepresentation, added: 0),
+                boxes: boxesAt[0] ?? [], recovery: nil)
+            await chains.store(first, replacing: true)
+            (start, held) = (1, 0)
+        }
+        // Each link stored as its append was: the boxes it was made with; what the chain
+        // kept of before (boxes of links already here) with the first; the wraps and the
+        // recovery slot, which name the head's keys, with the last.
+        var before = try ChainState(genesis: genesis)
+        for (index, link) in request.links.enumerated().dropFirst() {
+            var after = before
+            try after.apply(link)
+            defer { before = after }
+            guard index >= start else { continue }
+            var write = try chainWrite(link, before: before, after: after, actor: link.signer)
+            write.boxes = request.boxes.filter { $0.sequence == link.sequence || (index == start && $0.sequence < link.sequence) }
+            if index == request.links.count - 1 {
+                write.wraps = request.wraps
+                write.identityWraps = request.identityWraps
+                write.recovery = request.recovery
+            }
+            try await commit(write, of: account, after: after)
+        }
+        let appended = request.links.count - held
+        try await database.recordAudit(account, event: .accountImport, device: claim.device.rawValue,
+                                       detail: appended == 0 ? "nothing new" : "links \(held) to \(state.sequence)")
+        return ImportAccountResponse(account: account, head: state.head, sequence: state.sequence, appended: appended)
+    }
+
+    /// What an import keeps beside the chain must name the head's keys: wraps of its
+    /// members' generations, identity wraps of the generations it keeps, the recovery
+    /// slot of its code; and no share may be in force.
+    private func checkImported(_ request: ImportAccountRequest, at state: ChainState) throws {
+        if let grant = state.grants.values.first {
+            throw APIError(.grantExists, "member \(grant.member) is shared with account \(grant.grantee), which lives on the other server: end the share there, then export again")
+        }
+        let masters = 1...state.masterGeneration
+        for wrap in request.wraps {
+            guard let member = state.members[wrap.member], (1...member.generation).contains(wrap.memberGeneration),
+                  masters.contains(wrap.masterGeneration), base64Decode(wrap.envelope).map({ (62...4096).contains($0.count) }) == true
+            else { throw APIError.badRequest("a member wrap names a member key generation of the account, a master key generation and a base64 envelope") }
+        }
+        let kept = state.identityGenerations
+        for wrap in request.identityWraps {
+            guard kept.contains(wrap.identityGeneration), masters.contains(wrap.masterGeneration),
+                  base64Decode(wrap.envelope).map({ (62...4096).contains($0.count) }) == true
+            else { throw APIError.badRequest("an identity wrap names an identity generation the account keeps, a master key generation and a base64 envelope") }
+        }
+        switch (request.recovery, state.recovery) {
+        case (nil, nil): break
+        case (let slot?, let recovery?):
+            guard slot.authKey == Hex.encode(recovery.authKey.rawRepresentation), slot.boxKey == Hex.encode(recovery.boxKey.rawRepresentation) else {
+                throw APIError.badRequest("the recovery slot is not the one of the code the chain set last")
+            }
+            _ = try checked(slot)
+        case (nil, _?): throw APIError.badRequest("the chain sets a recovery code: its recovery slot comes with the import")
+        case (_?, nil): throw APIError.badRequest("the chain sets no recovery code, so an import carries no recovery slot")
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultPostgres
+import KeyVaultProtocol
+import KeyVaultStore
+import KeyVaultTestSupport
+import Testing
+@testable import KeyVaultServer
+
+/// An account's chain and what a server keeps with it, built here as devices would on
+/// another server: a phone, a laptop it added and then revoked, a recovery code, a member.
+private struct Exported {
+    let phone = TestDevice("phone"), laptop = TestDevice("laptop")
+    let recovery = RecoveryFixture()
+    var links: [ChainLink] = []
+    var boxes: [KeyBox] = []
+    var wraps: [MemberWrap] = []
+    var state: ChainState
+
+    init() throws {
+        let genesis = phone.genesis()
+        state = try ChainState(genesis: genesis)
+        links = [genesis]
+        boxes = [try phone.box(recovery.masterKey, generation: 1, for: phone, at: 0, account: state.account)]
+        try add(phone.link(.deviceAdd, after: state, body: laptop.deviceFields))
+        boxes.append(try phone.box(recovery.masterKey, generation: 1, for: laptop, at: state.sequence, account: state.account))
+        try add(phone.link(.recoverySet, after: state, body: [
+            "authKey": Hex.encode(recovery.authKey.publicKey.rawRepresentation), "boxKey": Hex.encode(recovery.boxKey.publicKey.rawRepresentation),
+            "recoveryGeneration": "1"]))
+        var codes = KeyBox(generation: 1, sequence: state.sequence, recipient: ChainLink.recoverySigner,
+                           box: base64Encode(try recovery.boxKey.publicKey.sealedBox(for: recovery.masterKey)), signer: phone.id.rawValue, signature: "")
+        codes.sign(with: phone.signing, account: state.account)
+        boxes.append(codes)
+        let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        try add(phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"]))
+        let context = try EnvelopeContext(purpose: "member-key", ["account": state.account.rawValue, "member": member.rawValue,
+                                                                 "member-generation": "1", "master-generation": "1"])
+        wraps = [MemberWrap(member: member, memberGeneration: 1, masterGeneration: 1,
+                            envelope: try Envelope.seal(SymmetricKey(), under: recovery.masterKey, generation: 1, context: context).base64)]
+        try add(phone.link(.deviceRevoke, after: state, body: ["device": laptop.id.rawValue]))
+    }
+
+    mutating func add(_ link: ChainLink) throws {
+        try state.apply(link)
+        links.append(link)
+    }
+
+    /// The import of the chain up to link `through` (the whole by default).
+    func request(through: Int? = nil) -> ImportAccountRequest {
+        let end = through ?? links.count - 1
+        return ImportAccountRequest(links: Array(links[...end]), boxes: boxes.filter { $0.sequence <= UInt64(end) },
+                                    wraps: end == links.count - 1 ? wraps : [], recovery: end >= 2 ? recovery.slot : nil, identityWraps: [])
+    }
+}
+
+extension TestClientProtocol {
+    fileprivate func importAccount(_ request: ImportAccountRequest, signedBy device: TestDevice) async throws -> TestResponse {
+        try await signedJSON(device, .post, "/v1/accounts/import", request)
+    }
+}
+
+/// Issue 22, item 1. `POST /v1/accounts/import` replays the chain and checks every box
+/// where it was made, as appends are checked; it is taken only signed by a device
+/// active at the head it brings (not the device the chain revoked), and nothing of a
+/// refused import is stored. One cut off goes on from the head the server holds; one
+/// whose chain is not the stored one's continuation is refused; the revocation the
+/// chain carries holds here from the first request.
+@Test(arguments: StoreBackend.all) func anImportIsReplayedCheckedAndSignedByADeviceActiveAtItsHead(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
+        let exported = try Exported()
+        let account = exported.state.account
+        func held() async throws -> TestResponse { try await client.signed(exported.phone, .get, "/v1/accounts/\(account)/chain") }
+
+        // The device the chain revoked cannot place it; nor can anyone with a box moved to another link.
+        #expect(try await client.importAccount(exported.request(), signedBy: exported.laptop).status == .forbidden)
+        var moved = exported.request()
+        moved.boxes[1].sequence = 3
+        #expect(try await client.importAccount(moved, signedBy: exported.phone).status != .created)
+        var tampered = exported.request()
+        tampered.links[3] = exported.laptop.link(.memberAdd, after: try ChainState(links: Array(exported.links[...2])),
+                                                 body: ["member": Hex.encode(SystemRandom.bytes(count: 16)), "memberGeneration": "1"])
+        #expect(try await client.importAccount(tampered, signedBy: exported.phone).status != .created)
+        #expect(try await held().status != .ok, "a refused import left the account here")
+
+        // A part first (an import cut off after link 2), then the whole: brought forward.
+        let part = try await client.importAccount(exported.request(through: 2), signedBy: exported.phone)
+        #expect(part.status == .created, "\(String(buffer: part.body))")
+        // The laptop is active at link 2, and the server is on it: the laptop is served until the rest arrives.
+        #expect(try await client.signed(exported.laptop, .get, "/v1/accounts/\(account)/boxes").status == .ok)
+        let rest = try await client.importAccount(exported.request(), signedBy: exported.phone)
+        #expect(rest.status == .created, "\(String(buffer: rest.body))")
+        #expect(try decode(ImportAccountResponse.self, rest).appended == 2)
+        let chain = try decode(ChainResponse.self, try await held())
+        #expect(chain.links.map(\.hash) == exported.links.map(\.hash) && chain.head == exported.state.head)
+
+        // What went with it: the boxes, the member's wrap, the recovery slot; the revocation holds.
+        let boxes = try decode([String: [KeyBox]].self, try await client.signed(exported.phone, .get, "/v1/accounts/\(account)/boxes?recipient=all"))["boxes"] ?? []
+        #expect(Set(boxes.map(\.recipient)) == [exported.phone.id.rawValue, exported.laptop.id.rawValue, ChainLink.recoverySigner])
+        let member = exported.wraps[0].member
+        let wraps = try decode([String: [MemberWrap]].self, try await client.signed(exported.phone, .get, "/v1/accounts/\(account)/wraps?member=\(member)"))
+        #expect(wraps["wraps"] == exported.wraps)
+        let slot = try decode(RecoverySlot.self, try await client.execute(uri: "/v1/accounts/\(account)/recovery", method: .get))
+        #expect(slot.authKey == exported.request().recovery?.authKey)
+        let laptop = try await client.signed(exported.laptop, .get, "/v1/accounts/\(account)/boxes")
+        #expect(laptop.status == .forbidden || laptop.status == .unauthorized, "the device the chain revoked is served after the import")
+
+        // Again, freshly signed: nothing new. A chain that forks from the one held: refused.
+        let again = try await client.importAccount(exported.request(), signedBy: exported.phone)
+        #expect(try again.status == .ok && decode(ImportAccountResponse.self, again).appended == 0)
+        var fork = exported
+        fork.links.removeLast()
+        fork.state = try ChainState(links: fork.links)
+        try fork.add(fork.phone.link(.memberAdd, after: fork.state, body: ["member": Hex.encode(SystemRandom.bytes(count: 16)), "memberGeneration": "1"]))
+        let forked = try await client.importAccount(fork.request(), signedBy: fork.phone)
+        #expect(forked.status == .conflict && errorCode(forked) == "account_exists", "\(String(buffer: forked.body))")
+        #expect(try decode(ChainResponse.self, try await held()).head == exported.state.head)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import HummingbirdTesting
+import KeyVault
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultProtocol
+import KeyVaultStore
+import KeyVaultTestSupport
+import Logging
+import Testing
+@testable import KeyVaultServer
+
+/// A second in-process service to move an account to.
+private func withTargetServer(_ body: @escaping @Sendable (any HTTPTransport) async throws -> Void) async throws {
+    var configuration = ServerConfiguration()
+    configuration.databasePath = "/unused"
+    var logger = Logger(label: "move-target")
+    logger.logLevel = .critical
+    let app = try buildApplication(configuration, database: try KeyVaultDatabase.inMemory(), logger: logger)
+    try await app.test(.router) { client in try await body(RouterTransport(client: client)) }
+}
+
+/// Rewrites one line of an export file.
+private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ change: (String) -> String) throws {
+    let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    guard let index = lines.firstIndex(where: matches) else { throw CocoaError(.fileReadCorruptFile) }
+    var changed = lines
+    changed[index] = change(lines[index])
+    try changed.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+}
+
+/// Issue 22, item 1. An export is checked as it is read: a chunk the old server altered
+/// fails it and writes no file. An import is checked again by the device that puts it on
+/// the new server: a chunk altered in the file, or a name moved to another attachment,
+/// is refused, and the new server is left no attachment that opens wrong (one whose
+/// chunks did not all check is never completed there).
+@Test func anExportAndAnImportRefuseWhatWasAlteredAndLeaveNothingThatOpensWrong() async throws {
+    try await Fixture.run { fixture, laptop in
+        let emma = try await laptop.addMember(name: "Emma")
+        let scan = (0..<2_300_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
+        let scanAddress = try await laptop.put(scan, member: emma, name: "scan.png").address
+        _ = try await laptop.put(Array("note".utf8), member: emma, name: "note.txt")
+        let file = fixture.root.appendingPathComponent("account.kvx").path
+
+        // The old server alters chunk 1 of the scan: refused, no file.
+        fixture.transport.tamper { request, reply in
+            if request.target.hasSuffix("/chunks/1"), reply.status == 200, !reply.body.isEmpty { reply.body[reply.body.count / 2] ^= 1 }
+        }
+        await #expect(throws: KeyVaultError.self) { _ = try await laptop.exportAccount(toFileAt: file) }
+        #expect(!FileManager.default.fileExists(atPath: file), "a refused export left a file")
+        fixture.transport.tamper(nil)
+        let summary = try await laptop.exportAccount(toFileAt: file)
+        #expect(summary.attachments == 2 && summary.namesLeftOut == 0)
+
+        try await withTargetServer { target in
+            // A chunk altered in the file: refused; the new server has no scan to open.
+            let original = try String(contentsOfFile: file, encoding: .utf8)
+            var seen = 0
+            try rewriteLine(file, where: { line in
+                guard line.hasPrefix("{\"chunk\"") else { return false }
+                seen += 1
+                return seen == 2
+            }) { line in
+                var sealed = base64Decode(String(line.dropFirst(10).dropLast(2)))!
+                sealed[100] ^= 1
+                return "{\"chunk\":\"\(base64Encode(sealed))\"}"
+            }
+            do {
+                _ = try await laptop.importAccount(fromFileAt: file, to: target)
+                Issue.record("an altered chunk was imported")
+            } catch let error as KeyVaultError {
+                #expect(error.kind == .verification, "\(error)")
+            }
+            let there = ServerAPI(transport: target, account: laptop.account, keys: await laptop.record.keys)
+            #expect(!(try await there.attachments(member: emma.id)).contains { $0.address == scanAddress },
+                    "an attachment whose chunks did not all check was completed")
+
+            // A name moved from one attachment to the other: refused.
+            try original.write(toFile: file, atomically: true, encoding: .utf8)
+            let lines = original.split(separator: "\n").map(String.init)
+            let metas = lines.filter { $0.hasPrefix("{\"attachment\"") }.compactMap { line -> String? in
+                guard let range = line.range(of: #""meta":"[^"]+""#, options: .regularExpression) else { return nil }
+                return String(line[range])
+            }
+            try #require(metas.count == 2)
+            try rewriteLine(file, where: { $0.contains(metas[1]) }) { $0.replacingOccurrences(of: metas[1], with: metas[0]) }
+            do {
+                _ = try await laptop.importAccount(fromFileAt: file, to: target)
+                Issue.record("a name moved to another attachment was imported")
+            } catch let error as KeyVaultError {
+                #expect(error.kind == .verification, "\(error)")
+            }
+            // The file as it was: the import goes on, every attachment there with its name.
+            try original.write(toFile: file, atomically: true, encoding: .utf8)
+            let imported = try await laptop.importAccount(fromFileAt: file, to: target)
+            #expect(imported.attachments == 2 && imported.linksAppended == 0)
+            let listed = try await there.attachments(member: emma.id)
+            #expect(listed.count == 2 && listed.allSatisfy { $0.sealedMeta != nil })
+        }
+    }
+}
