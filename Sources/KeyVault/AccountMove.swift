@@ -88,14 +88,11 @@ extension Vault {
             } catch {
                 throw KeyVaultError.verification(error, "a key box the server holds")
             }
-            // The member keys and the identity, each opened here under the current master key.
-            let (_, master) = try await masterKey()
+            let master = state.masterGeneration
             var wraps = [MemberWrap]()
             for member in state.members.values.sorted(by: { $0.id.rawValue < $1.id.rawValue }) {
-                for generation in 1...member.generation { _ = try await memberKey(member.id, generation: generation) }
                 wraps += try await api.wraps(member: member.id).filter { $0.masterGeneration == master }
             }
-            for generation in state.identityGenerations { _ = try await identityKeys(generation: generation) }
             let identityWraps = state.identityGenerations.isEmpty ? [] : try await api.identityWraps().filter { $0.masterGeneration == master }
             var recovery: RecoverySlot?
             if let code = state.recovery {
@@ -105,6 +102,9 @@ extension Vault {
                 }
                 recovery = slot
             }
+
+            let request = ImportAccountRequest(links: links, boxes: boxes, wraps: wraps, recovery: recovery, identityWraps: identityWraps)
+            try await checkKept(request, in: state, from: "the server")
 
             let file: AtomicFile.Writer
             do { file = try AtomicFile.Writer(path) } catch let error as AtomicFile.Failure { throw KeyVaultError(.io, error.message) }
@@ -117,7 +117,7 @@ extension Vault {
             }
             try write(ExportLine(header: .init(format: ExportLine.format, version: ExportLine.version, account: account, sequence: state.sequence,
                                                head: state.head, device: device, time: clock())))
-            try write(ExportLine(state: ImportAccountRequest(links: links, boxes: boxes, wraps: wraps, recovery: recovery, identityWraps: identityWraps)))
+            try write(ExportLine(state: request))
             var count = 0, namesLeftOut = 0
             for member in try await members() {
                 for attachment in try await attachments(member: member) {
@@ -126,11 +126,17 @@ extension Vault {
                     let address = attachment.address
                     var line = ExportLine.Attachment(member: member.id, address: address.description, meta: meta)
                     // One in chunks: its plaintext size from its last chunk's length, for the import's upload to name.
-                    if let list = try await api.chunkList(member: member.id, address: address), list.chunks >= 1 {
+                    if let list = try await api.chunkList(member: member.id, address: address) {
+                        // The server's word, bounded before any arithmetic on it (the download checks the rest).
+                        guard list.chunks >= 1, let shift = UInt8(exactly: list.chunkShift), AttachmentObject.chunkShifts.contains(shift),
+                              case let (whole, overflow) = (list.chunks - 1).multipliedReportingOverflow(by: 1 << Int(shift)), !overflow,
+                              whole <= ServerAPI.maxExportedAttachmentBytes else {
+                            throw KeyVaultError(.badResponse, "the server's chunk list of \(address) is not one a reader takes", kind: .verification)
+                        }
                         let last = try await api.attachmentChunk(member: member.id, address: address, index: list.chunks - 1)
                         line.chunkShift = list.chunkShift
                         line.chunks = list.chunks
-                        line.size = ((list.chunks - 1) << list.chunkShift) + max(0, last.count - StreamAEAD.tagByteCount)
+                        line.size = whole + max(0, last.count - StreamAEAD.tagByteCount)
                     } else {
                         line.whole = true
                     }
@@ -160,6 +166,59 @@ extension Vault {
             return ExportSummary(links: links.count, attachments: count, namesLeftOut: namesLeftOut, bytes: bytes)
         }
     }
+
+    /// What moves beside the chain must let every device go on where it moves: a box of
+    /// the current master key for each active device and for the recovery code (unless
+    /// compromised), this device's opening to the key the chain names; under that key, a
+    /// wrap of every member key generation and of every identity generation kept, each
+    /// opening here, to the key this device holds where it holds one.
+    func checkKept(_ request: ImportAccountRequest, in state: ChainState, from source: String) async throws {
+        func missing(_ what: String) -> KeyVaultError {
+            KeyVaultError(.missingKey, "\(source) holds no \(what): devices could not open the account where it moves", kind: .verification)
+        }
+        let g = state.masterGeneration
+        var recipients = state.activeDevices.map(\.id.rawValue)
+        if let code = state.recovery, !code.isCompromised { recipients.append(ChainLink.recoverySigner) }
+        for recipient in recipients where !request.boxes.contains(where: { $0.recipient == recipient && $0.generation == g }) {
+            throw missing("box of master key generation \(g) for \(recipient == ChainLink.recoverySigner ? "the recovery code" : "device " + recipient.prefix(8) + "…")")
+        }
+        guard let mine = request.boxes.first(where: { $0.recipient == device.rawValue && $0.generation == g }) else { throw missing("box for this device") }
+        let masterKey = try Self.open(mine, in: state, with: record.keys.boxKey)
+        for member in state.members.values {
+            for generation in 1...member.generation {
+                guard let wrap = request.wraps.first(where: { $0.member == member.id && $0.memberGeneration == generation && $0.masterGeneration == g }) else {
+                    throw missing("wrap of member \(member.id.rawValue.prefix(8))… key generation \(generation)")
+                }
+                let key: SymmetricKey
+                do {
+                    key = try MemberKeyWrap.open(wrap, account: account, masterKey: masterKey, masterGeneration: g)
+                } catch {
+                    throw KeyVaultError.verification(error, "the wrap of member \(member.id.rawValue.prefix(8))… key generation \(generation) in \(source)")
+                }
+                if let held = record.memberKeys[member.id]?[generation], held != key {  // constant time (SymmetricKey)
+                    throw KeyVaultError(.badBox, "\(source) wraps another key as member \(member.id.rawValue.prefix(8))…'s generation \(generation) than the one this device holds",
+                                        kind: .verification)
+                }
+            }
+        }
+        for generation in state.identityGenerations {
+            guard let wrap = request.identityWraps.first(where: { $0.identityGeneration == generation && $0.masterGeneration == g }) else {
+                throw missing("wrap of the sharing identity's generation \(generation)")
+            }
+            do {
+                guard try IdentityKeyWrap.open(wrap, account: account, masterKey: masterKey, masterGeneration: g).matches(try publishedIdentity(generation)) else {
+                    throw KeyVaultError(.badBox, "\(source) wraps another sharing identity as generation \(generation) than the chain publishes", kind: .verification)
+                }
+            } catch let error as KeyVaultError {
+                throw error
+            } catch {
+                throw KeyVaultError.verification(error, "the wrap of the sharing identity's generation \(generation) in \(source)")
+            }
+        }
+    }
+
+    /// The longest line an attachment's part takes: a sealed chunk in base64, and its key.
+    static let chunkLineLimit = ChunkLayout.maximumSealedChunkBytes / 3 * 4 + (64 << 10)
 
     private static func changedWhileExported(_ address: ContentAddress) -> KeyVaultError {
         KeyVaultError(.badResponse, "the server's answers about attachment \(address) changed while it was exported: export again", kind: .verification)
@@ -226,6 +285,7 @@ extension Vault {
             guard state.devices[device]?.isActive == true else {
                 throw KeyVaultError(.invalidInput, "this device is not active in the chain \(path) holds")
             }
+            try await checkKept(request, in: state, from: path)
             if let grant = state.grants.values.first {
                 throw KeyVaultError(.grantExists, "member \(grant.member) is shared with account \(grant.grantee), which stays on this server: end the share (`share end`) and export again")
             }
@@ -236,8 +296,10 @@ extension Vault {
             }
 
             var count = 0, alreadyThere = 0
+            // What the new server lists, per member: each checked before it is kept.
+            var there = [MemberID: Set<ContentAddress>]()
             while true {
-                let line = try next(ChunkLayout.maximumSealedChunkBytes / 3 * 4 + (64 << 10), "its end")
+                let line = try next(Self.chunkLineLimit, "its end")
                 if let end = line.end {
                     guard end.links == request.links.count, end.attachments == count else {
                         throw KeyVaultError(.invalidInput, "\(path) says it holds \(end.attachments) attachments, but \(count) came before its end")
@@ -249,7 +311,9 @@ extension Vault {
                     throw KeyVaultError(.invalidInput, "\(path) holds an attachment line of no member of the account, or a stray line")
                 }
                 let member = Member(id: attachment.member, name: attachment.member.rawValue, generation: generation)
+                if there[member.id] == nil { there[member.id] = Set(try await target.attachments(member: member.id).map(\.address)) }
                 let existed = try await importAttachment(attachment, address: address, member: member, to: target,
+                                                         listed: there[member.id]?.contains(address) == true,
                                                          next: { try next($0, "a part of attachment \(address)") })
                 if let meta = attachment.meta {
                     guard let sealed = base64Decode(meta) else { throw KeyVaultError(.invalidInput, "\(path) holds a name that is not base64") }
@@ -270,19 +334,23 @@ extension Vault {
 
     /// One attachment of an import: opened and checked against its address as it is
     /// read, put whole or in chunks as it was kept, and completed only once it all
-    /// checked. True when the new server had it already.
+    /// checked. One the new server says it holds already is fetched from there and
+    /// opened first: kept when it opens to this content, replaced when it does not
+    /// (a server's "already there" is its word alone). True when it was kept.
     private func importAttachment(_ line: ExportLine.Attachment, address: ContentAddress, member: Member, to target: ServerAPI,
-                                  next: (Int) throws -> ExportLine) async throws -> Bool {
+                                  listed: Bool, next: (Int) throws -> ExportLine) async throws -> Bool {
         func refused(_ error: any Error) -> KeyVaultError { KeyVaultError.verification(error, "attachment \(address) of the export") }
+        let replace = listed ? !(try await opens(address, member: member, at: target)) : false
         if line.whole == true {
-            guard let text = try next(ServerAPI.maxAttachmentReplyBytes / 3 * 4 + 8).object, let bytes = base64Decode(text) else {
+            guard let text = try next(ServerAPI.maxAttachmentReplyBytes / 3 * 4 + 64).object, let bytes = base64Decode(text) else {
                 throw KeyVaultError(.invalidInput, "attachment \(address) has no object line")
             }
+            if listed, !replace { return true }
             do {
                 let object = try AttachmentObject(bytes: bytes)
                 let (keyKeys, addressKeys) = try await keys(forKeyPart: object.key, address: address, member: member)
                 try AttachmentCrypto.open(object, address: address, account: account, keyKeys: keyKeys, addressKeys: addressKeys, into: { _ in })
-                return try await target.putAttachment(member: member.id, address: address, object: object).existed == true
+                return try await target.putAttachment(member: member.id, address: address, object: object, replace: replace).existed == true
             } catch let error as VaultError {
                 throw refused(error)
             } catch let error as ProtocolError {
@@ -291,8 +359,14 @@ extension Vault {
         }
         guard let keyText = line.key, let key = base64Decode(keyText), let shiftValue = line.chunkShift, let shift = UInt8(exactly: shiftValue),
               AttachmentObject.chunkShifts.contains(shift), let count = line.chunks, count >= 1, let size = line.size,
-              ChunkLayout.count(ofContent: size, chunkShift: shift) == count else {
+              (0...ServerAPI.maxExportedAttachmentBytes).contains(size), ChunkLayout.count(ofContent: size, chunkShift: shift) == count else {
             throw KeyVaultError(.invalidInput, "attachment \(address) names no chunk layout a reader takes")
+        }
+        if listed, !replace {
+            for index in 0..<count where try next(Self.chunkLineLimit).chunk == nil {
+                throw KeyVaultError(.invalidInput, "attachment \(address) has \(index) of its \(count) chunks")
+            }
+            return true
         }
         let (keyKeys, addressKeys) = try await keys(forKeyPart: key, address: address, member: member)
         var reader: SealedChunks
@@ -301,9 +375,9 @@ extension Vault {
         } catch let error as VaultError {
             throw refused(error)
         }
-        let started = try await target.beginUpload(member: member.id, address: address, key: key, chunkShift: shift, size: size, replace: false)
+        let started = try await target.beginUpload(member: member.id, address: address, key: key, chunkShift: shift, size: size, replace: replace)
         for index in 0..<count {
-            guard let text = try next(ChunkLayout.maximumSealedChunkBytes / 3 * 4 + 8).chunk, let sealed = base64Decode(text) else {
+            guard let text = try next(Self.chunkLineLimit).chunk, let sealed = base64Decode(text) else {
                 throw KeyVaultError(.invalidInput, "attachment \(address) has \(index) of its \(count) chunks")
             }
             do { _ = try reader.open(sealed, index: index) } catch { throw refused(error) }
@@ -314,7 +388,36 @@ extension Vault {
         }
         do { try reader.finish() } catch { throw refused(error) }
         guard let upload = started.upload, !started.existed else { return true }
-        return try await target.completeUpload(member: member.id, address: address, upload: upload, replace: false).existed == true
+        return try await target.completeUpload(member: member.id, address: address, upload: upload, replace: replace).existed == true
+    }
+
+    /// Whether what `target` holds at `address` opens to content with that address
+    /// (fetched and opened chunk by chunk, nothing kept).
+    private func opens(_ address: ContentAddress, member: Member, at target: ServerAPI) async throws -> Bool {
+        do {
+            if let list = try await target.chunkList(member: member.id, address: address) {
+                guard list.chunks >= 1, let shift = UInt8(exactly: list.chunkShift), AttachmentObject.chunkShifts.contains(shift) else { return false }
+                let key = try await target.attachmentKey(member: member.id, address: address)
+                let (keyKeys, addressKeys) = try await keys(forKeyPart: key, address: address, member: member)
+                var reader = try SealedChunks(key: key, count: list.chunks, chunkShift: shift, address: address, account: account,
+                                              keyKeys: keyKeys, addressKeys: addressKeys)
+                for index in 0..<list.chunks {
+                    _ = try reader.open(try await target.attachmentChunk(member: member.id, address: address, index: index), index: index)
+                }
+                try reader.finish()
+            } else {
+                let object = try AttachmentObject(bytes: try await target.attachment(member: member.id, address: address))
+                let (keyKeys, addressKeys) = try await keys(forKeyPart: object.key, address: address, member: member)
+                try AttachmentCrypto.open(object, address: address, account: account, keyKeys: keyKeys, addressKeys: addressKeys, into: { _ in })
+            }
+            return true
+        } catch is VaultError {
+            return false
+        } catch is ProtocolError {
+            return false
+        } catch let error as KeyVaultError where error.kind == .verification {
+            return false
+        }
     }
 
     /// Points this device at `server`, once the account moved there
@@ -337,9 +440,30 @@ extension Vault {
     }
 
     /// Deletes this account's copy on `transport`'s server (one this device moved away
-    /// from), signed by this device; this device and its home stay as they are.
+    /// from), signed by this device; this device and its home stay as they are. Only
+    /// when that copy holds nothing the account's server lacks: its chain must be one
+    /// this device has verified here (not a link more, such as a revocation made there
+    /// after the export), and each of its attachments must be listed here too.
+    ///
+    /// - Throws: `invalid_input` naming what would be lost (export from a device still
+    ///   on the old server, and import again); nothing is deleted then.
     public func deleteAccount(on transport: any HTTPTransport) async throws {
-        try await ServerAPI(transport: transport, account: account, keys: record.keys).deleteAccount()
+        try await sync()
+        try await exclusively {
+            let old = ServerAPI(transport: transport, account: account, keys: record.keys)
+            let there = try await old.chain().links
+            guard let last = there.last, there.count <= links.count, links[there.count - 1].hash == last.hash else {
+                throw KeyVaultError(.invalidInput, "the old server's copy of the account has changes this server lacks (its chain ends at link \(max(there.count, 1) - 1), another than this device verified here): nothing was deleted; export from a device still using the old server, and import again")
+            }
+            for member in try chain.members.keys {
+                let here = Set(try await api.attachments(member: member).map(\.address))
+                let missing = try await old.attachments(member: member).filter { !here.contains($0.address) }
+                guard missing.isEmpty else {
+                    throw KeyVaultError(.invalidInput, "\(missing.count) attachment(s) on the old server are not on this one (\(missing[0].address)…): nothing was deleted; import the export again")
+                }
+            }
+            try await old.deleteAccount()
+        }
     }
 }
 
@@ -356,6 +480,8 @@ final class LineReader {
     private let handle: FileHandle
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Where the search for the next newline goes on (the bytes before it have none).
+    private var scanned = 0
     private var atEnd = false
 
     init(path: String) throws {
@@ -370,11 +496,13 @@ final class LineReader {
     /// - Throws: `invalid_input` for a line longer than `limit` bytes.
     func next(limit: Int) throws -> [UInt8]? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = buffer[max(start, scanned)...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(buffer[start..<newline])
                 start = newline + 1
+                scanned = start
                 return line
             }
+            scanned = buffer.count
             guard buffer.count - start <= limit else { throw KeyVaultError(.invalidInput, "a line is longer than \(limit) bytes") }
             if atEnd {
                 guard start < buffer.count else { return nil }
@@ -384,6 +512,7 @@ final class LineReader {
             }
             if start > 0 {
                 buffer.removeFirst(start)
+                scanned -= start
                 start = 0
             }
             let more: Data?

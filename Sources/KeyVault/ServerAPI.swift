@@ -40,6 +40,8 @@ package struct ServerAPI: Sendable {
     package static let maxJSONReplyBytes = HTTPExchange.defaultMaxReplyBytes
     package static let maxChainReplyBytes = 64 << 20
     package static let maxAttachmentReplyBytes = (1 << 30) + (64 << 10)
+    /// The largest attachment an export or import takes: the service's largest configurable limit.
+    package static let maxExportedAttachmentBytes = 1 << 47
 
     var accountPath: String { "/v1/accounts/\(account?.rawValue ?? "")" }
 

@@ -13,85 +13,104 @@ extension PostgresKeyVaultDatabase {
     package func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
         try await durableTransaction { db in
-            // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
-            // or roll back, so of two creations exactly one inserts.
-            guard try await db.query("""
-                INSERT INTO accounts (id, created, head, sequence) VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(genesis.hash), 0)
-                ON CONFLICT (id) DO NOTHING RETURNING 1
-                """, logger: logger).collect().count == 1 else { throw StoreError.accountExists }
-            guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.accountExists }
-            try await insert(genesis, account: account, db)
-            for box in boxes { try await insert(box, account: account, db) }
-            if let recovery { try await upsert(recovery, account: account, db) }
-            try await insertAudit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
+            try await createAccount(account, genesis: genesis, device: device, boxes: boxes, recovery: recovery, db)
         }
     }
 
+    private func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
+                               recovery: RecoverySlot?, _ db: PostgresConnection) async throws {
+        // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
+        // or roll back, so of two creations exactly one inserts.
+        guard try await db.query("""
+            INSERT INTO accounts (id, created, head, sequence) VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(genesis.hash), 0)
+            ON CONFLICT (id) DO NOTHING RETURNING 1
+            """, logger: logger).collect().count == 1 else { throw StoreError.accountExists }
+        guard try await db.query("""
+            SELECT 1 FROM used_once WHERE kind = \(KeyVaultDatabase.deletedAccount) AND value = \(account.rawValue)
+            """, logger: logger).collect().isEmpty else { throw StoreError.accountDeleted }
+        guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.accountExists }
+        try await insert(genesis, account: account, db)
+        for box in boxes { try await insert(box, account: account, db) }
+        if let recovery { try await upsert(recovery, account: account, db) }
+        try await insertAudit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
+    }
+
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
+        try await durableTransaction { db in try await append(account, write, db) }
+    }
+
+    package func importAccount(_ account: AccountID, create: AccountGenesis?, writes: [ChainWrite]) async throws {
         try await durableTransaction { db in
-            // The compare-and-swap: the row lock makes a second writer wait for the first,
-            // then find the head moved. (account, sequence) is also the links' primary key.
-            // The link goes in in the same statement, only if the swap happened.
-            let link = write.link
-            let swapped = try await db.query("""
-                WITH swapped AS (
-                    UPDATE accounts SET head = \(link.hash), sequence = \(Int64(link.sequence))
-                    WHERE id = \(account.rawValue) AND head = \(write.expectedHead) RETURNING 1)
-                INSERT INTO links (account, sequence, hash, json)
-                SELECT \(account.rawValue), \(Int64(link.sequence)), \(link.hash), \(link.json) FROM swapped RETURNING 1
-                """, logger: logger).collect().count == 1
-            guard swapped else {
-                let rows = try await db.query("SELECT head FROM accounts WHERE id = \(account.rawValue)", logger: logger).collect()
-                guard let row = rows.first else { throw StoreError.notFound }
-                throw StoreError.staleChain(currentHead: try row.decode(String.self))
+            if let create {
+                try await createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil, db)
             }
-            if let (code, approver) = write.approvesLinkRequest {
-                guard try await db.query("""
-                    UPDATE link_requests SET status = \(LinkRequestStatus.approved.rawValue)
-                    WHERE account = \(account.rawValue) AND code = \(code) AND status = \(LinkRequestStatus.pending.rawValue)
-                      AND expires >= \(KeyVaultDatabase.now()) AND approver = \(approver.rawValue) AND device_nonce IS NOT NULL
-                    RETURNING 1
-                    """, logger: logger).collect().count == 1 else { throw StoreError.linkRequestClosed }
-            }
-            for device in write.newDevices {
-                // The transaction rolls back: nothing of the link is written.
-                guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.deviceExists }
-            }
-            for id in write.revokedDevices {
-                try await db.query("""
-                    UPDATE devices SET revoked = \(Int64(write.link.sequence)) WHERE id = \(id.rawValue) AND account = \(account.rawValue)
-                    """, logger: logger)
-            }
-            for box in write.boxes { try await insert(box, account: account, db) }
-            for wrap in write.wraps {
-                try await db.query("""
-                    INSERT INTO member_wraps (account, member, member_generation, master_generation, envelope)
-                    VALUES (\(account.rawValue), \(wrap.member.rawValue), \(Int64(wrap.memberGeneration)), \(Int64(wrap.masterGeneration)),
-                            \(wrap.envelope))
-                    ON CONFLICT (account, member, member_generation, master_generation) DO UPDATE SET envelope = EXCLUDED.envelope
-                    """, logger: logger)
-            }
-            try await insertSharing(write, account: account, db)
-            for member in write.removedMembers {
-                // Chunks go with their uploads (foreign key); nothing of the member is left.
-                for table in ["member_wraps", "attachments", "attachment_uploads", "share_boxes"] {
-                    try await db.query("DELETE FROM \(unescaped: table) WHERE account = \(account.rawValue) AND member = \(member.rawValue)",
-                                       logger: logger).collect()
-                }
-            }
-            if let generation = write.dropsKeysBefore {
-                try await db.query("DELETE FROM key_boxes WHERE account = \(account.rawValue) AND generation < \(Int64(generation))", logger: logger).collect()
-                try await db.query("DELETE FROM identity_wraps WHERE account = \(account.rawValue)", logger: logger).collect()
-                try await db.query("DELETE FROM share_boxes WHERE account = \(account.rawValue)", logger: logger).collect()
-                // Exchanges in flight carry what the reset ended: the retired identity, a device to add.
-                try await db.query("DELETE FROM contact_requests WHERE from_account = \(account.rawValue) OR to_account = \(account.rawValue)",
-                                   logger: logger).collect()
-                try await db.query("DELETE FROM link_requests WHERE account = \(account.rawValue)", logger: logger).collect()
-            }
-            if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
-            try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
-                                  detail: nil)
+            for write in writes { try await append(account, write, db) }
         }
+    }
+
+    private func append(_ account: AccountID, _ write: ChainWrite, _ db: PostgresConnection) async throws {
+        // The compare-and-swap: the row lock makes a second writer wait for the first,
+        // then find the head moved. (account, sequence) is also the links' primary key.
+        // The link goes in in the same statement, only if the swap happened.
+        let link = write.link
+        let swapped = try await db.query("""
+            WITH swapped AS (
+                UPDATE accounts SET head = \(link.hash), sequence = \(Int64(link.sequence))
+                WHERE id = \(account.rawValue) AND head = \(write.expectedHead) RETURNING 1)
+            INSERT INTO links (account, sequence, hash, json)
+            SELECT \(account.rawValue), \(Int64(link.sequence)), \(link.hash), \(link.json) FROM swapped RETURNING 1
+            """, logger: logger).collect().count == 1
+        guard swapped else {
+            let rows = try await db.query("SELECT head FROM accounts WHERE id = \(account.rawValue)", logger: logger).collect()
+            guard let row = rows.first else { throw StoreError.notFound }
+            throw StoreError.staleChain(currentHead: try row.decode(String.self))
+        }
+        if let (code, approver) = write.approvesLinkRequest {
+            guard try await db.query("""
+                UPDATE link_requests SET status = \(LinkRequestStatus.approved.rawValue)
+                WHERE account = \(account.rawValue) AND code = \(code) AND status = \(LinkRequestStatus.pending.rawValue)
+                  AND expires >= \(KeyVaultDatabase.now()) AND approver = \(approver.rawValue) AND device_nonce IS NOT NULL
+                RETURNING 1
+                """, logger: logger).collect().count == 1 else { throw StoreError.linkRequestClosed }
+        }
+        for device in write.newDevices {
+            // The transaction rolls back: nothing of the link is written.
+            guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.deviceExists }
+        }
+        for id in write.revokedDevices {
+            try await db.query("""
+                UPDATE devices SET revoked = \(Int64(write.link.sequence)) WHERE id = \(id.rawValue) AND account = \(account.rawValue)
+                """, logger: logger)
+        }
+        for box in write.boxes { try await insert(box, account: account, db) }
+        for wrap in write.wraps {
+            try await db.query("""
+                INSERT INTO member_wraps (account, member, member_generation, master_generation, envelope)
+                VALUES (\(account.rawValue), \(wrap.member.rawValue), \(Int64(wrap.memberGeneration)), \(Int64(wrap.masterGeneration)),
+                        \(wrap.envelope))
+                ON CONFLICT (account, member, member_generation, master_generation) DO UPDATE SET envelope = EXCLUDED.envelope
+                """, logger: logger)
+        }
+        try await insertSharing(write, account: account, db)
+        for member in write.removedMembers {
+            // Chunks go with their uploads (foreign key); nothing of the member is left.
+            for table in ["member_wraps", "attachments", "attachment_uploads", "share_boxes"] {
+                try await db.query("DELETE FROM \(unescaped: table) WHERE account = \(account.rawValue) AND member = \(member.rawValue)",
+                                   logger: logger).collect()
+            }
+        }
+        if let generation = write.dropsKeysBefore {
+            try await db.query("DELETE FROM key_boxes WHERE account = \(account.rawValue) AND generation < \(Int64(generation))", logger: logger).collect()
+            try await db.query("DELETE FROM identity_wraps WHERE account = \(account.rawValue)", logger: logger).collect()
+            try await db.query("DELETE FROM share_boxes WHERE account = \(account.rawValue)", logger: logger).collect()
+            // Exchanges in flight carry what the reset ended: the retired identity, a device to add.
+            try await db.query("DELETE FROM contact_requests WHERE from_account = \(account.rawValue) OR to_account = \(account.rawValue)",
+                               logger: logger).collect()
+            try await db.query("DELETE FROM link_requests WHERE account = \(account.rawValue)", logger: logger).collect()
+        }
+        if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
+        try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
+                              detail: nil)
     }
 
     package func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
@@ -118,6 +137,10 @@ extension PostgresKeyVaultDatabase {
             guard try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue) RETURNING 1", logger: logger)
                 .collect().count == 1 else { throw StoreError.notFound }
             try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)
+            try await db.query("""
+                INSERT INTO used_once (kind, value, expires) VALUES (\(KeyVaultDatabase.deletedAccount), \(account.rawValue), \(Int64.max))
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
         }
     }
 

@@ -11,18 +11,26 @@ extension KeyVaultDatabase {
     package func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
         try await durableWrite { db in
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
-                || Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ?", arguments: [device.id.rawValue]) == true {
-                throw StoreError.accountExists
-            }
-            try db.execute(sql: "INSERT INTO accounts (id, created, head, sequence) VALUES (?, ?, ?, 0)",
-                           arguments: [account.rawValue, Self.now(), genesis.hash])
-            try Self.insert(genesis, account: account, db)
-            try Self.insert(device, db)
-            for box in boxes { try Self.insert(box, account: account, db) }
-            if let recovery { try Self.upsert(recovery, account: account, db) }
-            try Self.audit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
+            try Self.createAccount(account, genesis: genesis, device: device, boxes: boxes, recovery: recovery, db)
         }
+    }
+
+    private static func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
+                                      recovery: RecoverySlot?, _ db: Database) throws {
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
+            || Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ?", arguments: [device.id.rawValue]) == true {
+            throw StoreError.accountExists
+        }
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM used_once WHERE kind = ? AND value = ?", arguments: [Self.deletedAccount, account.rawValue]) == true {
+            throw StoreError.accountDeleted
+        }
+        try db.execute(sql: "INSERT INTO accounts (id, created, head, sequence) VALUES (?, ?, ?, 0)",
+                       arguments: [account.rawValue, Self.now(), genesis.hash])
+        try Self.insert(genesis, account: account, db)
+        try Self.insert(device, db)
+        for box in boxes { try Self.insert(box, account: account, db) }
+        if let recovery { try Self.upsert(recovery, account: account, db) }
+        try Self.audit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
     }
 
     /// Appends one link and everything that goes with it, if the head is still the expected one.
@@ -30,60 +38,74 @@ extension KeyVaultDatabase {
     /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`;
     ///   `.deviceExists` when a device the link adds is already in an account.
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
+        try await durableWrite { db in try Self.append(account, write, db) }
+    }
+
+    /// An account brought from another server: created from its genesis when `create`
+    /// is given, then each write appended, in one transaction (nothing of it is stored
+    /// unless all of it is).
+    package func importAccount(_ account: AccountID, create: AccountGenesis?, writes: [ChainWrite]) async throws {
         try await durableWrite { db in
-            guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
-                throw StoreError.notFound
+            if let create {
+                try Self.createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil, db)
             }
-            guard head == write.expectedHead else { throw StoreError.staleChain(currentHead: head) }
-            if let (code, approver) = write.approvesLinkRequest {
-                try db.execute(sql: """
-                    UPDATE link_requests SET status = ?
-                    WHERE account = ? AND code = ? AND status = ? AND expires >= ? AND approver = ?
-                      AND device_nonce IS NOT NULL
-                    """, arguments: [LinkRequestStatus.approved, account.rawValue, code, LinkRequestStatus.pending, Self.now(),
-                                     approver.rawValue])
-                guard db.changesCount == 1 else { throw StoreError.linkRequestClosed }
-            }
-            try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
-                           arguments: [write.link.hash, write.link.sequence, account.rawValue])
-            try Self.insert(write.link, account: account, db)
-            for device in write.newDevices {
-                // Checked, not left to the unique key: a constraint error would be a 500.
-                guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE id = ?)", arguments: [device.id.rawValue])! else {
-                    throw StoreError.deviceExists
-                }
-                try Self.insert(device, db)
-            }
-            for id in write.revokedDevices {
-                try db.execute(sql: "UPDATE devices SET revoked = ? WHERE id = ? AND account = ?",
-                               arguments: [write.link.sequence, id.rawValue, account.rawValue])
-            }
-            for box in write.boxes { try Self.insert(box, account: account, db) }
-            for wrap in write.wraps {
-                try db.execute(sql: """
-                    INSERT OR REPLACE INTO member_wraps (account, member, member_generation, master_generation, envelope)
-                    VALUES (?, ?, ?, ?, ?)
-                    """, arguments: [account.rawValue, wrap.member.rawValue, wrap.memberGeneration, wrap.masterGeneration, wrap.envelope])
-            }
-            try Self.insertSharing(write, account: account, db)
-            for member in write.removedMembers {
-                // Chunks go with their uploads (foreign key); nothing of the member is left.
-                for table in ["member_wraps", "attachments", "attachment_uploads", "share_boxes"] {
-                    try db.execute(sql: "DELETE FROM \(table) WHERE account = ? AND member = ?", arguments: [account.rawValue, member.rawValue])
-                }
-            }
-            if let generation = write.dropsKeysBefore {
-                try db.execute(sql: "DELETE FROM key_boxes WHERE account = ? AND generation < ?", arguments: [account.rawValue, generation])
-                try db.execute(sql: "DELETE FROM identity_wraps WHERE account = ?", arguments: [account.rawValue])
-                try db.execute(sql: "DELETE FROM share_boxes WHERE account = ?", arguments: [account.rawValue])
-                // Exchanges in flight carry what the reset ended: the retired identity, a device to add.
-                try db.execute(sql: "DELETE FROM contact_requests WHERE from_account = ? OR to_account = ?", arguments: [account.rawValue, account.rawValue])
-                try db.execute(sql: "DELETE FROM link_requests WHERE account = ?", arguments: [account.rawValue])
-            }
-            if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
-            try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
-                           detail: nil)
+            for write in writes { try Self.append(account, write, db) }
         }
+    }
+
+    private static func append(_ account: AccountID, _ write: ChainWrite, _ db: Database) throws {
+        guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
+            throw StoreError.notFound
+        }
+        guard head == write.expectedHead else { throw StoreError.staleChain(currentHead: head) }
+        if let (code, approver) = write.approvesLinkRequest {
+            try db.execute(sql: """
+                UPDATE link_requests SET status = ?
+                WHERE account = ? AND code = ? AND status = ? AND expires >= ? AND approver = ?
+                  AND device_nonce IS NOT NULL
+                """, arguments: [LinkRequestStatus.approved, account.rawValue, code, LinkRequestStatus.pending, Self.now(),
+                                 approver.rawValue])
+            guard db.changesCount == 1 else { throw StoreError.linkRequestClosed }
+        }
+        try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
+                       arguments: [write.link.hash, write.link.sequence, account.rawValue])
+        try Self.insert(write.link, account: account, db)
+        for device in write.newDevices {
+            // Checked, not left to the unique key: a constraint error would be a 500.
+            guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE id = ?)", arguments: [device.id.rawValue])! else {
+                throw StoreError.deviceExists
+            }
+            try Self.insert(device, db)
+        }
+        for id in write.revokedDevices {
+            try db.execute(sql: "UPDATE devices SET revoked = ? WHERE id = ? AND account = ?",
+                           arguments: [write.link.sequence, id.rawValue, account.rawValue])
+        }
+        for box in write.boxes { try Self.insert(box, account: account, db) }
+        for wrap in write.wraps {
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO member_wraps (account, member, member_generation, master_generation, envelope)
+                VALUES (?, ?, ?, ?, ?)
+                """, arguments: [account.rawValue, wrap.member.rawValue, wrap.memberGeneration, wrap.masterGeneration, wrap.envelope])
+        }
+        try Self.insertSharing(write, account: account, db)
+        for member in write.removedMembers {
+            // Chunks go with their uploads (foreign key); nothing of the member is left.
+            for table in ["member_wraps", "attachments", "attachment_uploads", "share_boxes"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE account = ? AND member = ?", arguments: [account.rawValue, member.rawValue])
+            }
+        }
+        if let generation = write.dropsKeysBefore {
+            try db.execute(sql: "DELETE FROM key_boxes WHERE account = ? AND generation < ?", arguments: [account.rawValue, generation])
+            try db.execute(sql: "DELETE FROM identity_wraps WHERE account = ?", arguments: [account.rawValue])
+            try db.execute(sql: "DELETE FROM share_boxes WHERE account = ?", arguments: [account.rawValue])
+            // Exchanges in flight carry what the reset ended: the retired identity, a device to add.
+            try db.execute(sql: "DELETE FROM contact_requests WHERE from_account = ? OR to_account = ?", arguments: [account.rawValue, account.rawValue])
+            try db.execute(sql: "DELETE FROM link_requests WHERE account = ?", arguments: [account.rawValue])
+        }
+        if let recovery = write.recovery { try Self.upsert(recovery, account: account, db) }
+        try Self.audit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
+                       detail: nil)
     }
 
     /// The chain's links from `after` (exclusive), in order, and the head.
@@ -99,6 +121,10 @@ extension KeyVaultDatabase {
         }
     }
 
+    /// The `used_once` kind that keeps a deleted account's id, never expiring: the id is
+    /// not taken again (``StoreError/accountDeleted``).
+    package static let deletedAccount = "account.deleted"
+
     /// Deletes the account and everything of it (links, devices, boxes, wraps,
     /// attachments, recovery slot, audit log, identity wraps, the share boxes it stored,
     /// contact requests from or to it: by their foreign keys) in one transaction, and
@@ -109,6 +135,8 @@ extension KeyVaultDatabase {
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
             guard db.changesCount > 0 else { throw StoreError.notFound }
             try db.execute(sql: "DELETE FROM share_boxes WHERE grantee = ?", arguments: [account.rawValue])
+            try db.execute(sql: "INSERT OR IGNORE INTO used_once (kind, value, expires) VALUES (?, ?, ?)",
+                           arguments: [Self.deletedAccount, account.rawValue, Int64.max])
         }
     }
 

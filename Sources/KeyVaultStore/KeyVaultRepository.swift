@@ -30,6 +30,12 @@ package protocol KeyVaultRepository: Sendable {
     ///   `.linkRequestClosed` when the link request it approves is no longer pending.
     func append(_ account: AccountID, _ write: ChainWrite) async throws
 
+    /// An account brought from another server: created from `create` when given, then
+    /// each write appended as ``append(_:_:)`` would, all in one transaction.
+    ///
+    /// - Throws: as ``createAccount(_:genesis:device:boxes:recovery:)`` and ``append(_:_:)``; nothing is stored then.
+    func importAccount(_ account: AccountID, create: AccountGenesis?, writes: [ChainWrite]) async throws
+
     /// The chain's links from `after` (exclusive), in order, and the head; nil for no such account.
     func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)?
 

@@ -76,6 +76,18 @@ package struct ChainWrite: Sendable {
     }
 }
 
+/// What creates an account: its genesis link, first device and first boxes.
+package struct AccountGenesis: Sendable {
+    package var genesis: StoredLink
+    package var device: StoredDevice
+    package var boxes: [KeyBox]
+    package init(genesis: StoredLink, device: StoredDevice, boxes: [KeyBox]) {
+        self.genesis = genesis
+        self.device = device
+        self.boxes = boxes
+    }
+}
+
 /// Failures counted in a window (``KeyVaultRepository/recordFailure(_:at:since:limit:cap:)``).
 package struct FailureCounts: Sendable, Equatable {
     /// Rows across every key, counted only up to the cap (and not at all when a key

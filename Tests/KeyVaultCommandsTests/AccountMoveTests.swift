@@ -66,7 +66,7 @@ func anAccountMovesFromSQLiteToPostgreSQLAndEveryAttachmentOpensOnEveryDevice() 
         }
 
         // The old copy goes; the account lives on where it moved.
-        #expect(try keyctl(["account", "delete", "--old-server", target.url, "--yes"] + story.home("laptop")).code == 64)
+        #expect(try keyctl(["account", "delete", "--old-server", target.url + "/", "--yes"] + story.home("laptop")).code == 64)
         _ = try story.run(["account", "delete", "--old-server", story.url, "--yes"], "laptop")
         #expect(try await story.server.request("GET", "/v1/accounts/\(account)/recovery").0 == 404)
         #expect(try story.run(["audit"], "phone")["ok"] as? Bool == true)

@@ -76,14 +76,36 @@ extension TestClientProtocol {
         func held() async throws -> TestResponse { try await client.signed(exported.phone, .get, "/v1/accounts/\(account)/chain") }
 
         // The device the chain revoked cannot place it; nor can anyone with a box moved to another link.
-        #expect(try await client.importAccount(exported.request(), signedBy: exported.laptop).status == .forbidden)
+        let byLaptop = try await client.importAccount(exported.request(), signedBy: exported.laptop)
+        #expect(byLaptop.status == .forbidden && errorCode(byLaptop) == "wrong_signer")
         var moved = exported.request()
         moved.boxes[1].sequence = 3
-        #expect(try await client.importAccount(moved, signedBy: exported.phone).status != .created)
+        let movedBox = try await client.importAccount(moved, signedBy: exported.phone)
+        #expect(movedBox.status == .unauthorized && errorCode(movedBox) == "bad_signature", "\(String(buffer: movedBox.body))")
         var tampered = exported.request()
         tampered.links[3] = exported.laptop.link(.memberAdd, after: try ChainState(links: Array(exported.links[...2])),
                                                  body: ["member": Hex.encode(SystemRandom.bytes(count: 16)), "memberGeneration": "1"])
-        #expect(try await client.importAccount(tampered, signedBy: exported.phone).status != .created)
+        let broken = try await client.importAccount(tampered, signedBy: exported.phone)
+        #expect(broken.status == .conflict && errorCode(broken) == "stale_chain", "\(String(buffer: broken.body))")
+        // What goes beside the chain names the head's keys: a wrap of no member, a slot of another code.
+        var stray = exported.request()
+        stray.wraps[0].member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        #expect(try await client.importAccount(stray, signedBy: exported.phone).status == .badRequest)
+        var otherCode = exported.request()
+        otherCode.recovery = RecoveryFixture().slot
+        #expect(try await client.importAccount(otherCode, signedBy: exported.phone).status == .badRequest)
+        // Signed, but not this body; signed too long ago; signed again with a nonce used.
+        let body = Array(try JSONEncoder().encode(exported.request()))
+        var other = exported.request()
+        other.wraps = []
+        var headers = exported.phone.signedHeaders(.post, "/v1/accounts/import", body: body)
+        headers[.contentType] = "application/json"
+        let swapped = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: try jsonBody(other))
+        #expect(swapped.status == .unauthorized && errorCode(swapped) == "bad_signature")
+        var old = exported.phone.signedHeaders(.post, "/v1/accounts/import", body: body, timestamp: Int64(Date().timeIntervalSince1970) - 3600)
+        old[.contentType] = "application/json"
+        let late = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: old, body: ByteBuffer(bytes: body))
+        #expect(late.status == .unauthorized && errorCode(late) == "stale_timestamp")
         #expect(try await held().status != .ok, "a refused import left the account here")
 
         // A part first (an import cut off after link 2), then the whole: brought forward.
@@ -118,5 +140,29 @@ extension TestClientProtocol {
         let forked = try await client.importAccount(fork.request(), signedBy: fork.phone)
         #expect(forked.status == .conflict && errorCode(forked) == "account_exists", "\(String(buffer: forked.body))")
         #expect(try decode(ChainResponse.self, try await held()).head == exported.state.head)
+
+        // A replayed import is refused; a deleted account's id is not taken again.
+        let replayed = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body))
+        #expect(replayed.status == .ok)
+        let again2 = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body))
+        #expect(again2.status == .unauthorized && errorCode(again2) == "replayed_nonce")
+        #expect(try await client.signed(exported.phone, .delete, "/v1/accounts/\(account)").status == .noContent)
+        let back = try await client.importAccount(exported.request(), signedBy: exported.phone)
+        #expect(back.status == .conflict && String(buffer: back.body).contains("deleted"), "\(String(buffer: back.body))")
+        #expect(try await held().status != .ok)
+    }
+}
+
+/// On a server that takes new accounts by invitation, an import that creates one takes the token as creation does.
+@Test(arguments: StoreBackend.all) func anImportThatCreatesAnAccountTakesTheInviteToken(_ backend: StoreBackend) async throws {
+    try await testApplication(backend) { $0.inviteToken = "family-invite-0123456789" }.test(.router) { client in
+        let exported = try Exported()
+        let refused = try await client.importAccount(exported.request(), signedBy: exported.phone)
+        #expect(refused.status == .forbidden && errorCode(refused) == "invite_required")
+        let body = Array(try JSONEncoder().encode(exported.request()))
+        var headers = exported.phone.signedHeaders(.post, "/v1/accounts/import", body: body)
+        headers[.contentType] = "application/json"
+        headers[HTTPField.Name("KeyVault-Invite")!] = "family-invite-0123456789"
+        #expect(try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body)).status == .created)
     }
 }

@@ -290,8 +290,14 @@ import Testing
         #expect(response.status == .noContent)
         let after = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain")
         #expect(after.status == .unauthorized && errorCode(after) == "unknown_device")
-        // The same genesis can found the account again: nothing of it was left.
-        _ = try await client.createAccount(phone)
+        // Its id is not taken again (a copy of its chain as it once stood cannot come back
+        // here); its device can found another account: nothing of it was left.
+        let again = try await client.execute(uri: "/v1/accounts", method: .post, headers: [.contentType: "application/json"],
+                                             body: try jsonBody(CreateAccountRequest(genesis: phone.genesis(), boxes: [], recovery: nil)))
+        #expect(again.status == .conflict && String(buffer: again.body).contains("deleted"), "\(String(buffer: again.body))")
+        let other = try await client.execute(uri: "/v1/accounts", method: .post, headers: [.contentType: "application/json"],
+                                             body: try jsonBody(CreateAccountRequest(genesis: phone.genesis(time: 1_800_000_000), boxes: [], recovery: nil)))
+        #expect(other.status == .created, "\(String(buffer: other.body))")
     }
 }
 

@@ -29,8 +29,8 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
     try changed.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
 }
 
-/// Issue 22, item 1. An export is checked as it is read: a chunk the old server altered
-/// fails it and writes no file. An import is checked again by the device that puts it on
+/// Issue 22, item 1. An export is checked as it is read: a chunk the old server altered,
+/// or a key wrap or box it withholds, fails it and writes no file. An import is checked again by the device that puts it on
 /// the new server: a chunk altered in the file, or a name moved to another attachment,
 /// is refused, and the new server is left no attachment that opens wrong (one whose
 /// chunks did not all check is never completed there).
@@ -46,6 +46,13 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
         fixture.transport.tamper { request, reply in
             if request.target.hasSuffix("/chunks/1"), reply.status == 200, !reply.body.isEmpty { reply.body[reply.body.count / 2] ^= 1 }
         }
+        await #expect(throws: KeyVaultError.self) { _ = try await laptop.exportAccount(toFileAt: file) }
+        #expect(!FileManager.default.fileExists(atPath: file), "a refused export left a file")
+        // The old server withholds the member key's wrap (a file that would leave every device
+        // unable to open Emma where it moves), or the recovery code's box: refused, no file.
+        fixture.transport.tamper(rewriting("/wraps", as: [String: [MemberWrap]].self) { $0["wraps"] = [] })
+        await #expect(throws: KeyVaultError.self) { _ = try await laptop.exportAccount(toFileAt: file) }
+        fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { $0["boxes"]?.removeAll { $0.recipient == "recovery" } })
         await #expect(throws: KeyVaultError.self) { _ = try await laptop.exportAccount(toFileAt: file) }
         #expect(!FileManager.default.fileExists(atPath: file), "a refused export left a file")
         fixture.transport.tamper(nil)
@@ -74,6 +81,13 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
             let there = ServerAPI(transport: target, account: laptop.account, keys: await laptop.record.keys)
             #expect(!(try await there.attachments(member: emma.id)).contains { $0.address == scanAddress },
                     "an attachment whose chunks did not all check was completed")
+            // The new server (or anyone holding Emma's key) puts other bytes at the scan's address:
+            // an import that meets "already there" opens it there first, and replaces it.
+            let junk = AttachmentObject(
+                key: try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes,
+                content: try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1,
+                                           context: EnvelopeContext(purpose: "attachment-content")).bytes)
+            _ = try await there.putAttachment(member: emma.id, address: scanAddress, object: junk)
 
             // A name moved from one attachment to the other: refused.
             try original.write(toFile: file, atomically: true, encoding: .utf8)
@@ -96,6 +110,7 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
             #expect(imported.attachments == 2 && imported.linksAppended == 0)
             let listed = try await there.attachments(member: emma.id)
             #expect(listed.count == 2 && listed.allSatisfy { $0.sealedMeta != nil })
+            #expect(try await there.chunkList(member: emma.id, address: scanAddress) != nil, "the bytes planted at the scan's address were kept")
         }
     }
 }

@@ -14,8 +14,10 @@ extension ServiceState {
     /// appends are; the request must be signed by a device active at the chain's head
     /// (so a server that kept an older copy, or a device revoked since, cannot place
     /// it). An account this server holds already is brought forward from its head when
-    /// its chain is the start of this one (an import cut off goes on), and refused
-    /// otherwise. Each link is stored as an append is, one transaction each.
+    /// its chain is the start of this one (a newer export of an account moved before),
+    /// and refused otherwise. Each link is stored as its append was, all of them in one
+    /// transaction: an import stored in part, with devices active that a later link
+    /// revokes, is never there. An account id deleted here is not taken again.
     ///
     /// Authority: none beyond the chain's own. What the chain revoked is revoked here
     /// from the first link on; a revocation on the old server after the export reaches
@@ -24,17 +26,16 @@ extension ServiceState {
     /// the other server, so a chain with grants in force is refused.
     func importAccount(_ request: ImportAccountRequest, signed claim: RequestSignature.Claim, method: String, path: String,
                        bodyHash: [UInt8], invite: () throws -> Void) async throws -> ImportAccountResponse {
+        let now = RecoveryGate.now(), window = configuration.signatureWindowSeconds
+        guard claim.timestamp >= now - window, claim.timestamp <= now + window else {
+            throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
+        }
         let state = try ChainState.replay(request.links, checking: request.boxes)
-        let genesis = request.links[0], boxesAt = Dictionary(grouping: request.boxes, by: \.sequence)
         guard let signer = state.devices[claim.device], signer.isActive else {
             throw APIError(.wrongSigner, "an import is signed by a device active at the head of the chain it brings")
         }
         guard claim.isValid(method: method, path: path, query: "", bodyHash: bodyHash, key: signer.signingKey) else {
             throw ProtocolError(.badSignature, "the request signature does not verify")
-        }
-        let now = RecoveryGate.now(), window = configuration.signatureWindowSeconds
-        guard claim.timestamp >= now - window, claim.timestamp <= now + window else {
-            throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
         }
         try checkImported(request, at: state)
         guard try await database.useOnce(claim.nonce, kind: "import", expires: now + 2 * window, forgetBefore: now - 2 * window) else {
@@ -42,42 +43,59 @@ extension ServiceState {
         }
 
         // Where this server stands: no account yet, or a chain this one must extend.
-        let account = state.account
-        let start: Int, held: Int
+        let account = state.account, genesis = request.links[0]
+        var held = 0
         if let stored = try await database.links(account, after: nil) {
             held = stored.links.count
             guard held >= 1, held <= request.links.count, request.links[held - 1].hash == stored.head else {
-                throw APIError(.accountExists, "this server holds another chain of account \(account) (its link \(held - 1) is not the import's): nothing was imported")
+                throw APIError(.accountExists, "this server holds another chain of account \(account) (its link \(stored.links.count - 1) is not the import's): nothing was imported")
             }
-            start = held
         } else {
             try invite()
-            let first = try ChainState(genesis: genesis), device = first.devices.values.first!
-            try await database.createAccount(
-                account, genesis: try stored(genesis),
-                device: StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
-                                     boxKey: device.boxKey.rawRepresentation, added: 0),
-                boxes: boxesAt[0] ?? [], recovery: nil)
-            await chains.store(first, replacing: true)
-            (start, held) = (1, 0)
         }
-        // Each link stored as its append was: the boxes it was made with; what the chain
-        // kept of before (boxes of links already here) with the first; the wraps and the
-        // recovery slot, which name the head's keys, with the last.
+        // Each link written as its append was, with the boxes made at it; the wraps and the
+        // recovery slot, which name the head's keys, with the last; with the first, the boxes
+        // of links held here already (an earlier import may have come without them). No box
+        // of before the last reset is kept, as the reset itself keeps none.
+        let floor = request.links.last(where: { $0.type == .accountReset })?.body["masterGeneration"].flatMap { UInt32($0) } ?? 0
+        let boxesAt = Dictionary(grouping: request.boxes.filter { $0.generation >= floor }, by: \.sequence)
+        var writes = [ChainWrite](), states = [ChainState]()
         var before = try ChainState(genesis: genesis)
         for (index, link) in request.links.enumerated().dropFirst() {
             var after = before
             try after.apply(link)
             defer { before = after }
-            guard index >= start else { continue }
+            guard index >= max(held, 1) else { continue }
             var write = try chainWrite(link, before: before, after: after, actor: link.signer)
-            write.boxes = request.boxes.filter { $0.sequence == link.sequence || (index == start && $0.sequence < link.sequence) }
-            if index == request.links.count - 1 {
-                write.wraps = request.wraps
-                write.identityWraps = request.identityWraps
-                write.recovery = request.recovery
+            write.boxes = boxesAt[link.sequence] ?? []
+            if writes.isEmpty { write.boxes += boxesAt.filter { $0.key < link.sequence && (held > 0 || $0.key > 0) }.flatMap(\.value) }
+            writes.append(write)
+            states.append(after)
+        }
+        if !writes.isEmpty {
+            writes[writes.count - 1].wraps = request.wraps
+            writes[writes.count - 1].identityWraps = request.identityWraps
+            writes[writes.count - 1].recovery = request.recovery
+        }
+        if held == 0 || !writes.isEmpty {
+            let first = try ChainState(genesis: genesis), device = first.devices.values.first!
+            let create = held > 0 ? nil : AccountGenesis(
+                genesis: try stored(genesis),
+                device: StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
+                                     boxKey: device.boxKey.rawRepresentation, added: 0),
+                boxes: boxesAt[0] ?? [])
+            do {
+                try await database.importAccount(account, create: create, writes: writes)
+            } catch StoreError.staleChain {
+                await chains.forget(account)
+                throw ProtocolError(.staleChain, "the account changed here while it was imported; import again")
             }
-            try await commit(write, of: account, after: after)
+            // The device cache first (a revocation holds from the next request), then the chain.
+            for write in writes {
+                for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: write.link.sequence) }
+                for device in write.newDevices { authenticator.devices.put(device) }
+            }
+            await chains.store(states.last ?? first, replacing: true)
         }
         let appended = request.links.count - held
         try await database.recordAudit(account, event: .accountImport, device: claim.device.rawValue,
