@@ -20,6 +20,8 @@ import Testing
             (.put, "/v1/accounts/\(account)", "DELETE"),
             (.patch, "/v1/accounts/\(account)/chain", "GET, POST"),
             (.options, "/v1/accounts/\(account)/recovery", "GET"),
+            // A fixed segment is not the parameter beside it: `import` is no account.
+            (.delete, "/v1/accounts/import", "POST"),
         ]
         for (method, uri, allow) in cases {
             let response = try await client.execute(uri: uri, method: method)

@@ -21,7 +21,11 @@ struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             let segments = request.uri.path.split(separator: "/")
-            let allowed = Set(paths.filter { Self.matches(segments, $0.segments) }.flatMap(\.methods)).sorted { $0.rawValue < $1.rawValue }
+            // The router takes a fixed segment over a parameter (`/v1/accounts/import` is not an
+            // account): only the paths with the most fixed segments that match say what is allowed.
+            let matching = paths.filter { Self.matches(segments, $0.segments) }
+            let fixed = matching.map { $0.segments.count { $0 != nil } }.max() ?? 0
+            let allowed = Set(matching.filter { $0.segments.count { $0 != nil } == fixed }.flatMap(\.methods)).sorted { $0.rawValue < $1.rawValue }
             guard !allowed.isEmpty else { throw error }
             var refusal = APIError(.methodNotAllowed, "\(request.method.rawValue) is not allowed on \(request.uri.path)")
             refusal.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
