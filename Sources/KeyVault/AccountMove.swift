@@ -72,7 +72,7 @@ extension Vault {
     /// every attachment of every member with its sealed name, as the server keeps them:
     /// ciphertext only. This device checks all of it as it reads it (the chain against
     /// the head it has seen, each box where it was made, each wrap and attachment by
-    /// opening it), so a file written is one ``importAccount(fromFileAt:to:invite:)`` takes.
+    /// opening it), so a file written is one ``importAccount(fromFileAt:to:transport:invite:keepingOldCopy:)`` takes.
     /// Memory stays bounded: attachments pass through one chunk at a time. The file
     /// appears (mode 0600) only once complete.
     ///
@@ -224,7 +224,7 @@ extension Vault {
         KeyVaultError(.badResponse, "the server's answers about attachment \(address) changed while it was exported: export again", kind: .verification)
     }
 
-    /// What ``importAccount(fromFileAt:to:invite:)`` did.
+    /// What ``importAccount(fromFileAt:to:transport:invite:keepingOldCopy:)`` did.
     public struct ImportSummary: Sendable {
         /// The chain's links, and how many of them the new server did not hold before.
         public let links: Int
@@ -232,6 +232,10 @@ extension Vault {
         public let attachments: Int
         /// Attachments the new server held already (an import run again after a cut).
         public let attachmentsAlreadyThere: Int
+        /// Whether this device now uses the new server, and the old server's copy is gone.
+        public let moved: Bool
+        /// Why the old copy was not deleted, when this device moved but that failed.
+        public let oldCopyProblem: String?
     }
 
     /// Puts an export of this account (``exportAccount(toFileAt:)``, from this device or
@@ -242,13 +246,19 @@ extension Vault {
     /// open for its attachment. The new server replays the chain too. Run again after a
     /// cut, it goes on: links and attachments already there are kept.
     ///
-    /// This device keeps using its server until ``move(to:transport:)``. `invite`: the
-    /// new server's invite token, if it takes new accounts by invitation.
+    /// Then, unless `keepingOldCopy`, the move is closed: once the old server is seen to
+    /// hold nothing the new one lacks (no link more, such as a revocation made there
+    /// since; no attachment more), this device moves to `server` and the old copy is
+    /// deleted, so no change can land on it after (the other devices' next command there
+    /// fails, and `server move` takes them over). With `keepingOldCopy`, this device stays
+    /// where it is: ``move(to:transport:)`` and ``deleteAccount(on:)`` do the rest.
+    /// `invite`: the new server's invite token, if it takes new accounts by invitation.
     ///
     /// - Throws: `grant_exists` when members are shared with other accounts (they live
     ///   on this server: end the shares first); `invalid_input` for a file that is not
     ///   an export of this account or is cut short.
-    public func importAccount(fromFileAt path: String, to transport: any HTTPTransport, invite: String? = nil) async throws -> ImportSummary {
+    public func importAccount(fromFileAt path: String, to server: URL, transport: any HTTPTransport, invite: String? = nil,
+                              keepingOldCopy: Bool = false) async throws -> ImportSummary {
         try await sync()
         return try await exclusively {
             let reader = try LineReader(path: path)
@@ -328,7 +338,20 @@ extension Vault {
                 if existed { alreadyThere += 1 }
                 progress(.importingAttachments(done: count))
             }
-            return ImportSummary(links: request.links.count, linksAppended: imported.appended, attachments: count, attachmentsAlreadyThere: alreadyThere)
+            guard !keepingOldCopy else {
+                return ImportSummary(links: request.links.count, linksAppended: imported.appended, attachments: count,
+                                     attachmentsAlreadyThere: alreadyThere, moved: false, oldCopyProblem: nil)
+            }
+            try await checkNothingLeftBehind(on: api, comparedTo: target)
+            _ = try await move(to: server, transport: transport)
+            var problem: String?
+            do {
+                try await api.deleteAccount()
+            } catch let error as KeyVaultError {
+                problem = error.message
+            }
+            return ImportSummary(links: request.links.count, linksAppended: imported.appended, attachments: count,
+                                 attachmentsAlreadyThere: alreadyThere, moved: true, oldCopyProblem: problem)
         }
     }
 
@@ -421,7 +444,7 @@ extension Vault {
     }
 
     /// Points this device at `server`, once the account moved there
-    /// (``importAccount(fromFileAt:to:invite:)``): its chain must verify and extend the head this
+    /// (``importAccount(fromFileAt:to:transport:invite:keepingOldCopy:)``): its chain must verify and extend the head this
     /// device has seen, and hold this device, active, with its keys. A server that
     /// holds an older chain, another one, or none is refused, and nothing changes.
     /// Open the vault again to use the new server.
@@ -451,18 +474,27 @@ extension Vault {
         try await sync()
         try await exclusively {
             let old = ServerAPI(transport: transport, account: account, keys: record.keys)
-            let there = try await old.chain().links
-            guard let last = there.last, there.count <= links.count, links[there.count - 1].hash == last.hash else {
-                throw KeyVaultError(.invalidInput, "the old server's copy of the account has changes this server lacks (its chain ends at link \(max(there.count, 1) - 1), another than this device verified here): nothing was deleted; export from a device still using the old server, and import again")
-            }
-            for member in try chain.members.keys {
-                let here = Set(try await api.attachments(member: member).map(\.address))
-                let missing = try await old.attachments(member: member).filter { !here.contains($0.address) }
-                guard missing.isEmpty else {
-                    throw KeyVaultError(.invalidInput, "\(missing.count) attachment(s) on the old server are not on this one (\(missing[0].address)…): nothing was deleted; import the export again")
-                }
-            }
+            try await checkNothingLeftBehind(on: old, comparedTo: api)
             try await old.deleteAccount()
+        }
+    }
+
+    /// Refuses unless `old` holds nothing `new` lacks: its chain is the start of the one
+    /// `new` holds (not a link more, such as a revocation made there after the export),
+    /// and each of its attachments is listed by `new` too.
+    ///
+    /// - Throws: `invalid_input` naming what would be lost.
+    private func checkNothingLeftBehind(on old: ServerAPI, comparedTo new: ServerAPI) async throws {
+        let there = try await old.chain().links, here = try await new.chain().links
+        guard let last = there.last, there.count <= here.count, here[there.count - 1].hash == last.hash else {
+            throw KeyVaultError(.invalidInput, "the old server's copy of the account has changes the new one lacks (its chain ends at link \(max(there.count, 1) - 1)): nothing was deleted there; export again from a device still using it, and import again")
+        }
+        for member in try chain.members.keys {
+            let kept = Set(try await new.attachments(member: member).map(\.address))
+            let missing = try await old.attachments(member: member).filter { !kept.contains($0.address) }
+            guard missing.isEmpty else {
+                throw KeyVaultError(.invalidInput, "\(missing.count) attachment(s) on the old server are not on the new one (\(missing[0].address)…): nothing was deleted there; export and import again")
+            }
         }
     }
 }

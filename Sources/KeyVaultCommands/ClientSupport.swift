@@ -92,8 +92,9 @@ struct HomeOptions: ParsableArguments {
 
     /// Opens this device's vault and, unless `tellingChanges` is false, first tells what
     /// other devices changed since it last looked (``AccountLog/tell(_:options:)``), once.
-    func openVault(tellingChanges: Bool = true) async throws -> Vault {
-        let vault = try await Vault.open(storage: storage, passphrase: passphrasePrompt, progress: progress,
+    /// `offline`: from the chain this device kept, without its server (`server move`, when that server is gone).
+    func openVault(tellingChanges: Bool = true, offline: Bool = false) async throws -> Vault {
+        let vault = try await Vault.open(storage: storage, offline: offline, passphrase: passphrasePrompt, progress: progress,
                                          transportFor: { try transport(for: $0.absoluteString) })
         if tellingChanges {
             do {

@@ -79,7 +79,7 @@ enum Hints {
         case .responseTooLarge:
             return "a KeyVault server never sends that much here; check --server, or report it if the server is yours"
         case .unknownDevice:
-            return "was the account deleted? check `keyctl status` and --server"
+            return "was the account deleted, or moved to another server? if it moved: `keyctl server move URL`; else check `keyctl status` and --server"
         case .wrongRecoveryCode, .malformedAnchor:
             return "check the words (`keyctl recovery verify`) and the account id; a code replaced by `keyctl recovery rotate` no longer works"
         case .recoveryCompromised:

@@ -18,8 +18,7 @@ extension Account {
                 To move the account to another server:
                   keyctl account export --to account.kvx
                   keyctl account import account.kvx --server https://new.example.org
-                  keyctl server move https://new.example.org      (on every device)
-                  keyctl account delete --old-server https://old.example.org
+                  keyctl server move https://new.example.org      (on every other device)
 
                 --json prints {"file", "links", "attachments", "namesLeftOut", "bytes"}.
                 """)
@@ -56,17 +55,26 @@ extension Account {
                 and matches it to its address before the new server keeps it. Run again
                 after a cut, it goes on where it stopped.
 
-                Shares with other accounts do not move (those accounts stay on the old
-                server): end them first. This device keeps using its server until
-                `keyctl server move URL`; run that on every device.
+                Then, once the old server is seen to hold nothing the new one lacks, this
+                device moves to the new server and the old copy is deleted, so that no
+                change (a revocation, say) can land there after the move. The other
+                devices' next command there fails; `keyctl server move URL` takes each one
+                over. --keep-old-copy leaves the old copy and this device where they are
+                (then `server move` here too, and `account delete --old-server` at the end).
 
-                --json prints {"server", "links", "linksAppended", "attachments", "attachmentsAlreadyThere"}.
+                Shares with other accounts do not move (those accounts stay on the old
+                server): end them first.
+
+                --json prints {"server", "links", "linksAppended", "attachments",
+                "attachmentsAlreadyThere", "moved", "oldCopyProblem"}.
                 """)
 
         @Argument(help: ArgumentHelp("The file `account export` wrote.", valueName: "file"))
         var file: String
 
         @OptionGroup var server: ServerOptions
+        @Flag(name: .long, help: "Leave the old server's copy, and this device on the old server.")
+        var keepOldCopy = false
         @OptionGroup var invitation: InviteOptions
         @OptionGroup var options: HomeOptions
 
@@ -76,14 +84,23 @@ extension Account {
                 throw KeyctlError(.io, "cannot read \(file)", hint: "give the file `\(KeyctlMain.invokedName) account export --to FILE` wrote", exitCode: .usage)
             }
             let vault = try await options.openVault()
-            let summary = try await vault.importAccount(fromFileAt: file, to: transport, invite: try invitation.token)
+            let summary = try await vault.importAccount(fromFileAt: file, to: try server.url, transport: transport,
+                                                        invite: try invitation.token, keepingOldCopy: keepOldCopy)
             let kept = summary.attachmentsAlreadyThere == 0 ? "" : " (\(summary.attachmentsAlreadyThere) were there already)"
-            options.result(["server": server.server, "links": summary.links, "linksAppended": summary.linksAppended,
-                            "attachments": summary.attachments, "attachmentsAlreadyThere": summary.attachmentsAlreadyThere], """
+            let next = !summary.moved
+                ? "Every device still uses \(vault.server). On each one, run:\n  \(KeyctlMain.invokedName) server move \(server.server)\nthen, once all moved:  \(KeyctlMain.invokedName) account delete --old-server \(vault.server)"
+                : "This device now uses it. " + (summary.oldCopyProblem.map {
+                    "The old copy on \(vault.server) could not be deleted (\($0)): run `\(KeyctlMain.invokedName) account delete --old-server \(vault.server)`."
+                  } ?? "The old copy on \(vault.server) was deleted.")
+                  + "\nOn every other device, run:\n  \(KeyctlMain.invokedName) server move \(server.server)"
+            var object: [String: Any] = ["server": server.server, "links": summary.links, "linksAppended": summary.linksAppended,
+                                         "attachments": summary.attachments, "attachmentsAlreadyThere": summary.attachmentsAlreadyThere,
+                                         "moved": summary.moved]
+            object["oldCopyProblem"] = summary.oldCopyProblem
+            options.result(object, """
                 Account \(vault.account) is on \(server.server) now: \(summary.links) changes in its history \
                 (\(summary.linksAppended) new there), \(summary.attachments) attachment(s)\(kept), all checked.
-                Every device still uses \(vault.server). On each one, run:
-                  \(KeyctlMain.invokedName) server move \(server.server)
+                \(next)
 
                 """)
         }
@@ -100,9 +117,11 @@ struct Server: AsyncParsableCommand {
             abstract: "Use another server for this device's account, once the account is there.",
             discussion: """
                 The new server's chain must verify, hold this device, and extend the newest
-                one this device has seen: a server holding an older copy of the account,
-                another one, or none is refused and nothing changes. Put the account there
-                first with `keyctl account import FILE --server URL` on one device.
+                one this device has seen (read from the old server first, or, when the
+                account is gone from there, the one this device kept): a server holding an
+                older copy of the account, another one, or none is refused and nothing
+                changes. Put the account there first with `keyctl account import FILE
+                --server URL` on one device.
 
                 --json prints {"server", "previous", "chainLength"}.
                 """)
@@ -120,12 +139,20 @@ struct Server: AsyncParsableCommand {
 
         func run() async throws {
             let transport = try options.transport(for: url)
-            let vault = try await options.openVault()
+            // The old server first, for the newest head this device can see; when the account
+            // is gone from there (moved, its copy deleted) or the server is, the chain it kept.
+            let vault: Vault
+            do {
+                vault = try await options.openVault()
+            } catch let error as KeyVaultError where [.unknownDevice, .notFound, .network].contains(error.code) {
+                vault = try await options.openVault(offline: true)
+            }
             guard let target = URL(string: url) else { throw KeyctlError(.invalidInput, "\(url) is not a URL", exitCode: .usage) }
             let sequence = try await vault.move(to: target, transport: transport)
             options.result(["server": target.absoluteString, "previous": vault.server, "chainLength": sequence + 1], """
                 This device now uses \(target.absoluteString) (its copy of the account holds all \(sequence + 1) changes this device has seen).
-                When every device has moved, delete the old copy:  \(KeyctlMain.invokedName) account delete --old-server \(vault.server)
+                If the old server still holds a copy (an import with --keep-old-copy), delete it once every device moved:
+                  \(KeyctlMain.invokedName) account delete --old-server \(vault.server)
 
                 """)
         }

@@ -73,7 +73,7 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
                 return "{\"chunk\":\"\(base64Encode(sealed))\"}"
             }
             do {
-                _ = try await laptop.importAccount(fromFileAt: file, to: target)
+                _ = try await laptop.importAccount(fromFileAt: file, to: URL(string: "http://target")!, transport: target)
                 Issue.record("an altered chunk was imported")
             } catch let error as KeyVaultError {
                 #expect(error.kind == .verification, "\(error)")
@@ -99,15 +99,20 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
             try #require(metas.count == 2)
             try rewriteLine(file, where: { $0.contains(metas[1]) }) { $0.replacingOccurrences(of: metas[1], with: metas[0]) }
             do {
-                _ = try await laptop.importAccount(fromFileAt: file, to: target)
+                _ = try await laptop.importAccount(fromFileAt: file, to: URL(string: "http://target")!, transport: target)
                 Issue.record("a name moved to another attachment was imported")
             } catch let error as KeyVaultError {
                 #expect(error.kind == .verification, "\(error)")
             }
             // The file as it was: the import goes on, every attachment there with its name.
             try original.write(toFile: file, atomically: true, encoding: .utf8)
-            let imported = try await laptop.importAccount(fromFileAt: file, to: target)
+            let imported = try await laptop.importAccount(fromFileAt: file, to: URL(string: "http://target")!, transport: target)
             #expect(imported.attachments == 2 && imported.linksAppended == 0)
+            // The move closed: this device uses the new server, and the old copy is gone.
+            #expect(imported.moved && imported.oldCopyProblem == nil && laptop.server == "test")
+            #expect(try fixture.home("laptop").load().server == "http://target")
+            let gone = try await fixture.transport.send(HTTPExchange(method: "GET", target: "/v1/accounts/\(laptop.account)/recovery"))
+            #expect(gone.status == 404, "the old server still holds the account")
             let listed = try await there.attachments(member: emma.id)
             #expect(listed.count == 2 && listed.allSatisfy { $0.sealedMeta != nil })
             #expect(try await there.chunkList(member: emma.id, address: scanAddress) != nil, "the bytes planted at the scan's address were kept")

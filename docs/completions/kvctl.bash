@@ -1165,7 +1165,7 @@ _kvctl_account_export() {
 
 _kvctl_account_import() {
     repeating_flags=()
-    non_repeating_flags=(--json --insecure-http --version -h --help)
+    non_repeating_flags=(--keep-old-copy --json --insecure-http --version -h --help)
     repeating_options=()
     non_repeating_options=(--server --invite --invite-file --home --ca-cert)
     __kvctl_offer_flags_options 1

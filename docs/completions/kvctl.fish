@@ -130,7 +130,7 @@ function __kvctl_parse_tokens -S
             case 'export'
                 __kvctl_parse_subcommand 0 'to=' 'home=' 'json' 'insecure-http' 'ca-cert=' 'version' 'h/help'
             case 'import'
-                __kvctl_parse_subcommand 1 'server=' 'invite=' 'invite-file=' 'home=' 'json' 'insecure-http' 'ca-cert=' 'version' 'h/help'
+                __kvctl_parse_subcommand 1 'server=' 'keep-old-copy' 'invite=' 'invite-file=' 'home=' 'json' 'insecure-http' 'ca-cert=' 'version' 'h/help'
             end
         case 'server'
             __kvctl_parse_subcommand 0 'version' 'h/help'
@@ -543,6 +543,7 @@ complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "k
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl account export" version' -l 'version' -d 'Show the version.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl account export" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl account import" server' -l 'server' -d 'The KeyVault server, e.g. https://keys.example.org, or http://127.0.0.1:8080 on this machine (plain http:// elsewhere needs --insecure-http).' -rfka ''
+complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl account import" keep-old-copy' -l 'keep-old-copy' -d 'Leave the old server\'s copy, and this device on the old server.'
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl account import" invite' -l 'invite' -d 'The server\'s invite token, if it takes new accounts by invitation (KEYCTL_INVITE or --invite-file keep it out of the process list).' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl account import" invite-file' -l 'invite-file' -d 'A file holding the server\'s invite token (its first line).' -rfka ''
 complete -c 'kvctl' -n '__kvctl_should_offer_completions_for_flags_or_options "kvctl account import" home' -l 'home' -d 'This device\'s home directory (default: $KEYCTL_HOME, else ~/.keyctl).' -rfka ''
