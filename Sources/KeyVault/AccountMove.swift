@@ -73,8 +73,9 @@ extension Vault {
     /// ciphertext only. This device checks all of it as it reads it (the chain against
     /// the head it has seen, each box where it was made, each wrap and attachment by
     /// opening it), so a file written is one ``importAccount(fromFileAt:to:transport:invite:keepingOldCopy:)`` takes.
-    /// Memory stays bounded: attachments pass through one chunk at a time. The file
-    /// appears (mode 0600) only once complete.
+    /// Memory stays bounded: attachments in chunks pass through one chunk at a time (an
+    /// object an older server kept whole, at most its limit, whole). The file appears
+    /// (mode 0600) only once complete.
     ///
     /// - Throws: ``KeyVaultError`` `io` when the file cannot be written; a verification
     ///   error when something the server holds does not check (nothing is written).
@@ -105,6 +106,9 @@ extension Vault {
 
             let request = ImportAccountRequest(links: links, boxes: boxes, wraps: wraps, recovery: recovery, identityWraps: identityWraps)
             try await checkKept(request, in: state, from: "the server")
+            guard try ExportLine.encoder.encode(request).count <= ImportAccountRequest.maxBytes else {
+                throw KeyVaultError(.payloadTooLarge, "the account's history and keys are larger than an import takes (\(Self.sizeText(ImportAccountRequest.maxBytes))): it cannot move this way")
+            }
 
             let file: AtomicFile.Writer
             do { file = try AtomicFile.Writer(path) } catch let error as AtomicFile.Failure { throw KeyVaultError(.io, error.message) }
@@ -128,8 +132,7 @@ extension Vault {
                     // One in chunks: its plaintext size from its last chunk's length, for the import's upload to name.
                     if let list = try await api.chunkList(member: member.id, address: address) {
                         // The server's word, bounded before any arithmetic on it (the download checks the rest).
-                        guard list.chunks >= 1, let shift = UInt8(exactly: list.chunkShift), AttachmentObject.chunkShifts.contains(shift),
-                              case let (whole, overflow) = (list.chunks - 1).multipliedReportingOverflow(by: 1 << Int(shift)), !overflow,
+                        guard let shift = list.readableShift, case let (whole, overflow) = (list.chunks - 1).multipliedReportingOverflow(by: 1 << Int(shift)), !overflow,
                               whole <= ServerAPI.maxExportedAttachmentBytes else {
                             throw KeyVaultError(.badResponse, "the server's chunk list of \(address) is not one a reader takes", kind: .verification)
                         }
@@ -281,7 +284,7 @@ extension Vault {
             guard header.account == account else {
                 throw KeyVaultError(.invalidInput, "\(path) is an export of account \(header.account), not of this device's account \(account)")
             }
-            guard let request = try next(24 << 20, "the account's chain").state else {
+            guard let request = try next(ImportAccountRequest.maxBytes + 64, "the account's chain").state else {
                 throw KeyVaultError(.invalidInput, "\(path) has no chain where its second line should be")
             }
             // Checked as the server's chain is: it must extend what this device has seen.
@@ -297,7 +300,7 @@ extension Vault {
             }
             try await checkKept(request, in: state, from: path)
             if let grant = state.grants.values.first {
-                throw KeyVaultError(.grantExists, "member \(grant.member) is shared with account \(grant.grantee), which stays on this server: end the share (`share end`) and export again")
+                throw KeyVaultError(.grantExists, "member \(grant.member) is shared with account \(grant.grantee), which stays on this server: end the share (unshare the member) and export again")
             }
             let target = ServerAPI(transport: transport, account: account, keys: record.keys)
             let imported = try await target.importAccount(request, invite: invite)
@@ -312,7 +315,7 @@ extension Vault {
                 let line = try next(Self.chunkLineLimit, "its end")
                 if let end = line.end {
                     guard end.links == request.links.count, end.attachments == count else {
-                        throw KeyVaultError(.invalidInput, "\(path) says it holds \(end.attachments) attachments, but \(count) came before its end")
+                        throw KeyVaultError(.invalidInput, "\(path) ends saying it holds \(end.links) changes and \(end.attachments) attachments, but it holds \(request.links.count) and \(count): it is damaged (export again)")
                     }
                     break
                 }
@@ -347,6 +350,8 @@ extension Vault {
             var problem: String?
             do {
                 try await api.deleteAccount()
+                record.movedFrom = nil
+                try home.save(record)
             } catch let error as KeyVaultError {
                 problem = error.message
             }
@@ -365,7 +370,8 @@ extension Vault {
         func refused(_ error: any Error) -> KeyVaultError { KeyVaultError.verification(error, "attachment \(address) of the export") }
         let replace = listed ? !(try await opens(address, member: member, at: target)) : false
         if line.whole == true {
-            guard let text = try next(ServerAPI.maxAttachmentReplyBytes / 3 * 4 + 64).object, let bytes = base64Decode(text) else {
+            let whole = try await target.attachmentLimits()?.whole ?? ServerAPI.maxAttachmentReplyBytes
+            guard let text = try next(min(whole, ServerAPI.maxAttachmentReplyBytes) / 3 * 4 + 64).object, let bytes = base64Decode(text) else {
                 throw KeyVaultError(.invalidInput, "attachment \(address) has no object line")
             }
             if listed, !replace { return true }
@@ -373,7 +379,8 @@ extension Vault {
                 let object = try AttachmentObject(bytes: bytes)
                 let (keyKeys, addressKeys) = try await keys(forKeyPart: object.key, address: address, member: member)
                 try AttachmentCrypto.open(object, address: address, account: account, keyKeys: keyKeys, addressKeys: addressKeys, into: { _ in })
-                return try await target.putAttachment(member: member.id, address: address, object: object, replace: replace).existed == true
+                let existed = try await target.putAttachment(member: member.id, address: address, object: object, replace: replace).existed == true
+                return existed ? try await keptThere(address, member: member, at: target) : false
             } catch let error as VaultError {
                 throw refused(error)
             } catch let error as ProtocolError {
@@ -399,6 +406,9 @@ extension Vault {
             throw refused(error)
         }
         let started = try await target.beginUpload(member: member.id, address: address, key: key, chunkShift: shift, size: size, replace: replace)
+        guard started.existed || started.chunks == count else {
+            throw KeyVaultError(.badResponse, "the new server's answer to an upload of \(count) chunks names \(started.chunks)")
+        }
         for index in 0..<count {
             guard let text = try next(Self.chunkLineLimit).chunk, let sealed = base64Decode(text) else {
                 throw KeyVaultError(.invalidInput, "attachment \(address) has \(index) of its \(count) chunks")
@@ -410,34 +420,27 @@ extension Vault {
             progress(.sendingAttachment(done: index + 1, of: count))
         }
         do { try reader.finish() } catch { throw refused(error) }
-        guard let upload = started.upload, !started.existed else { return true }
-        return try await target.completeUpload(member: member.id, address: address, upload: upload, replace: replace).existed == true
+        guard let upload = started.upload, !started.existed else { return try await keptThere(address, member: member, at: target) }
+        let info = try await target.completeUpload(member: member.id, address: address, upload: upload, replace: replace)
+        return info.existed == true ? try await keptThere(address, member: member, at: target) : false
+    }
+
+    /// An address the new server says it holds, though it listed it not: true when what
+    /// it holds opens there; refused otherwise (the next import, finding it listed, replaces it).
+    private func keptThere(_ address: ContentAddress, member: Member, at target: ServerAPI) async throws -> Bool {
+        guard try await opens(address, member: member, at: target) else {
+            throw KeyVaultError(.addressMismatch, "the new server holds something else at \(address): run the import again to replace it",
+                                kind: .verification)
+        }
+        return true
     }
 
     /// Whether what `target` holds at `address` opens to content with that address
     /// (fetched and opened chunk by chunk, nothing kept).
     private func opens(_ address: ContentAddress, member: Member, at target: ServerAPI) async throws -> Bool {
         do {
-            if let list = try await target.chunkList(member: member.id, address: address) {
-                guard list.chunks >= 1, let shift = UInt8(exactly: list.chunkShift), AttachmentObject.chunkShifts.contains(shift) else { return false }
-                let key = try await target.attachmentKey(member: member.id, address: address)
-                let (keyKeys, addressKeys) = try await keys(forKeyPart: key, address: address, member: member)
-                var reader = try SealedChunks(key: key, count: list.chunks, chunkShift: shift, address: address, account: account,
-                                              keyKeys: keyKeys, addressKeys: addressKeys)
-                for index in 0..<list.chunks {
-                    _ = try reader.open(try await target.attachmentChunk(member: member.id, address: address, index: index), index: index)
-                }
-                try reader.finish()
-            } else {
-                let object = try AttachmentObject(bytes: try await target.attachment(member: member.id, address: address))
-                let (keyKeys, addressKeys) = try await keys(forKeyPart: object.key, address: address, member: member)
-                try AttachmentCrypto.open(object, address: address, account: account, keyKeys: keyKeys, addressKeys: addressKeys, into: { _ in })
-            }
+            try await open(address, member: member, from: target, into: { _ in })
             return true
-        } catch is VaultError {
-            return false
-        } catch is ProtocolError {
-            return false
         } catch let error as KeyVaultError where error.kind == .verification {
             return false
         }
@@ -454,6 +457,7 @@ extension Vault {
         try await exclusively {
             let there = try await ServerAPI(transport: transport, account: account, keys: record.keys).chain()
             let verified = try adopt(there.links, from: server.absoluteString)
+            if !Self.sameServer(record.server, server.absoluteString) { record.movedFrom = record.server }
             record.server = server.absoluteString
             record.head = verified.head
             record.sequence = verified.sequence
@@ -462,21 +466,40 @@ extension Vault {
         }
     }
 
-    /// Deletes this account's copy on `transport`'s server (one this device moved away
-    /// from), signed by this device; this device and its home stay as they are. Only
-    /// when that copy holds nothing the account's server lacks: its chain must be one
-    /// this device has verified here (not a link more, such as a revocation made there
-    /// after the export), and each of its attachments must be listed here too.
+    /// Deletes this account's copy on `server` (reached through `transport`): only the
+    /// server this device moved away from (``move(to:transport:)``), and only when that
+    /// copy holds nothing the account's server lacks: its chain must be the start of
+    /// this server's (not a link more, such as a revocation made there after the
+    /// export), and each of its attachments must be listed here too. This device and
+    /// its home stay as they are. The old server never takes the account's id again.
     ///
-    /// - Throws: `invalid_input` naming what would be lost (export from a device still
-    ///   on the old server, and import again); nothing is deleted then.
-    public func deleteAccount(on transport: any HTTPTransport) async throws {
+    /// - Throws: `invalid_input` for another server, or naming what would be lost;
+    ///   nothing is deleted then.
+    public func deleteAccount(on transport: any HTTPTransport, server: URL) async throws {
+        guard let left = record.movedFrom, Self.sameServer(left, server.absoluteString) else {
+            throw KeyVaultError(.invalidInput, record.movedFrom.map { "this device moved away from \($0), not from \(server.absoluteString): nothing was deleted" }
+                                ?? "this device has not moved from another server: nothing was deleted")
+        }
         try await sync()
         try await exclusively {
             let old = ServerAPI(transport: transport, account: account, keys: record.keys)
             try await checkNothingLeftBehind(on: old, comparedTo: api)
             try await old.deleteAccount()
+            record.movedFrom = nil
+            try home.save(record)
         }
+    }
+
+    /// Whether two server URLs name one server (scheme and host in any case, the default
+    /// port, a trailing slash). Aliases of a host (an address, another name) are not found
+    /// out; ``deleteAccount(on:server:)`` deletes only on the server this device left.
+    static func sameServer(_ a: String, _ b: String) -> Bool {
+        func key(_ text: String) -> String? {
+            guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+            let port = url.port ?? (scheme == "https" ? 443 : 80)
+            return "\(scheme)://\(host):\(port)/" + url.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        }
+        return key(a) != nil && key(a) == key(b)
     }
 
     /// Refuses unless `old` holds nothing `new` lacks: its chain is the start of the one

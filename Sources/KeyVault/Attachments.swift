@@ -345,8 +345,10 @@ extension Vault {
     ///
     /// `tap`: handed the sealed object as it arrives (``SealedPart``), before it is opened
     /// (an export copies it; a part that then does not open fails the call).
-    func open(_ address: ContentAddress, member given: Member, resuming file: AtomicFile.Writer? = nil,
+    /// `server`: where from (this device's server by default; an import checks what the new one holds).
+    func open(_ address: ContentAddress, member given: Member, from server: ServerAPI? = nil, resuming file: AtomicFile.Writer? = nil,
               tap: ((SealedPart) throws -> Void)? = nil, into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        let api = server ?? self.api
         // A `Member` kept across a rotation names an older generation: this account's own
         // member is judged by the verified chain (a newer generation there is no server lie).
         var member = given
@@ -355,7 +357,7 @@ extension Vault {
         }
         // This account's own, from a server that keeps it in chunks: fetched chunk by chunk.
         if member.sharer == nil, let list = try await api.chunkList(member: member.id, address: address) {
-            try await openInChunks(list, address: address, member: member, resuming: file, tap: tap, into: sink)
+            try await openInChunks(list, address: address, member: member, from: api, resuming: file, tap: tap, into: sink)
             return
         }
         try file?.keep(first: 0) { _ in }
@@ -392,9 +394,9 @@ extension Vault {
     /// server's count and chunk size are its word only: a chunk opens only at its
     /// place, with its last flag, under a header naming its size, so any other count or
     /// size is refused (and the content address is checked last, as ever).
-    private func openInChunks(_ list: ChunkList, address: ContentAddress, member: Member, resuming file: AtomicFile.Writer?,
+    private func openInChunks(_ list: ChunkList, address: ContentAddress, member: Member, from api: ServerAPI, resuming file: AtomicFile.Writer?,
                               tap: ((SealedPart) throws -> Void)?, into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
-        guard list.chunks >= 1, let shift = UInt8(exactly: list.chunkShift), AttachmentObject.chunkShifts.contains(shift) else {
+        guard let shift = list.readableShift else {
             throw KeyVaultError(.badResponse, "the server's chunk list of \(address) is not one a reader takes", kind: .verification)
         }
         let key = try await api.attachmentKey(member: member.id, address: address)
@@ -408,7 +410,6 @@ extension Vault {
             try file?.keep(first: start << Int(shift)) { try reader.skip($0) }
             if start > 0 { progress(.resumingAttachment(from: start, of: list.chunks)) }
             // A few chunks fetched ahead (the transport's kept-open connections), opened in order.
-            let api = self.api
             var fetching = ChunkWindow<[UInt8]>(width: Self.chunksInFlight)
             var next = start
             do {
@@ -615,6 +616,15 @@ extension Vault {
             }
             return result
         }
+    }
+}
+
+extension ChunkList {
+    /// The chunk size's shift, when the list is one a reader takes (a chunk at least,
+    /// a size the format has); nil otherwise (the server's word, checked before use).
+    var readableShift: UInt8? {
+        guard chunks >= 1, let shift = UInt8(exactly: chunkShift), AttachmentObject.chunkShifts.contains(shift) else { return nil }
+        return shift
     }
 }
 

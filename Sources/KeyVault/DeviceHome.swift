@@ -36,6 +36,9 @@ package struct DeviceRecord: Sendable {
     /// the newest 256; one the server took whose answer was lost among them): a link
     /// signed with its key that is not one of these was made elsewhere, with a copy of it.
     package var written: [String] = []
+    /// The server this device moved away from (``Vault/move(to:transport:)``): the only
+    /// one whose copy of the account ``Vault/deleteAccount(on:server:)`` deletes.
+    package var movedFrom: String?
 
     package struct SeenHead: Sendable, Codable, Equatable {
         package var head: String
@@ -164,6 +167,7 @@ package final class DeviceHome: Sendable {
             record.chain = stored.chain?.links ?? []
             record.noticed = stored.noticed
             record.written = stored.written ?? []
+            record.movedFrom = stored.movedFrom
             return record
         } catch {
             throw corrupt("its keys are damaged (\(error))")
@@ -195,7 +199,7 @@ package final class DeviceHome: Sendable {
                                 seenChains: record.seenChains.isEmpty ? nil
                                     : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }),
                                 chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed,
-                                written: record.written.isEmpty ? nil : record.written)
+                                written: record.written.isEmpty ? nil : record.written, movedFrom: record.movedFrom)
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
@@ -291,6 +295,7 @@ struct StoredHome: Codable {
     var chain: KeptChain?
     var noticed: UInt64?
     var written: [String]?
+    var movedFrom: String?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
 }

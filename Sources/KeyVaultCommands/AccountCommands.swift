@@ -281,16 +281,6 @@ struct Account: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        /// Whether two server URLs name one server (scheme and host in any case, the default port, a trailing slash).
-        static func sameServer(_ a: String, _ b: String) -> Bool {
-            func key(_ text: String) -> String? {
-                guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
-                let port = url.port ?? (scheme == "https" ? 443 : 80)
-                return "\(scheme)://\(host):\(port)/" + url.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-            }
-            return key(a) != nil && key(a) == key(b)
-        }
-
         static let configuration = CommandConfiguration(
             abstract: "Delete everything of the account on the server, then this device's keys.",
             discussion: """
@@ -315,13 +305,10 @@ struct Account: AsyncParsableCommand {
             let old = try oldServer.map { try options.transport(for: $0) }
             let vault = try await options.openVault()
             if let oldServer, let old {
-                guard !Self.sameServer(oldServer, vault.server) else {
-                    throw KeyctlError(.invalidInput, "\(oldServer) is the server this device uses", hint: "move first: `\(KeyctlMain.invokedName) server move NEW_URL`",
-                                      exitCode: .usage)
-                }
+                guard let url = URL(string: oldServer) else { throw KeyctlError(.invalidInput, "\(oldServer) is not a URL", exitCode: .usage) }
                 try confirm("Delete the copy of account \(vault.account) that \(oldServer) holds? Devices that did not move yet lose their server.",
                             assumeYes: yes, what: "deleting the old copy")
-                try await vault.deleteAccount(on: old)
+                try await vault.deleteAccount(on: old, server: url)
                 options.result(["deleted": vault.account.rawValue, "server": oldServer], "The copy of account \(vault.account) on \(oldServer) was deleted.\n")
                 return
             }

@@ -144,6 +144,10 @@ package struct AppendRequest: Sendable, Codable {
 /// append. An account this server already holds is brought forward when its chain
 /// is the start of this one (an import cut off goes on), and refused otherwise.
 package struct ImportAccountRequest: Sendable, Codable {
+    /// The largest import a server takes, and so the largest an export writes: a chain
+    /// of some ten thousand links with its boxes and wraps.
+    package static let maxBytes = 16 << 20
+
     package var links: [ChainLink]
     /// Each names the link it was made at and is judged there.
     package var boxes: [KeyBox]

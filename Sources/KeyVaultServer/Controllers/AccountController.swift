@@ -59,7 +59,7 @@ struct AccountController: Sendable {
         let claim = try RequestSignature.Claim(
             device: request.headers[Headers.device], timestamp: request.headers[Headers.timestamp],
             nonce: request.headers[Headers.nonce], signature: request.headers[Headers.signature])
-        let body = try await request.collectBody(limit: ServiceState.maxImportBytes)
+        let body = try await request.collectBody(limit: ImportAccountRequest.maxBytes)
         let imported = try await service.importAccount(
             try decodeBody(ImportAccountRequest.self, from: body), signed: claim, method: request.method.rawValue,
             path: request.uri.path, bodyHash: SHA256.hash(body), invite: { try checkInvite(request) })

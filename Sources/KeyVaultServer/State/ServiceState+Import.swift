@@ -5,9 +5,6 @@ import KeyVaultProtocol
 import KeyVaultStore
 
 extension ServiceState {
-    /// The largest import taken: a chain of some ten thousand links with its boxes and wraps.
-    static let maxImportBytes = 16 << 20
-
     /// An account another server held, brought here (docs/api.md, "Moving an account").
     ///
     /// The chain is replayed from genesis, each box judged at the link it names, as
@@ -47,6 +44,10 @@ extension ServiceState {
         var held = 0
         if let stored = try await database.links(account, after: nil) {
             held = stored.links.count
+            if held > request.links.count, let last = request.links.last,
+               let mine = stored.links.dropFirst(request.links.count - 1).first, mine.hash == last.hash {
+                throw APIError(.accountExists, "this server holds a newer chain of account \(account) (to link \(held - 1)) that extends this one: nothing to import; devices can move here")
+            }
             guard held >= 1, held <= request.links.count, request.links[held - 1].hash == stored.head else {
                 throw APIError(.accountExists, "this server holds another chain of account \(account) (its link \(stored.links.count - 1) is not the import's): nothing was imported")
             }
@@ -59,7 +60,7 @@ extension ServiceState {
         // of before the last reset is kept, as the reset itself keeps none.
         let floor = request.links.last(where: { $0.type == .accountReset })?.body["masterGeneration"].flatMap { UInt32($0) } ?? 0
         let boxesAt = Dictionary(grouping: request.boxes.filter { $0.generation >= floor }, by: \.sequence)
-        var writes = [ChainWrite](), states = [ChainState]()
+        var writes = [ChainWrite]()
         var before = try ChainState(genesis: genesis)
         for (index, link) in request.links.enumerated().dropFirst() {
             var after = before
@@ -70,7 +71,6 @@ extension ServiceState {
             write.boxes = boxesAt[link.sequence] ?? []
             if writes.isEmpty { write.boxes += boxesAt.filter { $0.key < link.sequence && (held > 0 || $0.key > 0) }.flatMap(\.value) }
             writes.append(write)
-            states.append(after)
         }
         if !writes.isEmpty {
             writes[writes.count - 1].wraps = request.wraps
@@ -95,7 +95,7 @@ extension ServiceState {
                 for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: write.link.sequence) }
                 for device in write.newDevices { authenticator.devices.put(device) }
             }
-            await chains.store(states.last ?? first, replacing: true)
+            await chains.store(state, replacing: true)
         }
         let appended = request.links.count - held
         try await database.recordAudit(account, event: .accountImport, device: claim.device.rawValue,
