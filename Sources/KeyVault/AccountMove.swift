@@ -98,7 +98,7 @@ extension Vault {
             var recovery: RecoverySlot?
             if let code = state.recovery {
                 let slot = try await api.recoverySlot()
-                guard slot.authKey == Hex.encode(code.authKey.rawRepresentation), slot.boxKey == Hex.encode(code.boxKey.rawRepresentation) else {
+                guard slot.names(code) else {
                     throw KeyVaultError(.badResponse, "the server's recovery slot is not the one of the code the chain set last", kind: .verification)
                 }
                 recovery = slot

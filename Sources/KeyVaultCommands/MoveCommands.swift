@@ -34,7 +34,7 @@ extension Account {
             }
             let vault = try await options.openVault()
             let summary = try await vault.exportAccount(toFileAt: to)
-            let unnamed = summary.namesLeftOut == 0 ? "" : "\n\(summary.namesLeftOut) attachment(s) went without their names: the names stored with them do not open (the server altered them)."
+            let unnamed = summary.namesLeftOut == 0 ? "" : "\n\(summary.namesLeftOut) attachment(s) went without their names: the names stored with them do not open on this device."
             options.result(["file": to, "links": summary.links, "attachments": summary.attachments, "namesLeftOut": summary.namesLeftOut,
                             "bytes": summary.bytes], """
                 Wrote account \(vault.account) to \(to): \(summary.links) changes in its history, \(summary.attachments) attachment(s), \
@@ -150,7 +150,7 @@ struct Server: AsyncParsableCommand {
             guard let target = URL(string: url) else { throw KeyctlError(.invalidInput, "\(url) is not a URL", exitCode: .usage) }
             let sequence = try await vault.move(to: target, transport: transport)
             options.result(["server": target.absoluteString, "previous": vault.server, "chainLength": sequence + 1], """
-                This device now uses \(target.absoluteString) (its copy of the account holds all \(sequence + 1) changes this device has seen).
+                This device now uses \(target.absoluteString): its copy of the account (\(sequence + 1) changes) extends the one this device saw.
                 If the old server still holds a copy (an import with --keep-old-copy), delete it once every device moved:
                   \(KeyctlMain.invokedName) account delete --old-server \(vault.server)
 

@@ -103,3 +103,10 @@ extension ChainState {
         return state
     }
 }
+
+extension RecoverySlot {
+    /// Whether this slot names the keys of `recovery` (the code a chain set).
+    package func names(_ recovery: ChainState.Recovery) -> Bool {
+        authKey == Hex.encode(recovery.authKey.rawRepresentation) && boxKey == Hex.encode(recovery.boxKey.rawRepresentation)
+    }
+}

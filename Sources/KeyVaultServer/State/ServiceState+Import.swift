@@ -90,12 +90,7 @@ extension ServiceState {
                 await chains.forget(account)
                 throw ProtocolError(.staleChain, "the account changed here while it was imported; import again")
             }
-            // The device cache first (a revocation holds from the next request), then the chain.
-            for write in writes {
-                for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: write.link.sequence) }
-                for device in write.newDevices { authenticator.devices.put(device) }
-            }
-            await chains.store(state, replacing: true)
+            await committed(writes, of: account, state: state, replacing: true)
         }
         let appended = request.links.count - held
         try await database.recordAudit(account, event: .accountImport, device: claim.device.rawValue,
@@ -125,7 +120,7 @@ extension ServiceState {
         switch (request.recovery, state.recovery) {
         case (nil, nil): break
         case (let slot?, let recovery?):
-            guard slot.authKey == Hex.encode(recovery.authKey.rawRepresentation), slot.boxKey == Hex.encode(recovery.boxKey.rawRepresentation) else {
+            guard slot.names(recovery) else {
                 throw APIError.badRequest("the recovery slot is not the one of the code the chain set last")
             }
             _ = try checked(slot)

@@ -102,7 +102,7 @@ struct ServiceState: Sendable {
         // The recovery slot travels only with the recovery.set link that authorises its keys.
         if append.link.type == .recoverySet || append.link.type == .accountReset {
             guard let slot = append.recovery, let recovery = after.recovery,
-                  slot.authKey == Hex.encode(recovery.authKey.rawRepresentation), slot.boxKey == Hex.encode(recovery.boxKey.rawRepresentation)
+                  slot.names(recovery)
             else { throw APIError.badRequest("a \(append.link.type.rawValue) link comes with the recovery slot whose keys it names") }
         } else if append.recovery != nil {
             throw APIError.badRequest("a recovery slot comes only with a recovery.set or account.reset link")
@@ -151,11 +151,18 @@ struct ServiceState: Sendable {
         } catch StoreError.linkRequestClosed {
             throw APIError(.linkRequestClosed, "this link request is no longer pending")
         }
-        // The device cache first, before anything that suspends: a request of a revoked
-        // device that starts once the write committed must meet the revocation.
-        for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: write.link.sequence) }
-        for device in write.newDevices { authenticator.devices.put(device) }
-        await chains.store(after)
+        await committed([write], of: account, state: after)
+    }
+
+    /// After writes committed: the device cache first, before anything that suspends (a
+    /// request of a revoked device that starts once the write committed must meet the
+    /// revocation), then the chain.
+    func committed(_ writes: [ChainWrite], of account: AccountID, state: ChainState, replacing: Bool = false) async {
+        for write in writes {
+            for id in write.revokedDevices { authenticator.devices.revoke(id, of: account, at: write.link.sequence) }
+            for device in write.newDevices { authenticator.devices.put(device) }
+        }
+        await chains.store(state, replacing: replacing)
     }
 
     /// A box stored with a link must name that link (so that it is judged by the
