@@ -303,6 +303,9 @@ extension Vault {
                 throw KeyVaultError(.grantExists, "member \(grant.member) is shared with account \(grant.grantee), which stays on this server: end the share (unshare the member) and export again")
             }
             let target = ServerAPI(transport: transport, account: account, keys: record.keys)
+            guard try await target.instance() != (try await api.instance()) else {
+                throw KeyVaultError(.invalidInput, "\(server.absoluteString) is the server this account is on (the same service): nothing was imported")
+            }
             let imported = try await target.importAccount(request, invite: invite)
             guard imported.head == state.head else {
                 throw KeyVaultError(.badResponse, "the new server answered the import with another head than the file's", kind: .verification)
@@ -345,11 +348,11 @@ extension Vault {
                 return ImportSummary(links: request.links.count, linksAppended: imported.appended, attachments: count,
                                      attachmentsAlreadyThere: alreadyThere, moved: false, oldCopyProblem: nil)
             }
-            try await checkNothingLeftBehind(on: api, comparedTo: target)
+            let (oldServer, oldHead) = try await checkNothingLeftBehind(on: api, comparedTo: target)
             _ = try await move(to: server, transport: transport)
             var problem: String?
             do {
-                try await api.deleteAccount()
+                try await api.deleteAccount(instance: oldServer, head: oldHead)
                 record.movedFrom = nil
                 try home.save(record)
             } catch let error as KeyVaultError {
@@ -483,8 +486,8 @@ extension Vault {
         try await sync()
         try await exclusively {
             let old = ServerAPI(transport: transport, account: account, keys: record.keys)
-            try await checkNothingLeftBehind(on: old, comparedTo: api)
-            try await old.deleteAccount()
+            let (instance, head) = try await checkNothingLeftBehind(on: old, comparedTo: api)
+            try await old.deleteAccount(instance: instance, head: head)
             record.movedFrom = nil
             try home.save(record)
         }
@@ -502,12 +505,19 @@ extension Vault {
         return key(a) != nil && key(a) == key(b)
     }
 
-    /// Refuses unless `old` holds nothing `new` lacks: its chain is the start of the one
-    /// `new` holds (not a link more, such as a revocation made there after the export),
-    /// and each of its attachments is listed by `new` too.
+    /// Refuses unless `old` is another service than `new` (their instances differ: never
+    /// the only copy, under an alias) and holds nothing `new` lacks: its chain is the start
+    /// of the one `new` holds (not a link more, such as a revocation made there after the
+    /// export), and each of its attachments is listed by `new` too.
     ///
+    /// - Returns: `old`'s instance and head, which its delete names (so that a change made
+    ///   there meanwhile is not deleted, and no other server can replay the delete).
     /// - Throws: `invalid_input` naming what would be lost.
-    private func checkNothingLeftBehind(on old: ServerAPI, comparedTo new: ServerAPI) async throws {
+    private func checkNothingLeftBehind(on old: ServerAPI, comparedTo new: ServerAPI) async throws -> (instance: String, head: String) {
+        let instance = try await old.instance()
+        guard try await new.instance() != instance else {
+            throw KeyVaultError(.invalidInput, "the old and the new server are one service (the same instance): nothing was deleted")
+        }
         let there = try await old.chain().links, here = try await new.chain().links
         guard let last = there.last, there.count <= here.count, here[there.count - 1].hash == last.hash else {
             throw KeyVaultError(.invalidInput, "the old server's copy of the account has changes the new one lacks (its chain ends at link \(max(there.count, 1) - 1)): nothing was deleted there; export again from a device still using it, and import again")
@@ -519,6 +529,7 @@ extension Vault {
                 throw KeyVaultError(.invalidInput, "\(missing.count) attachment(s) on the old server are not on the new one (\(missing[0].address)…): nothing was deleted there; export and import again")
             }
         }
+        return (instance, last.hash)
     }
 }
 

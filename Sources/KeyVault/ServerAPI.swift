@@ -155,8 +155,21 @@ package struct ServerAPI: Sendable {
                                                             extraHeaders: Self.inviteHeader(invite)).body, "answer")
     }
 
-    package func deleteAccount() async throws {
-        _ = try await call("DELETE", accountPath)
+    /// Deletes the account here, if this server is `instance` (``instance()``) and its
+    /// head is still `head`: the signed query binds the delete to both, so another server
+    /// cannot replay it, and a change made since is not deleted unseen.
+    package func deleteAccount(instance: String, head: String) async throws {
+        _ = try await call("DELETE", accountPath, query: "instance=\(instance)&head=\(head)")
+    }
+
+    /// Which service this is (`GET /v1/server`): the same for the replicas of one service,
+    /// another for any other. The server's word: a device compares two servers' with it.
+    package func instance() async throws -> String {
+        let reply = try json([String: String].self, try await call("GET", "/v1/server", signed: false).body, "server name")
+        guard let id = reply["instance"], Hex.isLowercase(id, byteCount: 8) else {
+            throw KeyVaultError(.badResponse, "the server's instance is not 16 hex digits")
+        }
+        return id
     }
 
     package func chain() async throws -> ChainResponse {

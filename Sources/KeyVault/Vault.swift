@@ -499,9 +499,11 @@ public actor Vault {
 
     // MARK: Account
 
+    /// Deletes the account on its server (only as of the head this device verified: a
+    /// change another device made since refuses it, `stale_chain`), then this device's home.
     public func deleteAccount() async throws {
         try await exclusively {
-            try await api.deleteAccount()
+            try await api.deleteAccount(instance: try await api.instance(), head: try chain.head)
             try home.remove()
         }
     }

@@ -132,8 +132,15 @@ extension PostgresKeyVaultDatabase {
 
     /// Everything of the account goes by its foreign keys, but the share boxes naming
     /// it as grantee, which have none (a grantee may be deleted while the grant stands).
-    package func deleteAccount(_ account: AccountID) async throws {
+    package func deleteAccount(_ account: AccountID, expectedHead: String?) async throws {
         try await durableTransaction { db in
+            if let expectedHead {
+                // Locked to the end of the transaction: an append waits, then finds no account.
+                let rows = try await db.query("SELECT head FROM accounts WHERE id = \(account.rawValue) FOR UPDATE", logger: logger).collect()
+                guard let row = rows.first else { throw StoreError.notFound }
+                let head = try row.decode(String.self)
+                guard head == expectedHead else { throw StoreError.staleChain(currentHead: head) }
+            }
             guard try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue) RETURNING 1", logger: logger)
                 .collect().count == 1 else { throw StoreError.notFound }
             try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)

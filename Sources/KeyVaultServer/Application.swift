@@ -42,7 +42,7 @@ func buildRoutes(_ service: ServiceState, metrics: ServiceMetrics = ServiceMetri
     let routes = RouteBuilder(router: router, authenticator: service.authenticator, defaultBodyLimit: service.configuration.maxJSONBytes)
     HealthController(database: service.database, metrics: metrics, metricsToken: service.configuration.metricsToken,
                      maxAttachmentBytes: service.configuration.maxAttachmentBytes,
-                     maxWholeAttachmentBytes: service.configuration.maxWholeAttachmentBytes).addRoutes(to: routes)
+                     maxWholeAttachmentBytes: service.configuration.maxWholeAttachmentBytes, instance: service.instance).addRoutes(to: routes)
     AccountController(service: service).addRoutes(to: routes)
     ChainController(service: service).addRoutes(to: routes)
     DeviceController(service: service).addRoutes(to: routes)

@@ -130,8 +130,14 @@ extension KeyVaultDatabase {
     /// contact requests from or to it: by their foreign keys) in one transaction, and
     /// the share boxes naming it as grantee (which have none: a grantee may be deleted
     /// while the sharer's grant stands).
-    package func deleteAccount(_ account: AccountID) async throws {
+    package func deleteAccount(_ account: AccountID, expectedHead: String?) async throws {
         try await durableWrite { db in
+            if let expectedHead {
+                guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
+                    throw StoreError.notFound
+                }
+                guard head == expectedHead else { throw StoreError.staleChain(currentHead: head) }
+            }
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
             guard db.changesCount > 0 else { throw StoreError.notFound }
             try db.execute(sql: "DELETE FROM share_boxes WHERE grantee = ?", arguments: [account.rawValue])

@@ -43,8 +43,10 @@ package protocol KeyVaultRepository: Sendable {
     /// wraps, the share boxes it stored and those naming it, and the contact requests
     /// from or to it.
     ///
-    /// - Throws: `StoreError.notFound`.
-    func deleteAccount(_ account: AccountID) async throws
+    /// With `expectedHead`, only while the chain's head is that one.
+    ///
+    /// - Throws: `StoreError.notFound`; `.staleChain` when the head is another (nothing deleted).
+    func deleteAccount(_ account: AccountID, expectedHead: String?) async throws
 
     // MARK: Boxes, wraps, recovery
 
@@ -243,6 +245,8 @@ extension KeyVaultRepository {
     }
 
     /// The whole chain and the head.
+    package func deleteAccount(_ account: AccountID) async throws { try await deleteAccount(account, expectedHead: nil) }
+
     package func links(_ account: AccountID) async throws -> (links: [StoredLink], head: String)? {
         try await links(account, after: nil)
     }

@@ -146,7 +146,8 @@ extension TestClientProtocol {
         #expect(replayed.status == .ok)
         let again2 = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body))
         #expect(again2.status == .unauthorized && errorCode(again2) == "replayed_nonce")
-        #expect(try await client.signed(exported.phone, .delete, "/v1/accounts/\(account)").status == .noContent)
+        let instance = try decode([String: String].self, try await client.execute(uri: "/v1/server", method: .get))["instance"] ?? ""
+        #expect(try await client.signed(exported.phone, .delete, "/v1/accounts/\(account)?instance=\(instance)&head=\(exported.state.head)").status == .noContent)
         let back = try await client.importAccount(exported.request(), signedBy: exported.phone)
         #expect(back.status == .conflict && String(buffer: back.body).contains("deleted"), "\(String(buffer: back.body))")
         #expect(try await held().status != .ok)

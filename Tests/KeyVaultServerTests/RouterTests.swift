@@ -286,7 +286,16 @@ import Testing
     try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         let state = try await client.createAccount(phone)
-        let response = try await client.signed(phone, .delete, "/v1/accounts/\(state.account)")
+        // Only named for this server, and only as of the head: a delete signed for another
+        // server (replayed here), for none, or for a head that moved on, deletes nothing.
+        let instance = try decode([String: String].self, try await client.execute(uri: "/v1/server", method: .get))["instance"] ?? ""
+        #expect(instance.count == 16)
+        for query in ["", "?head=\(state.head)", "?instance=0123456789abcdef&head=\(state.head)", "?instance=\(instance)"] {
+            #expect(try await client.signed(phone, .delete, "/v1/accounts/\(state.account)" + query).status == .badRequest, "\(query)")
+        }
+        let stale = try await client.signed(phone, .delete, "/v1/accounts/\(state.account)?instance=\(instance)&head=\(String(repeating: "0", count: 64))")
+        #expect(stale.status == .conflict && errorCode(stale) == "stale_chain")
+        let response = try await client.signed(phone, .delete, "/v1/accounts/\(state.account)?instance=\(instance)&head=\(state.head)")
         #expect(response.status == .noContent)
         let after = try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain")
         #expect(after.status == .unauthorized && errorCode(after) == "unknown_device")

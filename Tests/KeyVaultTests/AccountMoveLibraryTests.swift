@@ -104,8 +104,14 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
             } catch let error as KeyVaultError {
                 #expect(error.kind == .verification, "\(error)")
             }
-            // The file as it was: the import goes on, every attachment there with its name.
+            // The file as it was, onto the server the account is on (under another name): refused,
+            // and nothing is deleted there.
             try original.write(toFile: file, atomically: true, encoding: .utf8)
+            await #expect(throws: KeyVaultError.self) {
+                _ = try await laptop.importAccount(fromFileAt: file, to: URL(string: "http://alias")!, transport: fixture.transport)
+            }
+            #expect(try await fixture.transport.send(HTTPExchange(method: "GET", target: "/v1/accounts/\(laptop.account)/recovery")).status == 200)
+            // Onto the new server: the import goes on, every attachment there with its name.
             let imported = try await laptop.importAccount(fromFileAt: file, to: URL(string: "http://target")!, transport: target)
             #expect(imported.attachments == 2 && imported.linksAppended == 0)
             // The move closed: this device uses the new server, and the old copy is gone.

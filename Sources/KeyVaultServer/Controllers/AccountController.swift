@@ -68,8 +68,21 @@ struct AccountController: Sendable {
         return try .json(imported, status: imported.appended > 0 ? .created : .ok)
     }
 
+    /// Names this service's instance and the head the device saw, both signed in the
+    /// query: a delete another server replays here (the signature names no server), or one
+    /// that raced a change on this server, deletes nothing.
     @Sendable func delete(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        try await service.database.deleteAccount(context.account)
+        guard request.uri.queryParameters.get("instance") == service.instance else {
+            throw APIError.badRequest("a delete names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
+        }
+        guard let head = request.uri.queryParameters.get("head").map({ String($0) }) else {
+            throw APIError.badRequest("a delete names the chain head the device saw (head=HASH)")
+        }
+        do {
+            try await service.database.deleteAccount(context.account, expectedHead: head)
+        } catch StoreError.staleChain {
+            throw ProtocolError(.staleChain, "the account changed since that head: fetch the chain, then delete again")
+        }
         await service.chains.forget(context.account)
         service.authenticator.devices.removeAccount(context.account)
         context.logger.info("account deleted", metadata: ["account": .string(context.account.rawValue)])

@@ -14,6 +14,8 @@ struct HealthController: Sendable {
     /// What /v1/limits says: the largest attachment object, and the largest put whole.
     var maxAttachmentBytes = ServerConfiguration().maxAttachmentBytes
     var maxWholeAttachmentBytes = ServerConfiguration().maxWholeAttachmentBytes
+    /// What /v1/server says.
+    var instance = ""
     /// How long a readiness check waits for the database.
     static let readinessTimeout: Duration = .seconds(3)
 
@@ -24,6 +26,14 @@ struct HealthController: Sendable {
         routes.open(.get, "/metrics", use: exposition)
         routes.open(.get, "/openapi.json", use: openAPI)
         routes.open(.get, "/v1/limits", use: limits)
+        routes.open(.get, "/v1/server", use: server)
+    }
+
+    /// Which service this is (``ServiceState/instance``): public, and it grants nothing;
+    /// revocation has nothing to end in it. A dishonest server may name another, which
+    /// only makes the deletes signed for it refused here.
+    @Sendable func server(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
+        try .json(["instance": instance])
     }
 
     /// The service's limits, for clients to check before they work (public: the

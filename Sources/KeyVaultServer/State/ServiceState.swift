@@ -24,7 +24,13 @@ struct ServiceState: Sendable {
                                       sessions: try Sessions(secret: secret),
                                       window: configuration.signatureWindowSeconds)
         recoveryGate = try RecoveryGate(database: database, secret: secret)
+        instance = Hex.encode(try secret.tag())
     }
+
+    /// This service's public name (`GET /v1/server`): its secret's tag, the same on every
+    /// replica and another on every other service. A device names it in a delete, so that
+    /// another server cannot replay the delete here.
+    let instance: String
 
     /// The account's replayed chain, cached; 404 when there is no such account.
     ///
