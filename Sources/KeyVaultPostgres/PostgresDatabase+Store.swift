@@ -13,21 +13,24 @@ extension PostgresKeyVaultDatabase {
     package func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
         try await durableTransaction { db in
-            try await createAccount(account, genesis: genesis, device: device, boxes: boxes, recovery: recovery, db)
+            try await createAccount(account, genesis: genesis, device: device, boxes: boxes, recovery: recovery, hashes: [genesis.hash], db)
         }
     }
 
+    /// `hashes`: of every link the account is created with (the genesis, then an import's).
     private func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
-                               recovery: RecoverySlot?, _ db: PostgresConnection) async throws {
+                               recovery: RecoverySlot?, hashes: [String], _ db: PostgresConnection) async throws {
         // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
         // or roll back, so of two creations exactly one inserts.
         guard try await db.query("""
             INSERT INTO accounts (id, created, head, sequence) VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(genesis.hash), 0)
             ON CONFLICT (id) DO NOTHING RETURNING 1
             """, logger: logger).collect().count == 1 else { throw StoreError.accountExists }
-        guard try await db.query("""
-            SELECT 1 FROM used_once WHERE kind = \(KeyVaultDatabase.deletedAccount) AND value = \(account.rawValue)
-            """, logger: logger).collect().isEmpty else { throw StoreError.accountDeleted }
+        if let row = try await db.query("SELECT sequence, head FROM deleted_accounts WHERE id = \(account.rawValue)", logger: logger).collect().first {
+            let (stored, head) = try row.decode((Int64, String).self)
+            let sequence = UInt64(stored)
+            guard sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else { throw StoreError.accountDeleted(sequence: sequence, head: head) }
+        }
         guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.accountExists }
         try await insert(genesis, account: account, db)
         for box in boxes { try await insert(box, account: account, db) }
@@ -42,7 +45,8 @@ extension PostgresKeyVaultDatabase {
     package func importAccount(_ account: AccountID, create: AccountGenesis?, writes: [ChainWrite]) async throws {
         try await durableTransaction { db in
             if let create {
-                try await createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil, db)
+                try await createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil,
+                                        hashes: [create.genesis.hash] + writes.map(\.link.hash), db)
             }
             for write in writes { try await append(account, write, db) }
         }
@@ -134,19 +138,16 @@ extension PostgresKeyVaultDatabase {
     /// it as grantee, which have none (a grantee may be deleted while the grant stands).
     package func deleteAccount(_ account: AccountID, expectedHead: String?) async throws {
         try await durableTransaction { db in
-            if let expectedHead {
-                // Locked to the end of the transaction: an append waits, then finds no account.
-                let rows = try await db.query("SELECT head FROM accounts WHERE id = \(account.rawValue) FOR UPDATE", logger: logger).collect()
-                guard let row = rows.first else { throw StoreError.notFound }
-                let head = try row.decode(String.self)
-                guard head == expectedHead else { throw StoreError.staleChain(currentHead: head) }
-            }
-            guard try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue) RETURNING 1", logger: logger)
-                .collect().count == 1 else { throw StoreError.notFound }
+            // Locked to the end of the transaction: an append waits, then finds no account.
+            let rows = try await db.query("SELECT sequence, head FROM accounts WHERE id = \(account.rawValue) FOR UPDATE", logger: logger).collect()
+            guard let row = rows.first else { throw StoreError.notFound }
+            let (sequence, head) = try row.decode((Int64, String).self)
+            if let expectedHead, head != expectedHead { throw StoreError.staleChain(currentHead: head) }
+            try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue)", logger: logger)
             try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)
             try await db.query("""
-                INSERT INTO used_once (kind, value, expires) VALUES (\(KeyVaultDatabase.deletedAccount), \(account.rawValue), \(Int64.max))
-                ON CONFLICT DO NOTHING
+                INSERT INTO deleted_accounts (id, sequence, head, deleted) VALUES (\(account.rawValue), \(sequence), \(head), \(KeyVaultDatabase.now()))
+                ON CONFLICT (id) DO UPDATE SET sequence = EXCLUDED.sequence, head = EXCLUDED.head, deleted = EXCLUDED.deleted
                 """, logger: logger)
         }
     }

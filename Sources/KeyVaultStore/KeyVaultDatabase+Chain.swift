@@ -11,18 +11,20 @@ extension KeyVaultDatabase {
     package func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                               recovery: RecoverySlot?) async throws {
         try await durableWrite { db in
-            try Self.createAccount(account, genesis: genesis, device: device, boxes: boxes, recovery: recovery, db)
+            try Self.createAccount(account, genesis: genesis, device: device, boxes: boxes, recovery: recovery, hashes: [genesis.hash], db)
         }
     }
 
+    /// `hashes`: of every link the account is created with (the genesis, then an import's).
     private static func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
-                                      recovery: RecoverySlot?, _ db: Database) throws {
+                                      recovery: RecoverySlot?, hashes: [String], _ db: Database) throws {
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
             || Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ?", arguments: [device.id.rawValue]) == true {
             throw StoreError.accountExists
         }
-        if try Bool.fetchOne(db, sql: "SELECT 1 FROM used_once WHERE kind = ? AND value = ?", arguments: [Self.deletedAccount, account.rawValue]) == true {
-            throw StoreError.accountDeleted
+        if let row = try Row.fetchOne(db, sql: "SELECT sequence, head FROM deleted_accounts WHERE id = ?", arguments: [account.rawValue]) {
+            let sequence = UInt64(row["sequence"] as Int64), head: String = row["head"]
+            guard sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else { throw StoreError.accountDeleted(sequence: sequence, head: head) }
         }
         try db.execute(sql: "INSERT INTO accounts (id, created, head, sequence) VALUES (?, ?, ?, 0)",
                        arguments: [account.rawValue, Self.now(), genesis.hash])
@@ -47,7 +49,8 @@ extension KeyVaultDatabase {
     package func importAccount(_ account: AccountID, create: AccountGenesis?, writes: [ChainWrite]) async throws {
         try await durableWrite { db in
             if let create {
-                try Self.createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil, db)
+                try Self.createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil,
+                                       hashes: [create.genesis.hash] + writes.map(\.link.hash), db)
             }
             for write in writes { try Self.append(account, write, db) }
         }
@@ -121,10 +124,6 @@ extension KeyVaultDatabase {
         }
     }
 
-    /// The `used_once` kind that keeps a deleted account's id, never expiring: the id is
-    /// not taken again (``StoreError/accountDeleted``).
-    package static let deletedAccount = "account.deleted"
-
     /// Deletes the account and everything of it (links, devices, boxes, wraps,
     /// attachments, recovery slot, audit log, identity wraps, the share boxes it stored,
     /// contact requests from or to it: by their foreign keys) in one transaction, and
@@ -132,17 +131,15 @@ extension KeyVaultDatabase {
     /// while the sharer's grant stands).
     package func deleteAccount(_ account: AccountID, expectedHead: String?) async throws {
         try await durableWrite { db in
-            if let expectedHead {
-                guard let head = try String.fetchOne(db, sql: "SELECT head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
-                    throw StoreError.notFound
-                }
-                guard head == expectedHead else { throw StoreError.staleChain(currentHead: head) }
+            guard let row = try Row.fetchOne(db, sql: "SELECT sequence, head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
+                throw StoreError.notFound
             }
+            let sequence: Int64 = row["sequence"], head: String = row["head"]
+            if let expectedHead, head != expectedHead { throw StoreError.staleChain(currentHead: head) }
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
-            guard db.changesCount > 0 else { throw StoreError.notFound }
             try db.execute(sql: "DELETE FROM share_boxes WHERE grantee = ?", arguments: [account.rawValue])
-            try db.execute(sql: "INSERT OR IGNORE INTO used_once (kind, value, expires) VALUES (?, ?, ?)",
-                           arguments: [Self.deletedAccount, account.rawValue, Int64.max])
+            try db.execute(sql: "INSERT OR REPLACE INTO deleted_accounts (id, sequence, head, deleted) VALUES (?, ?, ?, ?)",
+                           arguments: [account.rawValue, sequence, head, Self.now()])
         }
     }
 

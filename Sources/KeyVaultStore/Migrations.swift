@@ -220,6 +220,10 @@ extension KeyVaultDatabase {
             // A device's sealed name and details of the attachment (docs/formats/attachment-meta.md).
             try db.execute(sql: "ALTER TABLE attachments ADD COLUMN meta BLOB")
         }
+        migrator.registerMigration("v12 deleted accounts") { db in
+            // The head a deleted account had: only a chain that extends it founds the account here again.
+            try db.execute(sql: "CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence INTEGER NOT NULL, head TEXT NOT NULL, deleted INTEGER NOT NULL)")
+        }
         return migrator
     }
 }

@@ -5,9 +5,10 @@ package enum StoreError: Error, Sendable, Equatable {
     /// The chain head moved since the writer read it.
     case staleChain(currentHead: String)
     case accountExists
-    /// The account was deleted from this server: its id is not taken again (a copy of
-    /// its chain as it once stood cannot come back where its devices were).
-    case accountDeleted
+    /// The account was deleted from this server at that link: only a chain that extends
+    /// it founds the account here again (a copy of its chain as it once stood, from
+    /// before a revocation, cannot come back where its devices were).
+    case accountDeleted(sequence: UInt64, head: String)
     /// A device with this id is already in an account (device ids are global: one key, one account).
     case deviceExists
     case notFound

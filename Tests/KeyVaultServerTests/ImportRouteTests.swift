@@ -141,7 +141,8 @@ extension TestClientProtocol {
         #expect(forked.status == .conflict && errorCode(forked) == "account_exists", "\(String(buffer: forked.body))")
         #expect(try decode(ChainResponse.self, try await held()).head == exported.state.head)
 
-        // A replayed import is refused; a deleted account's id is not taken again.
+        // A replayed import is refused; a deleted account is not founded again by its chain as it
+        // stood (a thief's copy from before a revocation), only by one that goes on from there.
         let replayed = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body))
         #expect(replayed.status == .ok)
         let again2 = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body))
@@ -151,6 +152,11 @@ extension TestClientProtocol {
         let back = try await client.importAccount(exported.request(), signedBy: exported.phone)
         #expect(back.status == .conflict && String(buffer: back.body).contains("deleted"), "\(String(buffer: back.body))")
         #expect(try await held().status != .ok)
+        // A chain that goes on from the head it had when deleted founds it again (moving back).
+        var later = exported
+        try later.add(later.phone.link(.memberAdd, after: later.state, body: ["member": Hex.encode(SystemRandom.bytes(count: 16)), "memberGeneration": "1"]))
+        let returned = try await client.importAccount(later.request(), signedBy: later.phone)
+        #expect(returned.status == .created, "\(String(buffer: returned.body))")
     }
 }
 

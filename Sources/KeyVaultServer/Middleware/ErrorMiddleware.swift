@@ -34,7 +34,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let api: APIError = switch error {
             case .staleChain: APIError(.staleChain, "another device changed the account first; fetch the chain and try again")
             case .accountExists: APIError(.accountExists, "that account (or its first device) already exists")
-            case .accountDeleted: APIError(.accountExists, "that account was deleted from this server, and its id is not taken again; use another server")
+            case .accountDeleted(let sequence, _):
+                APIError(.accountExists, "that account was deleted from this server at link \(sequence): only a chain that goes on from there founds it here again")
             case .deviceExists: APIError(.deviceExists, "that device is already enrolled in an account; a device joins one account, with keys of its own")
             case .notFound: APIError.notFound("account")
             case .tooManyLinkRequests: APIError(.tooManyLinkRequests, "too many pending link requests from this address (or on this server); wait for them to expire")

@@ -14,7 +14,8 @@ extension ServiceState {
     /// its chain is the start of this one (a newer export of an account moved before),
     /// and refused otherwise. Each link is stored as its append was, all of them in one
     /// transaction: an import stored in part, with devices active that a later link
-    /// revokes, is never there. An account id deleted here is not taken again.
+    /// revokes, is never there. An account deleted here is founded again only by a chain
+    /// that goes on from the head it had then.
     ///
     /// Authority: none beyond the chain's own. What the chain revoked is revoked here
     /// from the first link on; a revocation on the old server after the export reaches
