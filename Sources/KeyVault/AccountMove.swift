@@ -303,10 +303,11 @@ extension Vault {
                 throw KeyVaultError(.grantExists, "member \(grant.member) is shared with account \(grant.grantee), which stays on this server: end the share (unshare the member) and export again")
             }
             let target = ServerAPI(transport: transport, account: account, keys: record.keys)
-            guard try await target.instance() != (try await api.instance()) else {
+            let instance = try await target.instance()
+            guard try await api.instance() != instance else {
                 throw KeyVaultError(.invalidInput, "\(server.absoluteString) is the server this account is on (the same service): nothing was imported")
             }
-            let imported = try await target.importAccount(request, invite: invite)
+            let imported = try await target.importAccount(request, instance: instance, invite: invite)
             guard imported.head == state.head else {
                 throw KeyVaultError(.badResponse, "the new server answered the import with another head than the file's", kind: .verification)
             }
@@ -348,7 +349,7 @@ extension Vault {
                 return ImportSummary(links: request.links.count, linksAppended: imported.appended, attachments: count,
                                      attachmentsAlreadyThere: alreadyThere, moved: false, oldCopyProblem: nil)
             }
-            let (oldServer, oldHead) = try await checkNothingLeftBehind(on: api, comparedTo: target)
+            let (oldServer, oldHead) = try await checkNothingLeftBehind(on: api, comparedTo: target, pinned: record.instance)
             _ = try await move(to: server, transport: transport)
             var problem: String?
             do {
@@ -462,6 +463,7 @@ extension Vault {
             let verified = try adopt(there.links, from: server.absoluteString)
             if !Self.sameServer(record.server, server.absoluteString) { record.movedFrom = record.server }
             record.server = server.absoluteString
+            record.instance = try? await ServerAPI(transport: transport).instance()
             record.head = verified.head
             record.sequence = verified.sequence
             try home.save(record)
@@ -513,8 +515,12 @@ extension Vault {
     /// - Returns: `old`'s instance and head, which its delete names (so that a change made
     ///   there meanwhile is not deleted, and no other server can replay the delete).
     /// - Throws: `invalid_input` naming what would be lost.
-    private func checkNothingLeftBehind(on old: ServerAPI, comparedTo new: ServerAPI) async throws -> (instance: String, head: String) {
+    private func checkNothingLeftBehind(on old: ServerAPI, comparedTo new: ServerAPI, pinned: String? = nil) async throws -> (instance: String, head: String) {
         let instance = try await old.instance()
+        if let pinned, pinned != instance {
+            throw KeyVaultError(.badResponse, "the old server now names itself as another service than this device first saw (\(instance), not \(pinned)): nothing was deleted",
+                                kind: .verification)
+        }
         guard try await new.instance() != instance else {
             throw KeyVaultError(.invalidInput, "the old and the new server are one service (the same instance): nothing was deleted")
         }

@@ -39,6 +39,10 @@ package struct DeviceRecord: Sendable {
     /// The server this device moved away from (``Vault/move(to:transport:)``): the only
     /// one whose copy of the account ``Vault/deleteAccount(on:server:)`` deletes.
     package var movedFrom: String?
+    /// The instance (`GET /v1/server`) of the server this device uses, as it first saw it:
+    /// a delete is signed for it, never for one a server names later (which could be another
+    /// service's holding the account too, where the delete would be replayed).
+    package var instance: String?
 
     package struct SeenHead: Sendable, Codable, Equatable {
         package var head: String
@@ -168,6 +172,7 @@ package final class DeviceHome: Sendable {
             record.noticed = stored.noticed
             record.written = stored.written ?? []
             record.movedFrom = stored.movedFrom
+            record.instance = stored.instance
             return record
         } catch {
             throw corrupt("its keys are damaged (\(error))")
@@ -199,7 +204,8 @@ package final class DeviceHome: Sendable {
                                 seenChains: record.seenChains.isEmpty ? nil
                                     : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }),
                                 chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed,
-                                written: record.written.isEmpty ? nil : record.written, movedFrom: record.movedFrom)
+                                written: record.written.isEmpty ? nil : record.written, movedFrom: record.movedFrom,
+                                instance: record.instance)
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
@@ -296,6 +302,7 @@ struct StoredHome: Codable {
     var noticed: UInt64?
     var written: [String]?
     var movedFrom: String?
+    var instance: String?
     var secrets: StoredSecrets?
     var sealed: SealedSecrets?
 }

@@ -150,8 +150,8 @@ package struct ServerAPI: Sendable {
     }
 
     /// Brings the account to this server (docs/api.md, "Moving an account"), signed by this device.
-    package func importAccount(_ request: ImportAccountRequest, invite: String?) async throws -> ImportAccountResponse {
-        try json(ImportAccountResponse.self, try await call("POST", "/v1/accounts/import", body: encode(request),
+    package func importAccount(_ request: ImportAccountRequest, instance: String, invite: String?) async throws -> ImportAccountResponse {
+        try json(ImportAccountResponse.self, try await call("POST", "/v1/accounts/import", query: "instance=\(instance)", body: encode(request),
                                                             extraHeaders: Self.inviteHeader(invite)).body, "answer")
     }
 

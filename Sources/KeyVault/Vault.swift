@@ -162,9 +162,12 @@ public actor Vault {
                 record.memberKeys[id] = keys.filter { naming.contains($0.key) }
                 forgot = true
             }
-            if verified.head != record.head || kept != links.count || forgot {
+            // The server's instance, the first time this device sees it (a delete is signed for it).
+            let pinned = record.instance == nil ? try? await api.instance() : nil
+            if verified.head != record.head || kept != links.count || forgot || pinned != nil {
                 record.head = verified.head
                 record.sequence = verified.sequence
+                if let pinned { record.instance = pinned }
                 try home.save(record)
             }
             await stateHead(verified)
@@ -503,7 +506,14 @@ public actor Vault {
     /// change another device made since refuses it, `stale_chain`), then this device's home.
     public func deleteAccount() async throws {
         try await exclusively {
-            try await api.deleteAccount(instance: try await api.instance(), head: try chain.head)
+            // Signed for the service this device first saw here: a server naming another now
+            // (one that holds the account too, where it would replay the delete) is refused.
+            let instance = try await api.instance()
+            if let pinned = record.instance, pinned != instance {
+                throw KeyVaultError(.badResponse, "the server now names itself as another service than this device first saw (\(instance), not \(pinned)): nothing was deleted",
+                                    kind: .verification)
+            }
+            try await api.deleteAccount(instance: instance, head: try chain.head)
             try home.remove()
         }
     }

@@ -19,17 +19,19 @@ extension PostgresKeyVaultDatabase {
 
     /// `hashes`: of every link the account is created with (the genesis, then an import's).
     private func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
-                               recovery: RecoverySlot?, hashes: [String], _ db: PostgresConnection) async throws {
+                               recovery: RecoverySlot?, hashes: [String], importedBy: DeviceID? = nil, _ db: PostgresConnection) async throws {
         // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
         // or roll back, so of two creations exactly one inserts.
         guard try await db.query("""
             INSERT INTO accounts (id, created, head, sequence) VALUES (\(account.rawValue), \(KeyVaultDatabase.now()), \(genesis.hash), 0)
             ON CONFLICT (id) DO NOTHING RETURNING 1
             """, logger: logger).collect().count == 1 else { throw StoreError.accountExists }
-        if let row = try await db.query("SELECT sequence, head FROM deleted_accounts WHERE id = \(account.rawValue)", logger: logger).collect().first {
-            let (stored, head) = try row.decode((Int64, String).self)
+        if let row = try await db.query("SELECT sequence, head, device FROM deleted_accounts WHERE id = \(account.rawValue)", logger: logger).collect().first {
+            let (stored, head, deleter) = try row.decode((Int64, String, String?).self)
             let sequence = UInt64(stored)
-            guard sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else { throw StoreError.accountDeleted(sequence: sequence, head: head) }
+            guard let by = importedBy, deleter == by.rawValue, sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else {
+                throw StoreError.accountDeleted(sequence: sequence, head: head)
+            }
         }
         guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.accountExists }
         try await insert(genesis, account: account, db)
@@ -46,7 +48,7 @@ extension PostgresKeyVaultDatabase {
         try await durableTransaction { db in
             if let create {
                 try await createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil,
-                                        hashes: [create.genesis.hash] + writes.map(\.link.hash), db)
+                                        hashes: [create.genesis.hash] + writes.map(\.link.hash), importedBy: create.importedBy, db)
             }
             for write in writes { try await append(account, write, db) }
         }
@@ -136,7 +138,7 @@ extension PostgresKeyVaultDatabase {
 
     /// Everything of the account goes by its foreign keys, but the share boxes naming
     /// it as grantee, which have none (a grantee may be deleted while the grant stands).
-    package func deleteAccount(_ account: AccountID, expectedHead: String?) async throws {
+    package func deleteAccount(_ account: AccountID, expectedHead: String?, by device: DeviceID?) async throws {
         try await durableTransaction { db in
             // Locked to the end of the transaction: an append waits, then finds no account.
             let rows = try await db.query("SELECT sequence, head FROM accounts WHERE id = \(account.rawValue) FOR UPDATE", logger: logger).collect()
@@ -146,8 +148,9 @@ extension PostgresKeyVaultDatabase {
             try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue)", logger: logger)
             try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)
             try await db.query("""
-                INSERT INTO deleted_accounts (id, sequence, head, deleted) VALUES (\(account.rawValue), \(sequence), \(head), \(KeyVaultDatabase.now()))
-                ON CONFLICT (id) DO UPDATE SET sequence = EXCLUDED.sequence, head = EXCLUDED.head, deleted = EXCLUDED.deleted
+                INSERT INTO deleted_accounts (id, sequence, head, device, deleted)
+                VALUES (\(account.rawValue), \(sequence), \(head), \(device?.rawValue), \(KeyVaultDatabase.now()))
+                ON CONFLICT (id) DO UPDATE SET sequence = EXCLUDED.sequence, head = EXCLUDED.head, device = EXCLUDED.device, deleted = EXCLUDED.deleted
                 """, logger: logger)
         }
     }

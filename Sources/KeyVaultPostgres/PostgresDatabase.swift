@@ -286,8 +286,8 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
         ]),
         // As SQLite's v11: an attachment's sealed name and details.
         ("v7 attachment names", ["ALTER TABLE attachments ADD COLUMN meta BYTEA"]),
-        // As SQLite's v12: the head a deleted account had.
-        ("v8 deleted accounts", ["CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, head TEXT NOT NULL, deleted BIGINT NOT NULL)"]),
+        // As SQLite's v12: the head a deleted account had, and the device that deleted it.
+        ("v8 deleted accounts", ["CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, head TEXT NOT NULL, device TEXT, deleted BIGINT NOT NULL)"]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

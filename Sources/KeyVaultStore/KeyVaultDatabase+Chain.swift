@@ -17,14 +17,16 @@ extension KeyVaultDatabase {
 
     /// `hashes`: of every link the account is created with (the genesis, then an import's).
     private static func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
-                                      recovery: RecoverySlot?, hashes: [String], _ db: Database) throws {
+                                      recovery: RecoverySlot?, hashes: [String], importedBy: DeviceID? = nil, _ db: Database) throws {
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM accounts WHERE id = ?", arguments: [account.rawValue]) == true
             || Bool.fetchOne(db, sql: "SELECT 1 FROM devices WHERE id = ?", arguments: [device.id.rawValue]) == true {
             throw StoreError.accountExists
         }
-        if let row = try Row.fetchOne(db, sql: "SELECT sequence, head FROM deleted_accounts WHERE id = ?", arguments: [account.rawValue]) {
-            let sequence = UInt64(row["sequence"] as Int64), head: String = row["head"]
-            guard sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else { throw StoreError.accountDeleted(sequence: sequence, head: head) }
+        if let row = try Row.fetchOne(db, sql: "SELECT sequence, head, device FROM deleted_accounts WHERE id = ?", arguments: [account.rawValue]) {
+            let sequence = UInt64(row["sequence"] as Int64), head: String = row["head"], deleter: String? = row["device"]
+            guard let by = importedBy, deleter == by.rawValue, sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else {
+                throw StoreError.accountDeleted(sequence: sequence, head: head)
+            }
         }
         try db.execute(sql: "INSERT INTO accounts (id, created, head, sequence) VALUES (?, ?, ?, 0)",
                        arguments: [account.rawValue, Self.now(), genesis.hash])
@@ -50,7 +52,7 @@ extension KeyVaultDatabase {
         try await durableWrite { db in
             if let create {
                 try Self.createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil,
-                                       hashes: [create.genesis.hash] + writes.map(\.link.hash), db)
+                                       hashes: [create.genesis.hash] + writes.map(\.link.hash), importedBy: create.importedBy, db)
             }
             for write in writes { try Self.append(account, write, db) }
         }
@@ -129,7 +131,7 @@ extension KeyVaultDatabase {
     /// contact requests from or to it: by their foreign keys) in one transaction, and
     /// the share boxes naming it as grantee (which have none: a grantee may be deleted
     /// while the sharer's grant stands).
-    package func deleteAccount(_ account: AccountID, expectedHead: String?) async throws {
+    package func deleteAccount(_ account: AccountID, expectedHead: String?, by device: DeviceID?) async throws {
         try await durableWrite { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT sequence, head FROM accounts WHERE id = ?", arguments: [account.rawValue]) else {
                 throw StoreError.notFound
@@ -138,8 +140,8 @@ extension KeyVaultDatabase {
             if let expectedHead, head != expectedHead { throw StoreError.staleChain(currentHead: head) }
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
             try db.execute(sql: "DELETE FROM share_boxes WHERE grantee = ?", arguments: [account.rawValue])
-            try db.execute(sql: "INSERT OR REPLACE INTO deleted_accounts (id, sequence, head, deleted) VALUES (?, ?, ?, ?)",
-                           arguments: [account.rawValue, sequence, head, Self.now()])
+            try db.execute(sql: "INSERT OR REPLACE INTO deleted_accounts (id, sequence, head, device, deleted) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [account.rawValue, sequence, head, device?.rawValue, Self.now()])
         }
     }
 

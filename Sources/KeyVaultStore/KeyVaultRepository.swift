@@ -43,10 +43,12 @@ package protocol KeyVaultRepository: Sendable {
     /// wraps, the share boxes it stored and those naming it, and the contact requests
     /// from or to it.
     ///
-    /// With `expectedHead`, only while the chain's head is that one.
+    /// With `expectedHead`, only while the chain's head is that one. The head and `device`
+    /// (the deleting one) are kept: only that device, importing a chain that goes on from
+    /// that head, founds the account here again.
     ///
     /// - Throws: `StoreError.notFound`; `.staleChain` when the head is another (nothing deleted).
-    func deleteAccount(_ account: AccountID, expectedHead: String?) async throws
+    func deleteAccount(_ account: AccountID, expectedHead: String?, by device: DeviceID?) async throws
 
     // MARK: Boxes, wraps, recovery
 
@@ -245,7 +247,7 @@ extension KeyVaultRepository {
     }
 
     /// The whole chain and the head.
-    package func deleteAccount(_ account: AccountID) async throws { try await deleteAccount(account, expectedHead: nil) }
+    package func deleteAccount(_ account: AccountID) async throws { try await deleteAccount(account, expectedHead: nil, by: nil) }
 
     package func links(_ account: AccountID) async throws -> (links: [StoredLink], head: String)? {
         try await links(account, after: nil)

@@ -221,8 +221,9 @@ extension KeyVaultDatabase {
             try db.execute(sql: "ALTER TABLE attachments ADD COLUMN meta BLOB")
         }
         migrator.registerMigration("v12 deleted accounts") { db in
-            // The head a deleted account had: only a chain that extends it founds the account here again.
-            try db.execute(sql: "CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence INTEGER NOT NULL, head TEXT NOT NULL, deleted INTEGER NOT NULL)")
+            // The head a deleted account had and the device that deleted it: only that device,
+            // with a chain that extends the head, founds the account here again.
+            try db.execute(sql: "CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence INTEGER NOT NULL, head TEXT NOT NULL, device TEXT, deleted INTEGER NOT NULL)")
         }
         return migrator
     }

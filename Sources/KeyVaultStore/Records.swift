@@ -81,10 +81,14 @@ package struct AccountGenesis: Sendable {
     package var genesis: StoredLink
     package var device: StoredDevice
     package var boxes: [KeyBox]
-    package init(genesis: StoredLink, device: StoredDevice, boxes: [KeyBox]) {
+    /// The device that signed the import creating the account (none for a plain creation):
+    /// an account deleted here is founded again only by the device that deleted it.
+    package var importedBy: DeviceID?
+    package init(genesis: StoredLink, device: StoredDevice, boxes: [KeyBox], importedBy: DeviceID? = nil) {
         self.genesis = genesis
         self.device = device
         self.boxes = boxes
+        self.importedBy = importedBy
     }
 }
 

@@ -58,8 +58,15 @@ private struct Exported {
 }
 
 extension TestClientProtocol {
+    /// This service's instance (`GET /v1/server`), which an import names in its signed query.
+    fileprivate func instance() async throws -> String {
+        try decode([String: String].self, try await execute(uri: "/v1/server", method: .get))["instance"] ?? ""
+    }
+
+    fileprivate func importURI() async throws -> String { "/v1/accounts/import?instance=\(try await instance())" }
+
     fileprivate func importAccount(_ request: ImportAccountRequest, signedBy device: TestDevice) async throws -> TestResponse {
-        try await signedJSON(device, .post, "/v1/accounts/import", request)
+        try await signedJSON(device, .post, try await importURI(), request)
     }
 }
 
@@ -98,13 +105,20 @@ extension TestClientProtocol {
         let body = Array(try JSONEncoder().encode(exported.request()))
         var other = exported.request()
         other.wraps = []
-        var headers = exported.phone.signedHeaders(.post, "/v1/accounts/import", body: body)
+        let uri = try await client.importURI()
+        var headers = exported.phone.signedHeaders(.post, uri, body: body)
         headers[.contentType] = "application/json"
-        let swapped = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: try jsonBody(other))
+        let swapped = try await client.execute(uri: uri, method: .post, headers: headers, body: try jsonBody(other))
         #expect(swapped.status == .unauthorized && errorCode(swapped) == "bad_signature")
-        var old = exported.phone.signedHeaders(.post, "/v1/accounts/import", body: body, timestamp: Int64(Date().timeIntervalSince1970) - 3600)
+        var old = exported.phone.signedHeaders(.post, uri, body: body, timestamp: Int64(Date().timeIntervalSince1970) - 3600)
         old[.contentType] = "application/json"
-        let late = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: old, body: ByteBuffer(bytes: body))
+        let late = try await client.execute(uri: uri, method: .post, headers: old, body: ByteBuffer(bytes: body))
+        // Signed for another server (replayed here), or for none: refused.
+        for other in ["/v1/accounts/import?instance=0123456789abcdef", "/v1/accounts/import"] {
+            var elsewhere = exported.phone.signedHeaders(.post, other, body: body)
+            elsewhere[.contentType] = "application/json"
+            #expect(try await client.execute(uri: other, method: .post, headers: elsewhere, body: ByteBuffer(bytes: body)).status == .badRequest, "\(other)")
+        }
         #expect(late.status == .unauthorized && errorCode(late) == "stale_timestamp")
         #expect(try await held().status != .ok, "a refused import left the account here")
 
@@ -143,18 +157,23 @@ extension TestClientProtocol {
 
         // A replayed import is refused; a deleted account is not founded again by its chain as it
         // stood (a thief's copy from before a revocation), only by one that goes on from there.
-        let replayed = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body))
+        let replayed = try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(bytes: body))
         #expect(replayed.status == .ok)
-        let again2 = try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body))
+        let again2 = try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(bytes: body))
         #expect(again2.status == .unauthorized && errorCode(again2) == "replayed_nonce")
-        let instance = try decode([String: String].self, try await client.execute(uri: "/v1/server", method: .get))["instance"] ?? ""
-        #expect(try await client.signed(exported.phone, .delete, "/v1/accounts/\(account)?instance=\(instance)&head=\(exported.state.head)").status == .noContent)
+        #expect(try await client.signed(exported.phone, .delete, "/v1/accounts/\(account)?instance=\(try await client.instance())&head=\(exported.state.head)").status == .noContent)
         let back = try await client.importAccount(exported.request(), signedBy: exported.phone)
         #expect(back.status == .conflict && String(buffer: back.body).contains("deleted"), "\(String(buffer: back.body))")
         #expect(try await held().status != .ok)
-        // A chain that goes on from the head it had when deleted founds it again (moving back).
+        // A chain that goes on from the head it had when deleted founds it again (moving back),
+        // but only imported by the device that deleted it: not by another device of the chain
+        // (as a thief's, active there, revoked only on the server the account moved to).
         var later = exported
-        try later.add(later.phone.link(.memberAdd, after: later.state, body: ["member": Hex.encode(SystemRandom.bytes(count: 16)), "memberGeneration": "1"]))
+        let tablet = TestDevice("tablet")
+        try later.add(later.phone.link(.deviceAdd, after: later.state, body: tablet.deviceFields))
+        later.boxes.append(try later.phone.box(later.recovery.masterKey, generation: 1, for: tablet, at: later.state.sequence, account: later.state.account))
+        let byTablet = try await client.importAccount(later.request(), signedBy: tablet)
+        #expect(byTablet.status == .conflict && String(buffer: byTablet.body).contains("deleted"), "\(String(buffer: byTablet.body))")
         let returned = try await client.importAccount(later.request(), signedBy: later.phone)
         #expect(returned.status == .created, "\(String(buffer: returned.body))")
     }
@@ -167,9 +186,10 @@ extension TestClientProtocol {
         let refused = try await client.importAccount(exported.request(), signedBy: exported.phone)
         #expect(refused.status == .forbidden && errorCode(refused) == "invite_required")
         let body = Array(try JSONEncoder().encode(exported.request()))
-        var headers = exported.phone.signedHeaders(.post, "/v1/accounts/import", body: body)
+        let uri = try await client.importURI()
+        var headers = exported.phone.signedHeaders(.post, uri, body: body)
         headers[.contentType] = "application/json"
         headers[HTTPField.Name("KeyVault-Invite")!] = "family-invite-0123456789"
-        #expect(try await client.execute(uri: "/v1/accounts/import", method: .post, headers: headers, body: ByteBuffer(bytes: body)).status == .created)
+        #expect(try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(bytes: body)).status == .created)
     }
 }

@@ -125,3 +125,25 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
         }
     }
 }
+
+/// A request signature names no server: a delete is signed for the instance this device
+/// first saw its server name (`GET /v1/server`), and refused when the server names
+/// another later (one that holds the account too, where it would replay the delete).
+@Test func anAccountDeleteIsSignedOnlyForTheServiceTheDeviceFirstSaw() async throws {
+    try await Fixture.run { fixture, laptop in
+        try await laptop.sync()
+        #expect(try fixture.home("laptop").load().instance?.count == 16)
+        fixture.transport.tamper(rewriting("/v1/server", as: [String: String].self) { $0["instance"] = "0123456789abcdef" })
+        let deletes = Locked(0)
+        fixture.transport.answer { request in
+            if request.method == "DELETE" { deletes.withLock { $0 += 1 } }
+            return nil
+        }
+        await #expect(throws: KeyVaultError.self) { try await laptop.deleteAccount() }
+        #expect(deletes.withLock { $0 } == 0, "a delete was signed for the instance the server named now")
+        fixture.transport.tamper(nil)
+        fixture.transport.answer(nil)
+        let kept = try await fixture.transport.send(HTTPExchange(method: "GET", target: "/v1/accounts/\(laptop.account)/recovery"))
+        #expect(kept.status != 404, "the account was deleted")
+    }
+}

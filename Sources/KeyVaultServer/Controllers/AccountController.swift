@@ -59,10 +59,14 @@ struct AccountController: Sendable {
         let claim = try RequestSignature.Claim(
             device: request.headers[Headers.device], timestamp: request.headers[Headers.timestamp],
             nonce: request.headers[Headers.nonce], signature: request.headers[Headers.signature])
+        // Named for this service in the signed query, as a delete is: no other server replays it elsewhere.
+        guard request.uri.queryParameters.get("instance") == service.instance else {
+            throw APIError.badRequest("an import names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
+        }
         let body = try await request.collectBody(limit: ImportAccountRequest.maxBytes)
         let imported = try await service.importAccount(
             try decodeBody(ImportAccountRequest.self, from: body), signed: claim, method: request.method.rawValue,
-            path: request.uri.path, bodyHash: SHA256.hash(body), invite: { try checkInvite(request) })
+            path: request.uri.path, query: request.uri.query ?? "", bodyHash: SHA256.hash(body), invite: { try checkInvite(request) })
         context.logger.info("account imported", metadata: ["account": .string(imported.account.rawValue),
                                                            "appended": .stringConvertible(imported.appended)])
         return try .json(imported, status: imported.appended > 0 ? .created : .ok)
@@ -79,7 +83,7 @@ struct AccountController: Sendable {
             throw APIError.badRequest("a delete names the chain head the device saw (head=HASH)")
         }
         do {
-            try await service.database.deleteAccount(context.account, expectedHead: head)
+            try await service.database.deleteAccount(context.account, expectedHead: head, by: context.device.id)
         } catch StoreError.staleChain {
             throw ProtocolError(.staleChain, "the account changed since that head: fetch the chain, then delete again")
         }

@@ -23,7 +23,7 @@ extension ServiceState {
     /// behind the head they saw). Shares do not move: the accounts they are with live on
     /// the other server, so a chain with grants in force is refused.
     func importAccount(_ request: ImportAccountRequest, signed claim: RequestSignature.Claim, method: String, path: String,
-                       bodyHash: [UInt8], invite: () throws -> Void) async throws -> ImportAccountResponse {
+                       query: String, bodyHash: [UInt8], invite: () throws -> Void) async throws -> ImportAccountResponse {
         let now = RecoveryGate.now(), window = configuration.signatureWindowSeconds
         guard claim.timestamp >= now - window, claim.timestamp <= now + window else {
             throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
@@ -32,7 +32,7 @@ extension ServiceState {
         guard let signer = state.devices[claim.device], signer.isActive else {
             throw APIError(.wrongSigner, "an import is signed by a device active at the head of the chain it brings")
         }
-        guard claim.isValid(method: method, path: path, query: "", bodyHash: bodyHash, key: signer.signingKey) else {
+        guard claim.isValid(method: method, path: path, query: query, bodyHash: bodyHash, key: signer.signingKey) else {
             throw ProtocolError(.badSignature, "the request signature does not verify")
         }
         try checkImported(request, at: state)
@@ -84,7 +84,7 @@ extension ServiceState {
                 genesis: try stored(genesis),
                 device: StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
                                      boxKey: device.boxKey.rawRepresentation, added: 0),
-                boxes: boxesAt[0] ?? [])
+                boxes: boxesAt[0] ?? [], importedBy: claim.device)
             do {
                 try await database.importAccount(account, create: create, writes: writes)
             } catch StoreError.staleChain {
