@@ -99,6 +99,8 @@ public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible
         case wrongSigner = "wrong_signer"
         /// A link signed by a revoked device.
         case signerRevoked = "signer_revoked"
+        /// A delete or an import signed for another server (a server's own refusal).
+        case wrongServer = "wrong_server"
         /// The account's recovery code was set by a device since revoked.
         case recoveryCompromised = "recovery_compromised"
         /// Account creation without the server's invite token.

@@ -98,6 +98,8 @@ extension ErrorCode {
     package static let wrongSigner = ErrorCode(rawValue: "wrong_signer")
     /// A link signed by a revoked device.
     package static let signerRevoked = ErrorCode(rawValue: "signer_revoked")
+    /// A delete or an import signed for another server's instance (or none).
+    package static let wrongServer = ErrorCode(rawValue: "wrong_server")
     /// The account's recovery code was set by a device since revoked.
     package static let recoveryCompromised = ErrorCode(rawValue: "recovery_compromised")
     /// Account creation without the server's invite token.
@@ -165,7 +167,7 @@ extension ErrorCode {
         .unsignedRequest, .malformedSignature, .unknownDevice, .badSignature, .staleTimestamp, .replayedNonce,
         .unknownSession, .badRecoveryProof, .badRecoveryToken,
         .deviceRevoked, .wrongAccount, .wrongSigner, .signerRevoked, .recoveryCompromised, .inviteRequired, .signatureRequired,
-        .readOnlyGrant,
+        .readOnlyGrant, .wrongServer,
         .notFound, .methodNotAllowed,
         .staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .noIdentity, .contactChanged, .grantExists,
         .linkRequestClosed, .linkRequestOutOfTurn, .contactRequestClosed, .contactRequestOutOfTurn,

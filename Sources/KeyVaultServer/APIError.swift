@@ -54,7 +54,7 @@ extension ErrorCode {
         (.unauthorized, [.unsignedRequest, .malformedSignature, .unknownDevice, .badSignature, .staleTimestamp, .replayedNonce,
                          .unknownSession, .badRecoveryProof, .badRecoveryToken]),
         (.forbidden, [.deviceRevoked, .wrongAccount, .wrongSigner, .signerRevoked, .recoveryCompromised, .inviteRequired,
-                      .signatureRequired, .readOnlyGrant]),
+                      .signatureRequired, .readOnlyGrant, .wrongServer]),
         (.notFound, [.notFound]),
         (.methodNotAllowed, [.methodNotAllowed]),
         (.conflict, [.staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .noIdentity, .contactChanged,

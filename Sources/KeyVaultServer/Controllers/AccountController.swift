@@ -61,7 +61,7 @@ struct AccountController: Sendable {
             nonce: request.headers[Headers.nonce], signature: request.headers[Headers.signature])
         // Named for this service in the signed query, as a delete is: no other server replays it elsewhere.
         guard request.uri.queryParameters.get("instance") == service.instance else {
-            throw APIError.badRequest("an import names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
+            throw APIError(.wrongServer, "an import names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
         }
         let body = try await request.collectBody(limit: ImportAccountRequest.maxBytes)
         let imported = try await service.importAccount(
@@ -77,7 +77,7 @@ struct AccountController: Sendable {
     /// that raced a change on this server, deletes nothing.
     @Sendable func delete(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         guard request.uri.queryParameters.get("instance") == service.instance else {
-            throw APIError.badRequest("a delete names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
+            throw APIError(.wrongServer, "a delete names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
         }
         guard let head = request.uri.queryParameters.get("head").map({ String($0) }) else {
             throw APIError.badRequest("a delete names the chain head the device saw (head=HASH)")
