@@ -33,7 +33,8 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
 /// or a key wrap or box it withholds, fails it and writes no file. An import is checked again by the device that puts it on
 /// the new server: a chunk altered in the file, or a name moved to another attachment,
 /// is refused, and the new server is left no attachment that opens wrong (one whose
-/// chunks did not all check is never completed there).
+/// chunks did not all check is never completed there); so is a file of another account,
+/// one whose end does not tally, and one without a key the devices need.
 @Test func anExportAndAnImportRefuseWhatWasAlteredAndLeaveNothingThatOpensWrong() async throws {
     try await Fixture.run { fixture, laptop in
         let emma = try await laptop.addMember(name: "Emma")
@@ -88,6 +89,23 @@ private func rewriteLine(_ path: String, where matches: (String) -> Bool, _ chan
                 content: try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1,
                                            context: EnvelopeContext(purpose: "attachment-content")).bytes)
             _ = try await there.putAttachment(member: emma.id, address: scanAddress, object: junk)
+
+            // A file of another account, one whose end does not tally, one without the member key's
+            // wrap (the new server would take it; no device could open Emma there): refused here.
+            let alterations: [(String, (String) -> Bool, (String) -> String)] = [
+                ("another account", { $0.hasPrefix("{\"header\"") }, { $0.replacingOccurrences(of: laptop.account.rawValue, with: String(repeating: "ab", count: 16)) }),
+                ("an end that does not tally", { $0.hasPrefix("{\"end\"") }, { $0.replacingOccurrences(of: "\"attachments\":2", with: "\"attachments\":3") }),
+                ("no member key wrap", { $0.hasPrefix("{\"state\"") }, { line in
+                    line.replacingOccurrences(of: #""wraps":\[[^\]]*\]"#, with: #""wraps":[]"#, options: .regularExpression) }),
+            ]
+            for (what, matches, change) in alterations {
+                try original.write(toFile: file, atomically: true, encoding: .utf8)
+                try rewriteLine(file, where: matches, change)
+                #expect(try String(contentsOfFile: file, encoding: .utf8) != original, "\(what): the file was not altered")
+                await #expect(throws: KeyVaultError.self, "\(what)") {
+                    _ = try await laptop.importAccount(fromFileAt: file, to: URL(string: "http://target")!, transport: target)
+                }
+            }
 
             // A name moved from one attachment to the other: refused.
             try original.write(toFile: file, atomically: true, encoding: .utf8)
