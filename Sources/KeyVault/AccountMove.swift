@@ -106,7 +106,7 @@ extension Vault {
 
             let request = ImportAccountRequest(links: links, boxes: boxes, wraps: wraps, recovery: recovery, identityWraps: identityWraps)
             try await checkKept(request, in: state, from: "the server")
-            guard try ExportLine.encoder.encode(request).count <= ImportAccountRequest.maxBytes else {
+            guard try ServerAPI.encoder.encode(request).count <= ImportAccountRequest.maxBytes else {
                 throw KeyVaultError(.payloadTooLarge, "the account's history and keys are larger than an import takes (\(Self.sizeText(ImportAccountRequest.maxBytes))): it cannot move this way")
             }
 
@@ -114,7 +114,7 @@ extension Vault {
             do { file = try AtomicFile.Writer(path) } catch let error as AtomicFile.Failure { throw KeyVaultError(.io, error.message) }
             var bytes = 0
             func write(_ line: ExportLine) throws {
-                var data = Array(try ExportLine.encoder.encode(line))
+                var data = Array(try ServerAPI.encoder.encode(line))
                 data.append(UInt8(ascii: "\n"))
                 do { try data.withUnsafeBytes { try file.append($0) } } catch let error as AtomicFile.Failure { throw KeyVaultError(.io, error.message) }
                 bytes += data.count
@@ -537,14 +537,6 @@ extension Vault {
         }
         return (instance, last.hash)
     }
-}
-
-extension ExportLine {
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 }
 
 /// A file read a line at a time, each line at most a given length.

@@ -104,11 +104,14 @@ package struct ServerAPI: Sendable {
         }
     }
 
-    func encode(_ value: some Encodable) throws -> [UInt8] {
+    func encode(_ value: some Encodable) throws -> [UInt8] { Array(try Self.encoder.encode(value)) }
+
+    /// JSON as this client writes it: sorted keys, slashes unescaped (also an export's lines).
+    static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(value))
-    }
+        return encoder
+    }()
 
     // MARK: Routes
 

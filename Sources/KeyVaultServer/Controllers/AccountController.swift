@@ -41,18 +41,15 @@ struct AccountController: Sendable {
         guard create.recovery == nil else {
             throw APIError.badRequest("set the recovery code with a recovery.set link after creating the account")
         }
-        let device = state.devices.values.first!
-        try await service.database.createAccount(
-            state.account, genesis: try service.stored(create.genesis),
-            device: StoredDevice(id: device.id, account: state.account, name: device.name,
-                                 signingKey: device.signingKey.rawRepresentation, boxKey: device.boxKey.rawRepresentation, added: 0),
-            boxes: create.boxes, recovery: nil)
+        let founding = try service.founding(state, genesis: create.genesis, boxes: create.boxes)
+        try await service.database.createAccount(state.account, genesis: founding.genesis, device: founding.device,
+                                                 boxes: founding.boxes, recovery: nil)
         await service.chains.store(state, replacing: true)
         context.logger.info("account created", metadata: ["account": .string(state.account.rawValue)])
         return try .json(CreateAccountResponse(account: state.account, head: state.head), status: .created)
     }
 
-    /// An account another server held (``ServiceState/importAccount(_:signed:method:path:bodyHash:invite:)``):
+    /// An account another server held (``ServiceState/importAccount(_:signed:method:path:query:bodyHash:invite:)``):
     /// signed as any request, but by a device of the chain it brings, which this server
     /// may not know yet. Creating the account here takes the invite token as creation does.
     @Sendable func importAccount(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {

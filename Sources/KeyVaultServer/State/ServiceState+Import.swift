@@ -79,12 +79,8 @@ extension ServiceState {
             writes[writes.count - 1].recovery = request.recovery
         }
         if held == 0 || !writes.isEmpty {
-            let first = try ChainState(genesis: genesis), device = first.devices.values.first!
-            let create = held > 0 ? nil : AccountGenesis(
-                genesis: try stored(genesis),
-                device: StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
-                                     boxKey: device.boxKey.rawRepresentation, added: 0),
-                boxes: boxesAt[0] ?? [], importedBy: claim.device)
+            let create = held > 0 ? nil : try founding(try ChainState(genesis: genesis), genesis: genesis, boxes: boxesAt[0] ?? [],
+                                                       importedBy: claim.device)
             do {
                 try await database.importAccount(account, create: create, writes: writes)
             } catch StoreError.staleChain {

@@ -134,10 +134,8 @@ struct ServiceState: Sendable {
     /// devices it adds and revokes, the members it removes, the keys a reset drops.
     func chainWrite(_ link: ChainLink, before: ChainState, after: ChainState, actor: String) throws -> ChainWrite {
         var write = ChainWrite(link: try stored(link), expectedHead: before.head, audit: (.link(link.type), actor))
-        for (id, added) in after.devices where before.devices[id] == nil {
-            write.newDevices.append(StoredDevice(id: id, account: after.account, name: added.name,
-                                                 signingKey: added.signingKey.rawRepresentation,
-                                                 boxKey: added.boxKey.rawRepresentation, added: added.added))
+        for added in after.devices.values where before.devices[added.id] == nil {
+            write.newDevices.append(stored(added, of: after.account))
         }
         write.removedMembers = before.members.keys.filter { after.members[$0] == nil }
         // A reset keeps no key of before: the boxes of older master generations, the identity's wraps, the share boxes.
@@ -178,6 +176,20 @@ struct ServiceState: Sendable {
             throw ProtocolError(.boxPosition, "a key box names the link it is stored with (\(state.sequence)), not \(box.sequence)")
         }
         try box.verify(in: state)
+    }
+
+    func stored(_ device: ChainState.Device, of account: AccountID) -> StoredDevice {
+        StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
+                     boxKey: device.boxKey.rawRepresentation, added: device.added)
+    }
+
+    /// The rows that found an account: its genesis link (`state`, the chain it starts),
+    /// its first device and first boxes.
+    func founding(_ state: ChainState, genesis: ChainLink, boxes: [KeyBox], importedBy: DeviceID? = nil) throws -> AccountGenesis {
+        guard let device = state.devices.values.first(where: { $0.added == 0 }) else {
+            throw APIError.badRequest("a genesis link introduces its device")
+        }
+        return AccountGenesis(genesis: try stored(genesis), device: stored(device, of: state.account), boxes: boxes, importedBy: importedBy)
     }
 
     func stored(_ link: ChainLink) throws -> StoredLink {
