@@ -27,14 +27,28 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// Connects once to check that the database is there and to migrate it (under an
     /// advisory lock, so replicas that start together migrate once), then makes the pool.
     ///
-    /// - Parameter schema: the schema to use instead of the user's default (tests each take their own).
+    /// The pool schedules no timer per query. postgres-nio's pool starts an idle-timeout timer
+    /// (a `Task.sleep`, through Dispatch) each time it parks a connection above its minimum,
+    /// and a keep-alive timer each time it parks any connection when keep-alive queries are
+    /// on: about a quarter of a replica's CPU per session read (BENCHMARKS.md). So a service
+    /// keeps all its connections open (`keepAllOpen`: opened at start, never timed out) and
+    /// runs no keep-alive queries; PostgreSQL's own TCP keep-alives (every 30 s on an idle
+    /// connection, set per session in ``startupParameters(_:)``) keep a path through NAT and
+    /// firewalls open and find a dead peer instead.
+    ///
+    /// - Parameters:
+    ///   - keepAllOpen: open all `maximumConnections` at start (a service); otherwise open them
+    ///     on demand and close them after a minute idle (tests, which make many pools).
+    ///   - schema: the schema to use instead of the user's default (tests each take their own).
     /// - Throws: ``ConfigurationError`` (kind `database`) saying why the database cannot be used (never
     ///   quoting the password).
-    package static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20,
+    package static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20, keepAllOpen: Bool = false,
                                schema: String? = nil) async throws -> PostgresKeyVaultDatabase {
         try await migrate(url, logger: logger, schema: schema)
         var configuration = try url.clientConfiguration
         configuration.options.maximumConnections = maximumConnections
+        configuration.options.minimumConnections = keepAllOpen ? maximumConnections : 0
+        configuration.options.keepAliveBehavior = nil
         configuration.options.additionalStartupParameters = startupParameters(schema)
         return PostgresKeyVaultDatabase(client: PostgresClient(configuration: configuration, backgroundLogger: logger), logger: logger)
     }
@@ -66,8 +80,13 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// values and failure counts, set it back on for their own transaction
     /// (``durableTransaction(_:)``): a key event the client was told is stored, a spent
     /// recovery token, a counted guess survive a power cut.
+    ///
+    /// TCP keep-alives from PostgreSQL's side (ignored on a Unix socket): a probe after 30 s
+    /// idle, then every 10 s, the connection closed after 3 unanswered.
     private static func startupParameters(_ schema: String?) -> [(String, String)] {
-        [("synchronous_commit", "off")] + (schema.map { [("search_path", $0)] } ?? [])
+        [("synchronous_commit", "off"),
+         ("tcp_keepalives_idle", "30"), ("tcp_keepalives_interval", "10"), ("tcp_keepalives_count", "3")]
+            + (schema.map { [("search_path", $0)] } ?? [])
     }
 
     /// Runs the pool until the task is cancelled (or a graceful shutdown, as a service).

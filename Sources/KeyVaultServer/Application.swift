@@ -152,7 +152,8 @@ package func runServer(_ configuration: ServerConfiguration, logger: Logger,
             throw ConfigurationError(String(describing: error), kind: .database, database: path)
         }
     case .postgres(let url):
-        let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger, maximumConnections: postgresPoolSize)
+        let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger, maximumConnections: postgresPoolSize,
+                                                                  keepAllOpen: true)
         database = postgres
         services.append(postgres.client)
         metrics.databasePool(maximumConnections: postgresPoolSize)
@@ -171,5 +172,5 @@ package func runServer(_ configuration: ServerConfiguration, logger: Logger,
 /// How long a stopping service waits for requests in flight before it cancels them.
 let gracefulStopSeconds: Int64 = 20
 
-/// The most connections one service process opens to PostgreSQL.
+/// The connections one service process keeps open to PostgreSQL.
 let postgresPoolSize = 20
