@@ -119,6 +119,54 @@ private func sharedSecret() throws -> (ServerSecret, TemporaryDirectory) {
     _ = directory
 }
 
+/// A replica that served a device (and cached it) lets its next request through only on
+/// the store's copy, read in the nonce's own statement: a session (MAC) request, the kind
+/// apps make for reads, of a device revoked through another replica is refused, and so is
+/// one of a device whose account another replica deleted.
+@Test(arguments: StoreBackend.all.filter(\.isShared))
+func aReplicaThatCachedADeviceJudgesItsNextSessionRequestByTheStore(_ backend: StoreBackend) async throws {
+    let (secret, directory) = try sharedSecret()
+    try await backend.withStore { store in
+        let phone = TestDevice("phone"), tablet = TestDevice("tablet")
+        let first = try testApplication(database: store, secret: secret), second = try testApplication(database: store, secret: secret)
+        let state = try await first.test(.router) { client in
+            var state = try await client.createAccount(phone)
+            let added = try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
+            #expect(added.status == .created)
+            return state
+        }
+        let chainPath = "/v1/accounts/\(state.account)/chain"
+        let (tabletSession, phoneSession) = try await second.test(.router) { client in
+            let sessions = (try await client.openSession(tablet, account: state.account), try await client.openSession(phone, account: state.account))
+            #expect(try await client.macRequest(sessions.0, .get, chainPath).status == .ok)
+            #expect(try await client.macRequest(sessions.1, .get, chainPath).status == .ok)
+            return sessions
+        }
+        let revoked = try await first.test(.router) { client in
+            var state = state
+            let response = try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceRevoke, after: state,
+                                                                                                body: ["device": tablet.id.rawValue])))
+            #expect(response.status == .created)
+            return state
+        }
+        try await second.test(.router) { client in
+            let response = try await client.macRequest(tabletSession, .get, chainPath)
+            #expect(response.status == .forbidden && errorCode(response) == "device_revoked", "\(response.status)")
+            #expect(try await client.macRequest(phoneSession, .get, chainPath).status == .ok)
+        }
+        try await first.test(.router) { client in
+            let instance = try decode([String: String].self, try await client.execute(uri: "/v1/server", method: .get))["instance"] ?? ""
+            let deleted = try await client.signed(phone, .delete, "/v1/accounts/\(state.account)?instance=\(instance)&head=\(revoked.head)")
+            #expect(deleted.status == .noContent)
+        }
+        try await second.test(.router) { client in
+            let response = try await client.macRequest(phoneSession, .get, chainPath)
+            #expect(response.status == .unauthorized && errorCode(response) == "unknown_device", "\(response.status)")
+        }
+    }
+    _ = directory
+}
+
 /// A recovery challenge issued by one replica is answered on another, its token taken
 /// on a third, and each is single use across all of them.
 @Test(arguments: StoreBackend.all) func aRecoveryEnrollmentMovesBetweenReplicasAndStaysSingleUse(_ backend: StoreBackend) async throws {

@@ -32,7 +32,7 @@ struct Authenticator: Sendable {
     var beforeTouch: (@Sendable () async -> Void)?
 
     /// The device, from the cache, or from the store when another process may have
-    /// revoked it (a store shared by replicas: one more read per request).
+    /// revoked it (a store shared by replicas).
     func device(_ id: DeviceID) async throws -> StoredDevice? {
         if !database.isSharedWithOtherProcesses, let cached = devices.get(id) { return cached }
         guard let stored = try await database.device(id) else { return nil }
@@ -79,8 +79,14 @@ struct Authenticator: Sendable {
         return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: sessions.outliveProcess)
     }
 
-    /// The device, if it is enrolled in `account`.
+    /// The device, if it is enrolled in `account`: the copy its signature or MAC is checked with.
+    ///
+    /// A shared store's cached copy of an active device of this account is enough here, with no
+    /// read: its signing key is bound to its id, and ``admit(_:account:timestamp:nonce:persistNonce:)``
+    /// reads the device again, from the store, before the request is let through (in the nonce's
+    /// own round trip). Anything else (not cached, another account, revoked) is decided by the store.
     private func enrolled(_ id: DeviceID, in account: AccountID) async throws -> StoredDevice {
+        if let cached = devices.get(id), cached.account == account, cached.revoked == nil { return cached }
         guard let device = try await device(id) else {
             throw ProtocolError(.unknownDevice, "this device is not enrolled in any account")
         }
@@ -110,11 +116,13 @@ struct Authenticator: Sendable {
         if persistNonce && shared {
             (fresh, current) = try await database.useNonceReadingDevice(nonce, device: device.id, timestamp: timestamp,
                                                                         forgetBefore: now - 2 * window)
-            // Gone since the first read: its account was deleted meanwhile.
-            guard let stored = current, stored.account == account else {
+            // Gone since the first check (its account deleted meanwhile), or not the device
+            // that check knew: the store's copy is the one that counts from here.
+            guard let stored = current, stored.account == account, stored.signingKey == device.signingKey else {
                 throw ProtocolError(.unknownDevice, "this device is not enrolled in any account")
             }
             devices.put(stored)
+            device = stored
             current = devices.get(stored.id) ?? stored  // a revocation this process committed stays
         } else {
             fresh = persistNonce
