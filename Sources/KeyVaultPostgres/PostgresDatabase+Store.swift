@@ -158,6 +158,13 @@ extension PostgresKeyVaultDatabase {
     // MARK: Boxes, wraps, recovery
 
     package func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data] {
+        if let recipient, generation == nil {  // a device's read of its own boxes: the request path
+            var boxes: [Data] = []
+            for try await box in try await client.execute(RecipientBoxes(account: account.rawValue, recipient: recipient), logger: logger) {
+                boxes.append(box)
+            }
+            return boxes
+        }
         // NULL parameters match everything: one statement whatever the filters.
         let rows = try await client.query("""
             SELECT json FROM key_boxes WHERE account = \(account.rawValue)
@@ -223,17 +230,52 @@ extension PostgresKeyVaultDatabase {
     package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64,
                                        forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
         try await sweepNonces(before: forgetBefore)
-        let rows = try await client.query("""
-            WITH used AS (
-                INSERT INTO request_nonces (device, nonce, time) VALUES (\(id.rawValue), \(nonce), \(timestamp))
-                ON CONFLICT (device, nonce) DO NOTHING RETURNING 1)
-            \(unescaped: Self.deviceColumnList), EXISTS (SELECT 1 FROM used) FROM devices WHERE id = \(id.rawValue)
-            """, logger: logger)
-        for try await (id, account, name, signingKey, boxKey, added, revoked, lastSeen, fresh)
-            in rows.decode((String, String, String, Data, Data, Int64, Int64?, Int64?, Bool).self) {
+        let rows = try await client.execute(NonceReadingDevice(device: id.rawValue, nonce: nonce, time: timestamp), logger: logger)
+        for try await (id, account, name, signingKey, boxKey, added, revoked, lastSeen, fresh) in rows {
             return (fresh, Self.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)))
         }
         return (false, nil)
+    }
+
+    /// The request path's two statements, prepared: PostgreSQL parses and plans each once per
+    /// connection, and a request sends only its values. ``useNonceReadingDevice(_:device:timestamp:forgetBefore:)``'s.
+    private struct NonceReadingDevice: PostgresPreparedStatement {
+        static let name = "keyvault_nonce_reading_device"
+        static let sql = """
+            WITH used AS (
+                INSERT INTO request_nonces (device, nonce, time) VALUES ($1, $2, $3)
+                ON CONFLICT (device, nonce) DO NOTHING RETURNING 1)
+            \(deviceColumnList), EXISTS (SELECT 1 FROM used) FROM devices WHERE id = $1
+            """
+        typealias Row = (String, String, String, Data, Data, Int64, Int64?, Int64?, Bool)
+        let device: String, nonce: String, time: Int64
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(device)
+            bindings.append(nonce)
+            bindings.append(time)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// A device's read of its own key boxes (``boxesJSON(_:recipient:generation:)``).
+    private struct RecipientBoxes: PostgresPreparedStatement {
+        static let name = "keyvault_recipient_boxes"
+        static let sql = "SELECT json FROM key_boxes WHERE account = $1 AND recipient = $2 ORDER BY generation"
+        typealias Row = Data
+        let account: String, recipient: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(account)
+            bindings.append(recipient)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Data.self) }
     }
 
     /// Synced, as the chain (recovery only, so rare): a token a crash forgot could be used again.
