@@ -220,48 +220,24 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    /// One statement, one round trip: the nonce's insert and the device's row, read in the
-    /// statement's snapshot, so after everything committed before the statement began (a
-    /// revocation through another replica included). The primary key decides across
-    /// replicas: one insert of a (device, nonce) wins. Committed without waiting for the
-    /// WAL flush (`synchronous_commit = off`, as every write outside the chain): a power
-    /// cut may forget the nonces of the last moments, as SQLite's `NORMAL` may. No row when
-    /// there is no such device (then the nonce is not reported fresh).
+    /// One statement, one round trip, shared with the requests that arrive together
+    /// (``NonceBatches``): the nonce's insert and the device's row, read in the statement's
+    /// snapshot, so after everything committed before the statement began (a revocation
+    /// through another replica included). The primary key decides across replicas: one
+    /// insert of a (device, nonce) wins. Committed without waiting for the WAL flush
+    /// (`synchronous_commit = off`, as every write outside the chain): a power cut may forget
+    /// the nonces of the last moments, as SQLite's `NORMAL` may. No device when there is no
+    /// such device (then the nonce is not reported fresh).
     package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64,
                                        forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
         try await sweepNonces(before: forgetBefore)
-        let rows = try await client.execute(NonceReadingDevice(device: id.rawValue, nonce: nonce, time: timestamp), logger: logger)
-        for try await (id, account, name, signingKey, boxKey, added, revoked, lastSeen, fresh) in rows {
-            return (fresh, Self.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)))
+        return try await nonceBatches.use(.init(device: id.rawValue, nonce: nonce, time: timestamp)) { [self] in
+            try await useNonces($0)
         }
-        return (false, nil)
     }
 
-    /// The request path's two statements, prepared: PostgreSQL parses and plans each once per
-    /// connection, and a request sends only its values. ``useNonceReadingDevice(_:device:timestamp:forgetBefore:)``'s.
-    private struct NonceReadingDevice: PostgresPreparedStatement {
-        static let name = "keyvault_nonce_reading_device"
-        static let sql = """
-            WITH used AS (
-                INSERT INTO request_nonces (device, nonce, time) VALUES ($1, $2, $3)
-                ON CONFLICT (device, nonce) DO NOTHING RETURNING 1)
-            \(deviceColumnList), EXISTS (SELECT 1 FROM used) FROM devices WHERE id = $1
-            """
-        typealias Row = (String, String, String, Data, Data, Int64, Int64?, Int64?, Bool)
-        let device: String, nonce: String, time: Int64
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings()
-            bindings.append(device)
-            bindings.append(nonce)
-            bindings.append(time)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
-    }
-
-    /// A device's read of its own key boxes (``boxesJSON(_:recipient:generation:)``).
+    /// A device's read of its own key boxes (``boxesJSON(_:recipient:generation:)``), the request
+    /// path's other statement, prepared: PostgreSQL parses and plans it once per connection.
     private struct RecipientBoxes: PostgresPreparedStatement {
         static let name = "keyvault_recipient_boxes"
         static let sql = "SELECT json FROM key_boxes WHERE account = $1 AND recipient = $2 ORDER BY generation"
@@ -504,7 +480,7 @@ extension PostgresKeyVaultDatabase {
 
     private static let deviceColumnList = "SELECT id, account, name, signing_key, box_key, added, revoked, last_seen"
     private static let deviceColumns = deviceColumnList + " FROM devices"
-    private typealias DeviceRow = (String, String, String, Data, Data, Int64, Int64?, Int64?)
+    typealias DeviceRow = (String, String, String, Data, Data, Int64, Int64?, Int64?)
 
     private func devices(_ rows: PostgresRowSequence) async throws -> [StoredDevice] {
         var devices: [StoredDevice] = []
@@ -512,7 +488,7 @@ extension PostgresKeyVaultDatabase {
         return devices
     }
 
-    private static func device(_ row: DeviceRow) -> StoredDevice {
+    static func device(_ row: DeviceRow) -> StoredDevice {
         let (id, account, name, signingKey, boxKey, added, revoked, lastSeen) = row
         return StoredDevice(id: DeviceID(unchecked: id), account: AccountID(unchecked: account), name: name,
                             signingKey: [UInt8](signingKey), boxKey: [UInt8](boxKey), added: UInt64(added),

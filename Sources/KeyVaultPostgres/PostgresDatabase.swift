@@ -23,6 +23,8 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     let logger: Logger
     /// When this process last swept each table of expired rows.
     let sweeps = SweepClock()
+    /// Concurrent requests' nonces, sent together.
+    let nonceBatches = NonceBatches()
 
     /// Connects once to check that the database is there and to migrate it (under an
     /// advisory lock, so replicas that start together migrate once), then makes the pool.

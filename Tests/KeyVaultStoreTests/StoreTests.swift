@@ -103,6 +103,39 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
     }
 }
 
+/// The same for requests that arrive together (PostgreSQL sends their nonces in batches):
+/// of many requests with one nonce, exactly one takes it, whether or not they share a batch;
+/// every distinct nonce is taken; a device that does not exist is read as none, and its
+/// neighbours in the batch still get their own answers.
+@Test(arguments: Backend.all) func noncesTakenAtOnceAreEachTakenOnceAndAnsweredWithTheirOwnDevice(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
+        var add = store.write(1, after: "h0", event: .deviceAdd)
+        add.newDevices = [tablet]
+        try await store.database.append(store.account, add)
+        let unknown = DeviceID(unchecked: hex(9)), database = store.database
+        for round in 0..<5 {
+            let answers = try await withThrowingTaskGroup(of: (Int, Bool, DeviceID?).self) { group in
+                for i in 0..<60 {
+                    // A third the same nonce, a third their own, a third of a device that does not exist.
+                    let device = i % 3 == 2 ? unknown : tablet.id
+                    let nonce = i % 3 == 0 ? "same-\(round)" : "own-\(round)-\(i)"
+                    group.addTask {
+                        let taken = try await database.useNonceReadingDevice(nonce, device: device, timestamp: 1000, forgetBefore: 0)
+                        return (i, taken.fresh, taken.device?.id)
+                    }
+                }
+                return try await group.reduce(into: [:]) { $0[$1.0] = ($1.1, $1.2) }
+            }
+            #expect(answers.count == 60)
+            #expect(answers.filter { $0.key % 3 == 0 && $0.value.0 }.count == 1, "one nonce taken once, round \(round)")
+            #expect(answers.filter { $0.key % 3 == 1 }.allSatisfy { $0.value.0 && $0.value.1 == tablet.id })
+            #expect(answers.filter { $0.key % 3 == 0 }.allSatisfy { $0.value.1 == tablet.id })
+            #expect(answers.filter { $0.key % 3 == 2 }.allSatisfy { $0.value.1 == nil })
+        }
+    }
+}
+
 @Test(arguments: Backend.all) func aLinkRequestPastItsExpiryReadsAsExpiredAndIsNotPending(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
         let now = Int64(Date().timeIntervalSince1970)

@@ -1,0 +1,133 @@
+import Foundation
+import PostgresNIO
+import Synchronization
+import KeyVaultModel
+import KeyVaultStore
+
+/// The nonces of requests that arrive together, taken in one statement: while one batch is
+/// on its way to PostgreSQL, the requests that arrive wait for the next, which carries them
+/// all. A replica under load then sends one statement for many requests' nonces and devices
+/// instead of one each (the request path's busiest statement: every signed or MACed request
+/// makes it); a lone request goes at once, alone.
+///
+/// Nothing a request is promised changes:
+/// - **Single use.** The primary key of `request_nonces` still decides across replicas: a
+///   nonce is fresh only when this statement inserted its row. Within a batch, a (device,
+///   nonce) pair is sent once; a second request with it is answered "used" without being sent.
+/// - **Revocation.** Each device is read in the statement's snapshot, taken after every
+///   request of the batch arrived, so after every revocation committed before any of them.
+final class NonceBatches: Sendable {
+    typealias Answer = (fresh: Bool, device: StoredDevice?)
+    /// At most this many requests in one statement; the rest wait for the next.
+    static let maximumBatch = 256
+
+    struct Request: Sendable {
+        let device: String, nonce: String, time: Int64
+        var key: String { device + " " + nonce }
+    }
+    private struct Waiting {
+        let request: Request
+        let continuation: CheckedContinuation<Answer, any Error>
+    }
+    private struct State {
+        var waiting: [Waiting] = []
+        var sending = false
+    }
+    private let state = Mutex(State())
+
+    /// Waits for the batch that carries `request`, and returns its answer. `send` takes requests
+    /// with distinct (device, nonce) pairs and answers each, in order.
+    func use(_ request: Request, send: @escaping @Sendable ([Request]) async throws -> [Answer]) async throws -> Answer {
+        try await withCheckedThrowingContinuation { continuation in
+            let lead = state.withLock { state in
+                state.waiting.append(Waiting(request: request, continuation: continuation))
+                let lead = !state.sending
+                state.sending = true
+                return lead
+            }
+            if lead { Task { await self.drain(send) } }
+        }
+    }
+
+    /// Sends batches until no request waits.
+    private func drain(_ send: @Sendable ([Request]) async throws -> [Answer]) async {
+        while true {
+            let batch = state.withLock { state -> [Waiting] in
+                let batch = Array(state.waiting.prefix(Self.maximumBatch))
+                state.waiting.removeFirst(batch.count)
+                if batch.isEmpty { state.sending = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            // The first request with a (device, nonce) pair is sent; any other with it is a replay.
+            var first: [String: Int] = [:], unique: [Request] = []
+            for waiting in batch where first[waiting.request.key] == nil {
+                first[waiting.request.key] = unique.count
+                unique.append(waiting.request)
+            }
+            do {
+                let answers = try await send(unique)
+                guard answers.count == unique.count else { throw NonceBatchError.answeredInPart }
+                var answered = Set<String>()
+                for waiting in batch {
+                    let answer = answers[first[waiting.request.key]!]
+                    let isFirst = answered.insert(waiting.request.key).inserted
+                    waiting.continuation.resume(returning: isFirst ? answer : (false, answer.device))
+                }
+            } catch {
+                for waiting in batch { waiting.continuation.resume(throwing: error) }
+            }
+        }
+    }
+}
+
+/// PostgreSQL answered a batch with rows that do not match what was sent (it never should).
+private enum NonceBatchError: Error {
+    case answeredInPart
+}
+
+extension PostgresKeyVaultDatabase {
+    /// One batch of ``NonceBatches``: every nonce inserted (when new), every device read, in one
+    /// statement and so one snapshot. A request whose device does not exist is not fresh.
+    func useNonces(_ requests: [NonceBatches.Request]) async throws -> [NonceBatches.Answer] {
+        var answers = [NonceBatches.Answer](repeating: (false, nil), count: requests.count)
+        for try await (position, fresh, id, account, name, signingKey, boxKey, added, revoked, lastSeen)
+            in try await client.execute(NoncesReadingDevices(requests), logger: logger) {
+            guard let index = Int(exactly: position - 1), answers.indices.contains(index) else {
+                throw NonceBatchError.answeredInPart
+            }
+            if let id, let account, let name, let signingKey, let boxKey, let added {
+                answers[index] = (fresh, Self.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)))
+            }
+        }
+        return answers
+    }
+
+    /// Prepared: PostgreSQL parses and plans it once per connection.
+    private struct NoncesReadingDevices: PostgresPreparedStatement {
+        static let name = "keyvault_nonces_reading_devices"
+        static let sql = """
+            WITH input AS (
+                SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::BIGINT[]) WITH ORDINALITY AS t(device, nonce, time, position)),
+            used AS (
+                INSERT INTO request_nonces (device, nonce, time) SELECT device, nonce, time FROM input
+                ON CONFLICT (device, nonce) DO NOTHING RETURNING device, nonce)
+            SELECT input.position, EXISTS (SELECT 1 FROM used WHERE used.device = input.device AND used.nonce = input.nonce),
+                   d.id, d.account, d.name, d.signing_key, d.box_key, d.added, d.revoked, d.last_seen
+            FROM input LEFT JOIN devices d ON d.id = input.device
+            """
+        typealias Row = (Int64, Bool, String?, String?, String?, Data?, Data?, Int64?, Int64?, Int64?)
+        let requests: [NonceBatches.Request]
+        init(_ requests: [NonceBatches.Request]) { self.requests = requests }
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(requests.map(\.device))
+            bindings.append(requests.map(\.nonce))
+            bindings.append(requests.map(\.time))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+}
