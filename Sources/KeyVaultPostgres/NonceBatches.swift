@@ -16,13 +16,17 @@ import KeyVaultStore
 ///   nonce) pair is sent once; a second request with it is answered "used" without being sent.
 /// - **Revocation.** Each device is read in the statement's snapshot, taken after every
 ///   request of the batch arrived, so after every revocation committed before any of them.
+/// - **Last seen.** The same statement sets the last-seen time of each active device that
+///   took a fresh nonce, when it is more than a minute old (as `touch`): never for a replay
+///   or a revoked device.
 final class NonceBatches: Sendable {
     typealias Answer = (fresh: Bool, device: StoredDevice?)
     /// At most this many requests in one statement; the rest wait for the next.
     static let maximumBatch = 256
 
     struct Request: Sendable {
-        let device: String, nonce: String, time: Int64
+        /// `now`: when the request was let in, its device's last-seen time if it is touched.
+        let device: String, nonce: String, time: Int64, now: Int64
         var key: String { device + " " + nonce }
     }
     private struct Waiting {
@@ -87,8 +91,9 @@ private enum NonceBatchError: Error {
 }
 
 extension PostgresKeyVaultDatabase {
-    /// One batch of ``NonceBatches``: every nonce inserted (when new), every device read, in one
-    /// statement and so one snapshot. A request whose device does not exist is not fresh.
+    /// One batch of ``NonceBatches``: every nonce inserted (when new), every device read and
+    /// touched, in one statement and so one snapshot. A request whose device does not exist
+    /// is not fresh. A device touched is returned with its new last-seen time.
     func useNonces(_ requests: [NonceBatches.Request]) async throws -> [NonceBatches.Answer] {
         var answers = [NonceBatches.Answer](repeating: (false, nil), count: requests.count)
         for try await (position, fresh, id, account, name, signingKey, boxKey, added, revoked, lastSeen)
@@ -111,9 +116,13 @@ extension PostgresKeyVaultDatabase {
                 SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::BIGINT[]) WITH ORDINALITY AS t(device, nonce, time, position)),
             used AS (
                 INSERT INTO request_nonces (device, nonce, time) SELECT device, nonce, time FROM input
-                ON CONFLICT (device, nonce) DO NOTHING RETURNING device, nonce)
+                ON CONFLICT (device, nonce) DO NOTHING RETURNING device, nonce),
+            touched AS (
+                UPDATE devices SET last_seen = $4 WHERE id IN (SELECT device FROM used) AND revoked IS NULL
+                  AND (last_seen IS NULL OR last_seen < $4 - 60) RETURNING id)
             SELECT input.position, EXISTS (SELECT 1 FROM used WHERE used.device = input.device AND used.nonce = input.nonce),
-                   d.id, d.account, d.name, d.signing_key, d.box_key, d.added, d.revoked, d.last_seen
+                   d.id, d.account, d.name, d.signing_key, d.box_key, d.added, d.revoked,
+                   CASE WHEN EXISTS (SELECT 1 FROM touched WHERE touched.id = d.id) THEN $4 ELSE d.last_seen END
             FROM input LEFT JOIN devices d ON d.id = input.device
             """
         typealias Row = (Int64, Bool, String?, String?, String?, Data?, Data?, Int64?, Int64?, Int64?)
@@ -125,6 +134,7 @@ extension PostgresKeyVaultDatabase {
             bindings.append(requests.map(\.device))
             bindings.append(requests.map(\.nonce))
             bindings.append(requests.map(\.time))
+            bindings.append(requests.map(\.now).max() ?? 0)
             return bindings
         }
 

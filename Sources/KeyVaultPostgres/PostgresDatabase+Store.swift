@@ -227,11 +227,11 @@ extension PostgresKeyVaultDatabase {
     /// insert of a (device, nonce) wins. Committed without waiting for the WAL flush
     /// (`synchronous_commit = off`, as every write outside the chain): a power cut may forget
     /// the nonces of the last moments, as SQLite's `NORMAL` may. No device when there is no
-    /// such device (then the nonce is not reported fresh).
-    package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64,
+    /// such device (then the nonce is not reported fresh). The touch goes in the same statement.
+    package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64, touchingAt now: Int64,
                                        forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
         try await sweepNonces(before: forgetBefore)
-        return try await nonceBatches.use(.init(device: id.rawValue, nonce: nonce, time: timestamp)) { [self] in
+        return try await nonceBatches.use(.init(device: id.rawValue, nonce: nonce, time: timestamp, now: now)) { [self] in
             try await useNonces($0)
         }
     }

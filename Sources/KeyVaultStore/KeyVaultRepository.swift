@@ -116,8 +116,10 @@ package protocol KeyVaultRepository: Sendable {
 
     /// `useNonce`, then the device as stored after it: one round trip where the store
     /// can fold them (PostgreSQL), for the request path of replicas, where a revocation
-    /// another process committed must be seen by the very next request.
-    func useNonceReadingDevice(_ nonce: String, device: DeviceID, timestamp: Int64,
+    /// another process committed must be seen by the very next request. When the nonce was
+    /// fresh and the device is active, `touch(_:at:)` at `now` in the same round trip: the
+    /// device returned then has `now` as its last-seen time.
+    func useNonceReadingDevice(_ nonce: String, device: DeviceID, timestamp: Int64, touchingAt now: Int64,
                                forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?)
 
     // MARK: Single use and failure counts (recovery), shared by replicas
@@ -240,10 +242,15 @@ extension KeyVaultRepository {
     /// One process per store, unless the store says otherwise.
     package var isSharedWithOtherProcesses: Bool { false }
 
-    package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64,
+    package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64, touchingAt now: Int64,
                                        forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
         let fresh = try await useNonce(nonce, device: id, timestamp: timestamp, forgetBefore: forgetBefore)
-        return (fresh, try await device(id))
+        guard var device = try await device(id) else { return (fresh, nil) }
+        if fresh, device.revoked == nil, device.lastSeen.map({ now - $0 >= 60 }) ?? true {
+            try await touch(id, at: now)
+            device = try await self.device(id) ?? device
+        }
+        return (fresh, device)
     }
 
     /// The whole chain and the head.

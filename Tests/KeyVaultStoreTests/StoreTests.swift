@@ -82,23 +82,33 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
 
 /// Issue 21, item 5: a replica's request takes its nonce and reads its device in one
 /// round trip; the device read is the one stored after the nonce, a revocation committed
-/// before it included, and a nonce is still taken once.
+/// before it included, and a nonce is still taken once. The same statement sets an active
+/// device's last-seen time when a fresh nonce of its is taken and it is a minute old, and
+/// never for a replay or a revoked device.
 @Test(arguments: Backend.all) func aNonceTakenWithItsDeviceReadsTheDeviceAsStoredThenAndIsTakenOnce(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
         let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
         var add = store.write(1, after: "h0", event: .deviceAdd)
         add.newDevices = [tablet]
         try await store.database.append(store.account, add)
-        var taken = try await store.database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, forgetBefore: 0)
-        #expect(taken.fresh && taken.device?.status == .active)
-        taken = try await store.database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, forgetBefore: 0)
+        func lastSeen() async throws -> Int64? { try await store.database.device(tablet.id)?.lastSeen }
+        var taken = try await store.database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, touchingAt: 5000, forgetBefore: 0)
+        #expect(taken.fresh && taken.device?.status == .active && taken.device?.lastSeen == 5000)
+        #expect(try await lastSeen() == 5000)
+        taken = try await store.database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, touchingAt: 9000, forgetBefore: 0)
         #expect(!taken.fresh, "a nonce taken twice")
+        #expect(try await lastSeen() == 5000, "a replay does not count as seen")
+        taken = try await store.database.useNonceReadingDevice("n4", device: tablet.id, timestamp: 1000, touchingAt: 5059, forgetBefore: 0)
+        #expect(taken.fresh && taken.device?.lastSeen == 5000)
+        #expect(try await lastSeen() == 5000, "seen less than a minute before")
         var revoke = store.write(2, after: "h1", event: .deviceRevoke)
         revoke.revokedDevices = [tablet.id]
         try await store.database.append(store.account, revoke)
-        taken = try await store.database.useNonceReadingDevice("n2", device: tablet.id, timestamp: 1000, forgetBefore: 0)
+        taken = try await store.database.useNonceReadingDevice("n2", device: tablet.id, timestamp: 1000, touchingAt: 9000, forgetBefore: 0)
         #expect(taken.fresh && taken.device?.revoked == 2, "\(String(describing: taken.device))")
-        let unknown = try await store.database.useNonceReadingDevice("n3", device: DeviceID(unchecked: hex(9)), timestamp: 1000, forgetBefore: 0)
+        #expect(try await lastSeen() == 5000, "a revoked device is not seen")
+        let unknown = try await store.database.useNonceReadingDevice("n3", device: DeviceID(unchecked: hex(9)), timestamp: 1000,
+                                                                     touchingAt: 9000, forgetBefore: 0)
         #expect(unknown.device == nil)
     }
 }
@@ -121,7 +131,7 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
                     let device = i % 3 == 2 ? unknown : tablet.id
                     let nonce = i % 3 == 0 ? "same-\(round)" : "own-\(round)-\(i)"
                     group.addTask {
-                        let taken = try await database.useNonceReadingDevice(nonce, device: device, timestamp: 1000, forgetBefore: 0)
+                        let taken = try await database.useNonceReadingDevice(nonce, device: device, timestamp: 1000, touchingAt: 1000, forgetBefore: 0)
                         return (i, taken.fresh, taken.device?.id)
                     }
                 }

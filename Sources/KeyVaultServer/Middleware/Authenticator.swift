@@ -114,8 +114,10 @@ struct Authenticator: Sendable {
         // suspended wins. A shared store reads it in the nonce's own round trip.
         var current: StoredDevice?
         if persistNonce && shared {
+            // The last-seen update goes in that round trip too: the device comes back with
+            // `now` as its time, and the touch below is skipped.
             (fresh, current) = try await database.useNonceReadingDevice(nonce, device: device.id, timestamp: timestamp,
-                                                                        forgetBefore: now - 2 * window)
+                                                                        touchingAt: now, forgetBefore: now - 2 * window)
             // Gone since the first check (its account deleted meanwhile), or not the device
             // that check knew: the store's copy is the one that counts from here.
             guard let stored = current, stored.account == account, stored.signingKey == device.signingKey else {
