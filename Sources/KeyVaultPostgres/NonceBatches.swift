@@ -19,6 +19,12 @@ import KeyVaultStore
 /// - **Last seen.** The same statement sets the last-seen time of each active device that
 ///   took a fresh nonce, when it is more than a minute old (as `touch`): never for a replay
 ///   or a revoked device.
+///
+/// And it never waits for a lock it could deadlock on: the nonces are inserted in one order,
+/// (device, nonce), on every replica, and a device row another transaction holds (a
+/// revocation, a deletion) is not touched this time (`SKIP LOCKED`: the request's own touch
+/// then goes as before, after it). A batch that fails all the same goes again one request
+/// at a time, so one request's failure is never its neighbours'.
 final class NonceBatches: Sendable {
     typealias Answer = (fresh: Bool, device: StoredDevice?)
     /// At most this many requests in one statement; the rest wait for the next.
@@ -35,8 +41,12 @@ final class NonceBatches: Sendable {
     }
     private struct State {
         var waiting: [Waiting] = []
-        var sending = false
+        /// Batches on their way: a statement that waits (a lock, a connection that died)
+        /// holds up only the requests it carries, and those that arrive while every slot waits.
+        var sending = 0
     }
+    /// Batches on their way at once, at most.
+    static let maximumInFlight = 4
     private let state = Mutex(State())
 
     /// Waits for the batch that carries `request`, and returns its answer. `send` takes requests
@@ -45,21 +55,21 @@ final class NonceBatches: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             let lead = state.withLock { state in
                 state.waiting.append(Waiting(request: request, continuation: continuation))
-                let lead = !state.sending
-                state.sending = true
-                return lead
+                guard state.sending < Self.maximumInFlight else { return false }
+                state.sending += 1
+                return true
             }
             if lead { Task { await self.drain(send) } }
         }
     }
 
     /// Sends batches until no request waits.
-    private func drain(_ send: @Sendable ([Request]) async throws -> [Answer]) async {
+    private func drain(_ send: @escaping @Sendable ([Request]) async throws -> [Answer]) async {
         while true {
             let batch = state.withLock { state -> [Waiting] in
                 let batch = Array(state.waiting.prefix(Self.maximumBatch))
                 state.waiting.removeFirst(batch.count)
-                if batch.isEmpty { state.sending = false }
+                if batch.isEmpty { state.sending -= 1 }
                 return batch
             }
             if batch.isEmpty { return }
@@ -69,18 +79,48 @@ final class NonceBatches: Sendable {
                 first[waiting.request.key] = unique.count
                 unique.append(waiting.request)
             }
+            let answers: [Result<Answer, any Error>]
             do {
-                let answers = try await send(unique)
-                guard answers.count == unique.count else { throw NonceBatchError.answeredInPart }
-                var answered = Set<String>()
-                for waiting in batch {
-                    let answer = answers[first[waiting.request.key]!]
+                let all = try await send(unique)
+                guard all.count == unique.count else { throw NonceBatchError.answeredInPart }
+                answers = all.map { .success($0) }
+            } catch where unique.count > 1 {
+                // A failed batch (rolled back: nothing of it is stored) is not every request's
+                // failure: each goes again alone, and fails alone if it must.
+                answers = await Self.alone(unique, send)
+            } catch {
+                answers = [.failure(error)]
+            }
+            var answered = Set<String>()
+            for waiting in batch {
+                switch answers[first[waiting.request.key]!] {
+                case .success(let answer):
                     let isFirst = answered.insert(waiting.request.key).inserted
                     waiting.continuation.resume(returning: isFirst ? answer : (false, answer.device))
+                case .failure(let error):
+                    waiting.continuation.resume(throwing: error)
                 }
-            } catch {
-                for waiting in batch { waiting.continuation.resume(throwing: error) }
             }
+        }
+    }
+
+    private static func alone(_ requests: [Request], _ send: @escaping @Sendable ([Request]) async throws -> [Answer]) async
+        -> [Result<Answer, any Error>] {
+        await withTaskGroup(of: (Int, Result<Answer, any Error>).self) { group in
+            for (index, request) in requests.enumerated() {
+                group.addTask {
+                    do {
+                        let answers = try await send([request])
+                        guard answers.count == 1 else { throw NonceBatchError.answeredInPart }
+                        return (index, .success(answers[0]))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var results = [Result<Answer, any Error>](repeating: .failure(NonceBatchError.answeredInPart), count: requests.count)
+            for await (index, result) in group { results[index] = result }
+            return results
         }
     }
 }
@@ -115,11 +155,14 @@ extension PostgresKeyVaultDatabase {
             WITH input AS (
                 SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::BIGINT[]) WITH ORDINALITY AS t(device, nonce, time, position)),
             used AS (
-                INSERT INTO request_nonces (device, nonce, time) SELECT device, nonce, time FROM input
+                INSERT INTO request_nonces (device, nonce, time) SELECT device, nonce, time FROM input ORDER BY device, nonce
                 ON CONFLICT (device, nonce) DO NOTHING RETURNING device, nonce),
             touched AS (
-                UPDATE devices SET last_seen = $4 WHERE id IN (SELECT device FROM used) AND revoked IS NULL
-                  AND (last_seen IS NULL OR last_seen < $4 - 60) RETURNING id)
+                UPDATE devices SET last_seen = $4 WHERE id IN (
+                    SELECT id FROM devices WHERE id IN (SELECT device FROM used) AND revoked IS NULL
+                      AND (last_seen IS NULL OR last_seen < $4 - 60)
+                    ORDER BY id FOR UPDATE SKIP LOCKED)
+                RETURNING id)
             SELECT input.position, EXISTS (SELECT 1 FROM used WHERE used.device = input.device AND used.nonce = input.nonce),
                    d.id, d.account, d.name, d.signing_key, d.box_key, d.added, d.revoked,
                    CASE WHEN EXISTS (SELECT 1 FROM touched WHERE touched.id = d.id) THEN $4 ELSE d.last_seen END

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultModel
 import KeyVaultStore
 import PostgresNIO
 
@@ -66,5 +67,16 @@ extension PostgresKeyVaultDatabase {
             try await setting(db.query("SHOW synchronous_commit", logger: logger))
         }
         return (chainWrite, try await setting(client.query("SHOW synchronous_commit", logger: logger)))
+    }
+}
+
+extension PostgresKeyVaultDatabase {
+    /// For the lock tests: runs `body` while a transaction of its own holds device `id`'s row
+    /// (`FOR UPDATE`, as a revocation or a deletion in progress does).
+    package func holdingDeviceRow<T: Sendable>(_ id: DeviceID, _ body: () async throws -> T) async throws -> T {
+        try await transaction { db in
+            _ = try await db.query("SELECT 1 FROM devices WHERE id = \(id.rawValue) FOR UPDATE", logger: logger).collect()
+            return try await body()
+        }
     }
 }

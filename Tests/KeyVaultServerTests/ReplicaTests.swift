@@ -129,6 +129,8 @@ func aReplicaThatCachedADeviceJudgesItsNextSessionRequestByTheStore(_ backend: S
     try await backend.withStore { store in
         let phone = TestDevice("phone"), tablet = TestDevice("tablet")
         let first = try testApplication(database: store, secret: secret), second = try testApplication(database: store, secret: secret)
+        // A replica whose sessions end with it (a secret of its own): their nonces stay in its memory.
+        let third = try testApplication(database: store)
         let state = try await first.test(.router) { client in
             var state = try await client.createAccount(phone)
             let added = try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
@@ -136,6 +138,11 @@ func aReplicaThatCachedADeviceJudgesItsNextSessionRequestByTheStore(_ backend: S
             return state
         }
         let chainPath = "/v1/accounts/\(state.account)/chain"
+        let ownSession = try await third.test(.router) { client in
+            let session = try await client.openSession(phone, account: state.account)
+            #expect(try await client.macRequest(session, .get, chainPath).status == .ok)
+            return session
+        }
         let (tabletSession, phoneSession) = try await second.test(.router) { client in
             let sessions = (try await client.openSession(tablet, account: state.account), try await client.openSession(phone, account: state.account))
             #expect(try await client.macRequest(sessions.0, .get, chainPath).status == .ok)
@@ -161,6 +168,10 @@ func aReplicaThatCachedADeviceJudgesItsNextSessionRequestByTheStore(_ backend: S
         }
         try await second.test(.router) { client in
             let response = try await client.macRequest(phoneSession, .get, chainPath)
+            #expect(response.status == .unauthorized && errorCode(response) == "unknown_device", "\(response.status)")
+        }
+        try await third.test(.router) { client in
+            let response = try await client.macRequest(ownSession, .get, chainPath)
             #expect(response.status == .unauthorized && errorCode(response) == "unknown_device", "\(response.status)")
         }
     }

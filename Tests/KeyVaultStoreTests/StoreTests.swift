@@ -3,6 +3,7 @@ import GRDB
 import KeyVaultModel
 import KeyVaultPostgres
 import KeyVaultTestSupport
+import Synchronization
 import Testing
 @testable import KeyVaultStore
 
@@ -143,6 +144,34 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
             #expect(answers.filter { $0.key % 3 == 0 }.allSatisfy { $0.value.1 == tablet.id })
             #expect(answers.filter { $0.key % 3 == 2 }.allSatisfy { $0.value.1 == nil })
         }
+    }
+}
+
+/// The nonce statement never waits for a device row another transaction holds (a revocation
+/// or a deletion in progress, which could be waiting for it in turn): it takes the nonce and
+/// reads the device without touching it, and the request path touches it on its own later.
+@Test(arguments: Backend.all.filter(\.isShared)) func aNonceIsTakenWithoutWaitingForALockedDeviceRow(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
+        var add = store.write(1, after: "h0", event: .deviceAdd)
+        add.newDevices = [tablet]
+        try await store.database.append(store.account, add)
+        let database = try #require(store.database as? PostgresKeyVaultDatabase)
+        // Polled for, so that a regression fails instead of hanging: a statement that waited for
+        // the row would wait for this transaction, which would wait for it.
+        let answered = Mutex<(fresh: Bool, device: StoredDevice?)?>(nil)
+        let call = Task {
+            let taken = try await database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, touchingAt: 5000, forgetBefore: 0)
+            answered.withLock { $0 = taken }
+        }
+        try await database.holdingDeviceRow(tablet.id) {
+            for _ in 0..<200 where answered.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let whileHeld = answered.withLock { $0 }
+        try await call.value
+        let answer = try #require(whileHeld, "the nonce statement waited for the locked device row")
+        #expect(answer.fresh && answer.device?.lastSeen == nil)
+        #expect(try await database.device(tablet.id)?.lastSeen == nil)
     }
 }
 

@@ -118,26 +118,23 @@ struct Authenticator: Sendable {
             // `now` as its time, and the touch below is skipped.
             (fresh, current) = try await database.useNonceReadingDevice(nonce, device: device.id, timestamp: timestamp,
                                                                         touchingAt: now, forgetBefore: now - 2 * window)
-            // Gone since the first check (its account deleted meanwhile), or not the device
-            // that check knew: the store's copy is the one that counts from here.
-            guard let stored = current, stored.account == account, stored.signingKey == device.signingKey else {
-                throw ProtocolError(.unknownDevice, "this device is not enrolled in any account")
-            }
-            devices.put(stored)
-            device = stored
-            current = devices.get(stored.id) ?? stored  // a revocation this process committed stays
         } else {
             fresh = persistNonce
                 ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
                 : nonces.use(nonce, device: device.id, at: now)
             current = shared ? try await self.device(device.id) : devices.get(device.id)
         }
+        if shared {
+            device = try storeCopy(current, of: device, account)
+            devices.put(device)
+            current = devices.get(device.id) ?? device  // a revocation this process committed stays
+        }
         guard fresh else {
             await refused(.replayedNonce, device, account)
             throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")
         }
         if let current { try await refuseIfRevoked(current, account) }
-        if device.lastSeen.map({ now - $0 >= 60 }) ?? true {
+        if device.lastSeen.map({ now - $0 > 60 }) ?? true {  // as the stores' touch
             // Only the time, in place: writing this copy back could undo a revocation
             // that commits while the update below is suspended.
             devices.touch(device.id, at: now)
@@ -149,6 +146,16 @@ struct Authenticator: Sendable {
             if let current { try await refuseIfRevoked(current, account) }
         }
         return device
+    }
+
+    /// A shared store's copy of the device, read after the first check: the one that counts
+    /// from here. Refused when it is gone (its account deleted meanwhile) or is not the device
+    /// that check knew (the first check may have used a cached copy).
+    private func storeCopy(_ stored: StoredDevice?, of device: StoredDevice, _ account: AccountID) throws -> StoredDevice {
+        guard let stored, stored.account == account, stored.signingKey == device.signingKey else {
+            throw ProtocolError(.unknownDevice, "this device is not enrolled in any account")
+        }
+        return stored
     }
 
     private func refuseIfRevoked(_ device: StoredDevice, _ account: AccountID) async throws {
