@@ -415,21 +415,20 @@ extension PostgresKeyVaultDatabase {
     /// One transaction on a connection of the pool: committed when `body` returns,
     /// rolled back when it throws, and then its error (a ``StoreError``) is what throws.
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await transaction(on: client, body)
-    }
-
-    /// A ``transaction(_:)`` whose commit waits for its WAL record to be flushed (the main
-    /// pool's sessions do not: see `startupParameters`), on the chain writes' pool: the
-    /// chain writes, which a power cut must not take back once the client was told they are stored.
-    func durableTransaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await transaction(on: durableClient, body)
-    }
-
-    private func transaction<T: Sendable>(on pool: PostgresClient, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            return try await pool.withTransaction(logger: logger) { try await body($0) }
+            return try await client.withTransaction(logger: logger) { try await body($0) }
         } catch let error as PostgresTransactionError {
             throw error.closureError ?? error
+        }
+    }
+
+    /// A ``transaction(_:)`` whose commit waits for its WAL record to be flushed (the
+    /// connections' default is not to: see `startupParameters`): the chain writes, which a
+    /// power cut must not take back once the client was told they are stored.
+    func durableTransaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await transaction { db in
+            try await db.query("SET LOCAL synchronous_commit = on", logger: logger)
+            return try await body(db)
         }
     }
 

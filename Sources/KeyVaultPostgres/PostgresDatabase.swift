@@ -13,16 +13,13 @@ import KeyVaultStore
 /// compare-and-swap on the chain head, `ON CONFLICT`, row and advisory locks), never
 /// by this process's memory. Statement arguments are bound, never logged.
 ///
-/// The pools only hand out connections while they run: run them as services (``client``
-/// and ``durableClient``), or ``run()``, for as long as the store is used.
+/// The pool only hands out connections while ``client`` runs: run it as a service
+/// (``run()``) for as long as the store is used.
 package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// Replicas share it: see ``KeyVaultRepository/isSharedWithOtherProcesses``.
     package var isSharedWithOtherProcesses: Bool { true }
 
     package let client: PostgresClient
-    /// The chain writes' pool (and recovery's single-use values and failure counts): its
-    /// sessions wait for each commit's WAL flush (``durableTransaction(_:)``).
-    package let durableClient: PostgresClient
     let logger: Logger
     /// When this process last swept each table of expired rows.
     let sweeps = SweepClock()
@@ -50,27 +47,20 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     package static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20, keepAllOpen: Bool = false,
                                schema: String? = nil) async throws -> PostgresKeyVaultDatabase {
         try await migrate(url, logger: logger, schema: schema)
-        func pool(_ connections: Int, durable: Bool) throws -> PostgresClient {
-            var configuration = try url.clientConfiguration
-            configuration.options.maximumConnections = connections
-            configuration.options.minimumConnections = keepAllOpen ? connections : 0
-            configuration.options.keepAliveBehavior = nil
-            configuration.options.additionalStartupParameters = startupParameters(schema, durable: durable)
-            return PostgresClient(configuration: configuration, backgroundLogger: logger)
-        }
-        return PostgresKeyVaultDatabase(client: try pool(maximumConnections, durable: false),
-                                        durableClient: try pool(durableConnections(maximumConnections), durable: true), logger: logger)
+        var configuration = try url.clientConfiguration
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.minimumConnections = keepAllOpen ? maximumConnections : 0
+        configuration.options.keepAliveBehavior = nil
+        configuration.options.additionalStartupParameters = startupParameters(schema)
+        return PostgresKeyVaultDatabase(client: PostgresClient(configuration: configuration, backgroundLogger: logger), logger: logger)
     }
-
-    /// The chain writes' pool beside a pool of `connections`: a quarter as many, at least two.
-    package static func durableConnections(_ connections: Int) -> Int { max(2, connections / 4) }
 
     /// Connects, applies the migrations not applied yet, and disconnects.
     ///
     /// - Throws: ``ConfigurationError`` (kind `database`).
     package static func migrate(_ url: PostgresURL, logger: Logger = quietLogger, schema: String? = nil) async throws {
         var configuration = try url.connectionConfiguration
-        configuration.options.additionalStartupParameters = startupParameters(schema, durable: false)
+        configuration.options.additionalStartupParameters = startupParameters(schema)
         let connection: PostgresConnection
         do {
             connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
@@ -89,26 +79,20 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// Every commit returns before its WAL record is flushed (`synchronous_commit = off`):
     /// nonces, last-seen, audit rows, attachments, as SQLite's `NORMAL` (a power cut may lose
     /// the last moments' writes, never corrupt). Chain writes, and recovery's single-use
-    /// values and failure counts, go through a pool of their own whose sessions wait for it
-    /// (`durable`, ``durableTransaction(_:)``): a key event the client was told is stored, a
-    /// spent recovery token, a counted guess survive a power cut. (A pool of its own rather
-    /// than `SET LOCAL` in each transaction: one round trip less per chain write.)
+    /// values and failure counts, set it back on for their own transaction
+    /// (``durableTransaction(_:)``): a key event the client was told is stored, a spent
+    /// recovery token, a counted guess survive a power cut.
     ///
     /// TCP keep-alives from PostgreSQL's side (ignored on a Unix socket): a probe after 30 s
     /// idle, then every 10 s, the connection closed after 3 unanswered.
-    private static func startupParameters(_ schema: String?, durable: Bool) -> [(String, String)] {
-        [("synchronous_commit", durable ? "on" : "off"),
+    private static func startupParameters(_ schema: String?) -> [(String, String)] {
+        [("synchronous_commit", "off"),
          ("tcp_keepalives_idle", "30"), ("tcp_keepalives_interval", "10"), ("tcp_keepalives_count", "3")]
             + (schema.map { [("search_path", $0)] } ?? [])
     }
 
-    /// Runs the pools until the task is cancelled (or a graceful shutdown, as a service).
-    package func run() async {
-        await withDiscardingTaskGroup { group in
-            group.addTask { await client.run() }
-            group.addTask { await durableClient.run() }
-        }
-    }
+    /// Runs the pool until the task is cancelled (or a graceful shutdown, as a service).
+    package func run() async { await client.run() }
 
     /// A PostgreSQL error as a sentence: the server's message and SQLSTATE, or the
     /// connection failure, without the query's arguments.

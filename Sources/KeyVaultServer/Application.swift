@@ -155,8 +155,8 @@ package func runServer(_ configuration: ServerConfiguration, logger: Logger,
         let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger, maximumConnections: postgresPoolSize,
                                                                   keepAllOpen: true)
         database = postgres
-        services += [postgres.client, postgres.durableClient]
-        metrics.databasePool(maximumConnections: postgresPoolSize + PostgresKeyVaultDatabase.durableConnections(postgresPoolSize))
+        services.append(postgres.client)
+        metrics.databasePool(maximumConnections: postgresPoolSize)
     }
     let app = try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
                                    server: server, metrics: metrics, onServerRunning: onServerRunning)
