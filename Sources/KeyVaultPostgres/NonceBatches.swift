@@ -41,12 +41,13 @@ final class NonceBatches: Sendable {
     }
     private struct State {
         var waiting: [Waiting] = []
-        /// Batches on their way: a statement that waits (a lock, a connection that died)
-        /// holds up only the requests it carries, and those that arrive while every slot waits.
+        /// Batches on their way: a statement that waits (a connection that died unseen) holds up
+        /// only the requests it carries, not every request of the replica. Two, not more: each
+        /// more makes the batches smaller and the statements more, in CPU per request.
         var sending = 0
     }
     /// Batches on their way at once, at most.
-    static let maximumInFlight = 4
+    static let maximumInFlight = 2
     private let state = Mutex(State())
 
     /// Waits for the batch that carries `request`, and returns its answer. `send` takes requests
@@ -84,9 +85,9 @@ final class NonceBatches: Sendable {
                 let all = try await send(unique)
                 guard all.count == unique.count else { throw NonceBatchError.answeredInPart }
                 answers = all.map { .success($0) }
-            } catch where unique.count > 1 {
-                // A failed batch (rolled back: nothing of it is stored) is not every request's
-                // failure: each goes again alone, and fails alone if it must.
+            } catch where unique.count > 1 && Self.isOneRequests(error) {
+                // A batch PostgreSQL refused (rolled back: nothing of it is stored) may be refused
+                // for one request's sake: each goes again alone, and fails alone if it must.
                 answers = await Self.alone(unique, send)
             } catch {
                 answers = [.failure(error)]
@@ -102,6 +103,15 @@ final class NonceBatches: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether PostgreSQL itself refused the statement for what it carried, rather than for the
+    /// connection, the server's resources or a timeout (SQLSTATE classes 08, 53, 57): only then
+    /// could one request have failed the others. A batch whose answer was lost (it may have
+    /// committed) is never sent again: its nonces would read as replays.
+    private static func isOneRequests(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError, let state = error.serverInfo?[.sqlState] else { return false }
+        return !["08", "53", "57"].contains(String(state.prefix(2)))
     }
 
     private static func alone(_ requests: [Request], _ send: @escaping @Sendable ([Request]) async throws -> [Answer]) async

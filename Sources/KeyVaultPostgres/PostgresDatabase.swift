@@ -36,7 +36,9 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// keeps all its connections open (`keepAllOpen`: opened at start, never timed out) and
     /// runs no keep-alive queries; PostgreSQL's own TCP keep-alives (every 30 s on an idle
     /// connection, set per session in ``startupParameters(_:)``) keep a path through NAT and
-    /// firewalls open and find a dead peer instead.
+    /// firewalls open, and let PostgreSQL find a replica that died. (A replica finds a server
+    /// that died silently only when its kernel stops retransmitting: postgres-nio sets no
+    /// keep-alive on its side.)
     ///
     /// - Parameters:
     ///   - keepAllOpen: open all `maximumConnections` at start (a service); otherwise open them

@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
+import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultPostgres
 import KeyVaultTestSupport
-import Synchronization
 import Testing
 @testable import KeyVaultStore
 
@@ -159,13 +159,14 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
         let database = try #require(store.database as? PostgresKeyVaultDatabase)
         // Polled for, so that a regression fails instead of hanging: a statement that waited for
         // the row would wait for this transaction, which would wait for it.
-        let answered = Mutex<(fresh: Bool, device: StoredDevice?)?>(nil)
-        let call = Task {
-            let taken = try await database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, touchingAt: 5000, forgetBefore: 0)
-            answered.withLock { $0 = taken }
-        }
-        try await database.holdingDeviceRow(tablet.id) {
+        let answered = Locked<(fresh: Bool, device: StoredDevice?)?>(nil)
+        let call = try await database.holdingDeviceRow(tablet.id) {
+            let call = Task {
+                let taken = try await database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, touchingAt: 5000, forgetBefore: 0)
+                answered.withLock { $0 = taken }
+            }
             for _ in 0..<200 where answered.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(100)) }
+            return call
         }
         let whileHeld = answered.withLock { $0 }
         try await call.value
