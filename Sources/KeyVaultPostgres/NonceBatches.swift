@@ -1,14 +1,11 @@
 import Foundation
 import PostgresNIO
-import Synchronization
 import KeyVaultModel
 import KeyVaultStore
 
-/// The nonces of requests that arrive together, taken in one statement: while one batch is
-/// on its way to PostgreSQL, the requests that arrive wait for the next, which carries them
-/// all. A replica under load then sends one statement for many requests' nonces and devices
-/// instead of one each (the request path's busiest statement: every signed or MACed request
-/// makes it); a lone request goes at once, alone.
+/// The nonces of requests that arrive together, taken in one statement (``StatementBatches``):
+/// the request path's busiest statement, which every signed or MACed request makes on a
+/// replica.
 ///
 /// Nothing a request is promised changes:
 /// - **Single use.** The primary key of `request_nonces` still decides across replicas: a
@@ -23,121 +20,19 @@ import KeyVaultStore
 /// And it never waits for a lock it could deadlock on: the nonces are inserted in one order,
 /// (device, nonce), on every replica, and a device row another transaction holds (a
 /// revocation, a deletion) is not touched this time (`SKIP LOCKED`: the request's own touch
-/// then goes as before, after it). A batch that fails all the same goes again one request
-/// at a time, so one request's failure is never its neighbours'.
-final class NonceBatches: Sendable {
+/// then goes as before, after it).
+enum NonceBatches {
     typealias Answer = (fresh: Bool, device: StoredDevice?)
-    /// At most this many requests in one statement; the rest wait for the next.
-    static let maximumBatch = 256
 
     struct Request: Sendable {
         /// `now`: when the request was let in, its device's last-seen time if it is touched.
         let device: String, nonce: String, time: Int64, now: Int64
-        var key: String { device + " " + nonce }
-    }
-    private struct Waiting {
-        let request: Request
-        let continuation: CheckedContinuation<Answer, any Error>
-    }
-    private struct State {
-        var waiting: [Waiting] = []
-        /// Batches on their way: a statement that waits (a connection that died unseen) holds up
-        /// only the requests it carries, not every request of the replica. Two, not more: each
-        /// more makes the batches smaller and the statements more, in CPU per request.
-        var sending = 0
-    }
-    /// Batches on their way at once, at most.
-    static let maximumInFlight = 2
-    private let state = Mutex(State())
-
-    /// Waits for the batch that carries `request`, and returns its answer. `send` takes requests
-    /// with distinct (device, nonce) pairs and answers each, in order.
-    func use(_ request: Request, send: @escaping @Sendable ([Request]) async throws -> [Answer]) async throws -> Answer {
-        try await withCheckedThrowingContinuation { continuation in
-            let lead = state.withLock { state in
-                state.waiting.append(Waiting(request: request, continuation: continuation))
-                guard state.sending < Self.maximumInFlight else { return false }
-                state.sending += 1
-                return true
-            }
-            if lead { Task { await self.drain(send) } }
-        }
     }
 
-    /// Sends batches until no request waits.
-    private func drain(_ send: @escaping @Sendable ([Request]) async throws -> [Answer]) async {
-        while true {
-            let batch = state.withLock { state -> [Waiting] in
-                let batch = Array(state.waiting.prefix(Self.maximumBatch))
-                state.waiting.removeFirst(batch.count)
-                if batch.isEmpty { state.sending -= 1 }
-                return batch
-            }
-            if batch.isEmpty { return }
-            // The first request with a (device, nonce) pair is sent; any other with it is a replay.
-            var first: [String: Int] = [:], unique: [Request] = []
-            for waiting in batch where first[waiting.request.key] == nil {
-                first[waiting.request.key] = unique.count
-                unique.append(waiting.request)
-            }
-            let answers: [Result<Answer, any Error>]
-            do {
-                let all = try await send(unique)
-                guard all.count == unique.count else { throw NonceBatchError.answeredInPart }
-                answers = all.map { .success($0) }
-            } catch where unique.count > 1 && Self.isOneRequests(error) {
-                // A batch PostgreSQL refused (rolled back: nothing of it is stored) may be refused
-                // for one request's sake: each goes again alone, and fails alone if it must.
-                answers = await Self.alone(unique, send)
-            } catch {
-                answers = [.failure(error)]
-            }
-            var answered = Set<String>()
-            for waiting in batch {
-                switch answers[first[waiting.request.key]!] {
-                case .success(let answer):
-                    let isFirst = answered.insert(waiting.request.key).inserted
-                    waiting.continuation.resume(returning: isFirst ? answer : (false, answer.device))
-                case .failure(let error):
-                    waiting.continuation.resume(throwing: error)
-                }
-            }
-        }
+    /// A second request with a (device, nonce) pair in one batch is a replay.
+    static func make() -> StatementBatches<Request, Answer> {
+        StatementBatches(key: { $0.device + " " + $0.nonce }, repeated: { (false, $0.device) })
     }
-
-    /// Whether PostgreSQL itself refused the statement for what it carried, rather than for the
-    /// connection, the server's resources or a timeout (SQLSTATE classes 08, 53, 57): only then
-    /// could one request have failed the others. A batch whose answer was lost (it may have
-    /// committed) is never sent again: its nonces would read as replays.
-    private static func isOneRequests(_ error: any Error) -> Bool {
-        guard let error = error as? PSQLError, let state = error.serverInfo?[.sqlState] else { return false }
-        return !["08", "53", "57"].contains(String(state.prefix(2)))
-    }
-
-    private static func alone(_ requests: [Request], _ send: @escaping @Sendable ([Request]) async throws -> [Answer]) async
-        -> [Result<Answer, any Error>] {
-        await withTaskGroup(of: (Int, Result<Answer, any Error>).self) { group in
-            for (index, request) in requests.enumerated() {
-                group.addTask {
-                    do {
-                        let answers = try await send([request])
-                        guard answers.count == 1 else { throw NonceBatchError.answeredInPart }
-                        return (index, .success(answers[0]))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
-            }
-            var results = [Result<Answer, any Error>](repeating: .failure(NonceBatchError.answeredInPart), count: requests.count)
-            for await (index, result) in group { results[index] = result }
-            return results
-        }
-    }
-}
-
-/// PostgreSQL answered a batch with rows that do not match what was sent (it never should).
-private enum NonceBatchError: Error {
-    case answeredInPart
 }
 
 extension PostgresKeyVaultDatabase {
@@ -149,7 +44,7 @@ extension PostgresKeyVaultDatabase {
         for try await (position, fresh, id, account, name, signingKey, boxKey, added, revoked, lastSeen)
             in try await client.execute(NoncesReadingDevices(requests), logger: logger) {
             guard let index = Int(exactly: position - 1), answers.indices.contains(index) else {
-                throw NonceBatchError.answeredInPart
+                throw StatementBatchError.answeredInPart
             }
             if let id, let account, let name, let signingKey, let boxKey, let added {
                 answers[index] = (fresh, Self.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)))

@@ -158,12 +158,17 @@ extension PostgresKeyVaultDatabase {
     // MARK: Boxes, wraps, recovery
 
     package func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data] {
-        if let recipient, generation == nil {  // a device's read of its own boxes: the request path
-            var boxes: [Data] = []
-            for try await box in try await client.execute(RecipientBoxes(account: account.rawValue, recipient: recipient), logger: logger) {
-                boxes.append(box)
+        if let recipient, generation == nil {  // a device's read of its own boxes: the request path, batched
+            return try await boxBatches.use(.init(account: account.rawValue, recipient: recipient)) { [self] requests in
+                var answers = [[Data]](repeating: [], count: requests.count)
+                for try await (position, box) in try await client.execute(RecipientBoxes(requests), logger: logger) {
+                    guard let index = Int(exactly: position - 1), answers.indices.contains(index) else {
+                        throw StatementBatchError.answeredInPart
+                    }
+                    answers[index].append(box)
+                }
+                return answers
             }
-            return boxes
         }
         // NULL parameters match everything: one statement whatever the filters.
         let rows = try await client.query("""
@@ -236,22 +241,32 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    /// A device's read of its own key boxes (``boxesJSON(_:recipient:generation:)``), the request
-    /// path's other statement, prepared: PostgreSQL parses and plans it once per connection.
-    private struct RecipientBoxes: PostgresPreparedStatement {
+    /// Devices' reads of their own key boxes (``boxesJSON(_:recipient:generation:)``), the request
+    /// path's other statement, for a batch (``StatementBatches``), prepared: PostgreSQL parses and
+    /// plans it once per connection. Each box comes with the position of the read it answers.
+    struct RecipientBoxes: PostgresPreparedStatement {
+        struct Request: Sendable {
+            let account: String, recipient: String
+        }
         static let name = "keyvault_recipient_boxes"
-        static let sql = "SELECT json FROM key_boxes WHERE account = $1 AND recipient = $2 ORDER BY generation"
-        typealias Row = Data
-        let account: String, recipient: String
+        static let sql = """
+            SELECT input.position, k.json
+            FROM unnest($1::TEXT[], $2::TEXT[]) WITH ORDINALITY AS input(account, recipient, position)
+            JOIN key_boxes k ON k.account = input.account AND k.recipient = input.recipient
+            ORDER BY input.position, k.generation
+            """
+        typealias Row = (Int64, Data)
+        let requests: [Request]
+        init(_ requests: [Request]) { self.requests = requests }
 
         func makeBindings() -> PostgresBindings {
             var bindings = PostgresBindings()
-            bindings.append(account)
-            bindings.append(recipient)
+            bindings.append(requests.map(\.account))
+            bindings.append(requests.map(\.recipient))
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Data.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// Synced, as the chain (recovery only, so rare): a token a crash forgot could be used again.

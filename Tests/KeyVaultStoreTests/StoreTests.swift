@@ -176,6 +176,35 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
     }
 }
 
+/// Devices' reads of their own boxes that arrive together (PostgreSQL sends them in one
+/// statement) each get their own boxes, in generation order, and a device with none gets none.
+@Test(arguments: Backend.all) func boxReadsAtOnceEachGetTheirOwnBoxesInOrder(_ backend: Backend) async throws {
+    try await withFixture(backend) { store in
+        func box(_ generation: UInt32, _ recipient: String) -> KeyBox {
+            KeyBox(generation: generation, sequence: UInt64(generation), recipient: recipient, box: "b\(generation)", signer: "s", signature: "t")
+        }
+        let devices = (3..<8).map { hex($0) }
+        for generation in UInt32(1)...3 {
+            var write = store.write(UInt64(generation), after: "h\(generation - 1)")
+            // Device i has a box at generation g when g <= i - 3 (the first none, the last three).
+            write.boxes = devices.enumerated().filter { UInt32($0.offset) >= generation }.map { box(generation, $0.element) }.reversed()
+            try await store.database.append(store.account, write)
+        }
+        let database = store.database, account = store.account
+        let read = try await withThrowingTaskGroup(of: (Int, [KeyBox]).self) { group in
+            for i in 0..<100 {
+                group.addTask { (i, try await database.boxes(account, recipient: devices[i % devices.count], generation: nil)) }
+            }
+            return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        for (i, boxes) in read {
+            let device = devices[i % devices.count], count = min(i % devices.count, 3)
+            #expect(boxes.map(\.recipient) == Array(repeating: device, count: count) && boxes.map(\.generation) == Array(1...UInt32(max(count, 1))).prefix(count).map { $0 },
+                    "\(i): \(boxes.map { "\($0.recipient) \($0.generation)" })")
+        }
+    }
+}
+
 @Test(arguments: Backend.all) func aLinkRequestPastItsExpiryReadsAsExpiredAndIsNotPending(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
         let now = Int64(Date().timeIntervalSince1970)
