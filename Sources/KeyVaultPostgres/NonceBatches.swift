@@ -30,8 +30,8 @@ enum NonceBatches {
     }
 
     /// A second request with a (device, nonce) pair in one batch is a replay.
-    static func make() -> StatementBatches<Request, Answer> {
-        StatementBatches(key: { $0.device + " " + $0.nonce }, repeated: { (false, $0.device) })
+    static func make() -> StatementBatches<Request, [String], Answer> {
+        StatementBatches(key: { [$0.device, $0.nonce] }, repeated: { (false, $0.device) })
     }
 }
 

@@ -158,7 +158,7 @@ extension PostgresKeyVaultDatabase {
     // MARK: Boxes, wraps, recovery
 
     package func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data] {
-        if let recipient, generation == nil {  // a device's read of its own boxes: the request path, batched
+        if let recipient, generation == nil {  // a device's (or recovery's) read of its boxes: the request path, batched
             return try await boxBatches.use(.init(account: account.rawValue, recipient: recipient)) { [self] requests in
                 var answers = [[Data]](repeating: [], count: requests.count)
                 for try await (position, box) in try await client.execute(RecipientBoxes(requests), logger: logger) {
@@ -241,12 +241,19 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    /// Devices' reads of their own key boxes (``boxesJSON(_:recipient:generation:)``), the request
-    /// path's other statement, for a batch (``StatementBatches``), prepared: PostgreSQL parses and
-    /// plans it once per connection. Each box comes with the position of the read it answers.
+    /// Reads of one recipient's key boxes in one account (a device's own, or `recovery`'s:
+    /// ``boxesJSON(_:recipient:generation:)``), the request path's other statement, for a batch
+    /// (``StatementBatches``), prepared: PostgreSQL parses and plans it once per connection.
+    /// Each box comes with the position of the read it answers. The account is in the key
+    /// and the join: `recovery` is a recipient in every account.
     struct RecipientBoxes: PostgresPreparedStatement {
         struct Request: Sendable {
             let account: String, recipient: String
+        }
+
+        /// The same read twice in one batch gets the same boxes.
+        static func batches() -> StatementBatches<Request, [String], [Data]> {
+            StatementBatches(key: { [$0.account, $0.recipient] }, repeated: { $0 })
         }
         static let name = "keyvault_recipient_boxes"
         static let sql = """

@@ -25,7 +25,7 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     let sweeps = SweepClock()
     /// Concurrent requests' nonces, and their reads of their boxes, sent together.
     let nonceBatches = NonceBatches.make()
-    let boxBatches = StatementBatches<RecipientBoxes.Request, [Data]>(key: { $0.account + " " + $0.recipient }, repeated: { $0 })
+    let boxBatches = RecipientBoxes.batches()
 
     /// Connects once to check that the database is there and to migrate it (under an
     /// advisory lock, so replicas that start together migrate once), then makes the pool.

@@ -11,7 +11,7 @@ import Synchronization
 /// Requests with the same `key` are sent once per batch: the first gets the answer, any
 /// other `repeated(answer)`. A batch PostgreSQL refused for what it carried goes again one
 /// request at a time, so that one request's failure is never its neighbours'.
-final class StatementBatches<Request: Sendable, Answer: Sendable>: Sendable {
+final class StatementBatches<Request: Sendable, Key: Hashable & Sendable, Answer: Sendable>: Sendable {
     /// At most this many requests in one statement; the rest wait for the next.
     static var maximumBatch: Int { 256 }
     /// Batches on their way at once, at most. A statement that waits (a connection that died
@@ -29,10 +29,10 @@ final class StatementBatches<Request: Sendable, Answer: Sendable>: Sendable {
         var sending = 0
     }
     private let state = Mutex(State())
-    private let key: @Sendable (Request) -> String
+    private let key: @Sendable (Request) -> Key
     private let repeated: @Sendable (Answer) -> Answer
 
-    init(key: @escaping @Sendable (Request) -> String, repeated: @escaping @Sendable (Answer) -> Answer) {
+    init(key: @escaping @Sendable (Request) -> Key, repeated: @escaping @Sendable (Answer) -> Answer) {
         self.key = key
         self.repeated = repeated
     }
@@ -47,7 +47,8 @@ final class StatementBatches<Request: Sendable, Answer: Sendable>: Sendable {
                 state.sending += 1
                 return true
             }
-            if lead { Task { await self.drain(send) } }
+            // Detached: the drain serves every request that arrives, not the first one's task.
+            if lead { Task.detached { await self.drain(send) } }
         }
     }
 
@@ -61,7 +62,7 @@ final class StatementBatches<Request: Sendable, Answer: Sendable>: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
-            var first: [String: Int] = [:], unique: [Request] = []
+            var first: [Key: Int] = [:], unique: [Request] = []
             for waiting in batch where first[key(waiting.request)] == nil {
                 first[key(waiting.request)] = unique.count
                 unique.append(waiting.request)
@@ -78,7 +79,7 @@ final class StatementBatches<Request: Sendable, Answer: Sendable>: Sendable {
             } catch {
                 answers = [Result](repeating: .failure(error), count: unique.count)
             }
-            var answered = Set<String>()
+            var answered = Set<Key>()
             for waiting in batch {
                 let key = key(waiting.request)
                 switch answers[first[key]!] {

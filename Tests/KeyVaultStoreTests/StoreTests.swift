@@ -176,31 +176,48 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
     }
 }
 
-/// Devices' reads of their own boxes that arrive together (PostgreSQL sends them in one
-/// statement) each get their own boxes, in generation order, and a device with none gets none.
+/// Reads of one recipient's boxes that arrive together (PostgreSQL sends them in one
+/// statement) each get their own boxes, in generation order, whatever order they were
+/// stored in; a device with none gets none; and `recovery`, a recipient in every account,
+/// gets its own account's boxes only.
 @Test(arguments: Backend.all) func boxReadsAtOnceEachGetTheirOwnBoxesInOrder(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
-        func box(_ generation: UInt32, _ recipient: String) -> KeyBox {
-            KeyBox(generation: generation, sequence: UInt64(generation), recipient: recipient, box: "b\(generation)", signer: "s", signature: "t")
+        func box(_ generation: UInt32, _ recipient: String, tag: String = "a") -> KeyBox {
+            KeyBox(generation: generation, sequence: 1, recipient: recipient, box: "\(tag)\(generation)", signer: "s", signature: "t")
         }
         let devices = (3..<8).map { hex($0) }
-        for generation in UInt32(1)...3 {
-            var write = store.write(UInt64(generation), after: "h\(generation - 1)")
-            // Device i has a box at generation g when g <= i - 3 (the first none, the last three).
-            write.boxes = devices.enumerated().filter { UInt32($0.offset) >= generation }.map { box(generation, $0.element) }.reversed()
-            try await store.database.append(store.account, write)
-        }
+        var write = store.write(1, after: "h0")
+        // Device i has boxes of generations 1 to min(i, 3); stored newest first.
+        write.boxes = [UInt32(3), 2, 1].flatMap { generation in
+            devices.enumerated().filter { UInt32($0.offset) >= generation }.map { box(generation, $0.element) }
+        } + [box(1, "recovery")]
+        try await store.database.append(store.account, write)
+        let other = AccountID(unchecked: hex(20))
+        try await store.database.createAccount(
+            other, genesis: StoredLink(sequence: 0, hash: "o0", json: Data("{}".utf8)),
+            device: StoredDevice(id: DeviceID(unchecked: hex(21)), account: other, name: "other", signingKey: [9], boxKey: [9], added: 0),
+            boxes: [box(2, "recovery", tag: "o"), box(1, "recovery", tag: "o")], recovery: nil)
         let database = store.database, account = store.account
         let read = try await withThrowingTaskGroup(of: (Int, [KeyBox]).self) { group in
-            for i in 0..<100 {
-                group.addTask { (i, try await database.boxes(account, recipient: devices[i % devices.count], generation: nil)) }
+            for i in 0..<120 {
+                group.addTask {
+                    switch i % 7 {
+                    case 5: (i, try await database.boxes(account, recipient: "recovery", generation: nil))
+                    case 6: (i, try await database.boxes(other, recipient: "recovery", generation: nil))
+                    default: (i, try await database.boxes(account, recipient: devices[i % 7], generation: nil))
+                    }
+                }
             }
             return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
         }
+        #expect(read.count == 120)
         for (i, boxes) in read {
-            let device = devices[i % devices.count], count = min(i % devices.count, 3)
-            #expect(boxes.map(\.recipient) == Array(repeating: device, count: count) && boxes.map(\.generation) == Array(1...UInt32(max(count, 1))).prefix(count).map { $0 },
-                    "\(i): \(boxes.map { "\($0.recipient) \($0.generation)" })")
+            let expected: [KeyBox] = switch i % 7 {
+            case 5: [box(1, "recovery")]
+            case 6: [box(1, "recovery", tag: "o"), box(2, "recovery", tag: "o")]
+            default: (0..<min(i % 7, 3)).map { box(UInt32($0 + 1), devices[i % 7]) }
+            }
+            #expect(boxes == expected, "\(i): \(boxes.map { "\($0.recipient) \($0.box)" })")
         }
     }
 }

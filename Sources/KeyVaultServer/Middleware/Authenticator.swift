@@ -129,11 +129,13 @@ struct Authenticator: Sendable {
             devices.put(device)
             current = devices.get(device.id) ?? device  // a revocation this process committed stays
         }
+        // Revoked before replayed, the documented order (the first check may have used a
+        // cached copy that did not know of the revocation yet).
+        if let current { try await refuseIfRevoked(current, account) }
         guard fresh else {
             await refused(.replayedNonce, device, account)
             throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")
         }
-        if let current { try await refuseIfRevoked(current, account) }
         if device.lastSeen.map({ now - $0 > 60 }) ?? true {  // as the stores' touch
             // Only the time, in place: writing this copy back could undo a revocation
             // that commits while the update below is suspended.
