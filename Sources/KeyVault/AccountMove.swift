@@ -254,7 +254,7 @@ extension Vault {
     /// since; no attachment more), this device moves to `server` and the old copy is
     /// deleted, so no change can land on it after (the other devices' next command there
     /// fails, and `server move` takes them over). With `keepingOldCopy`, this device stays
-    /// where it is: ``move(to:transport:)`` and ``deleteAccount(on:)`` do the rest.
+    /// where it is: ``move(to:transport:)`` and ``deleteAccount(on:server:)`` do the rest.
     /// `invite`: the new server's invite token, if it takes new accounts by invitation.
     ///
     /// - Throws: `grant_exists` when members are shared with other accounts (they live
@@ -516,11 +516,7 @@ extension Vault {
     ///   there meanwhile is not deleted, and no other server can replay the delete).
     /// - Throws: `invalid_input` naming what would be lost.
     private func checkNothingLeftBehind(on old: ServerAPI, comparedTo new: ServerAPI, pinned: String? = nil) async throws -> (instance: String, head: String) {
-        let instance = try await old.instance()
-        if let pinned, pinned != instance {
-            throw KeyVaultError(.badResponse, "the old server now names itself as another service than this device first saw (\(instance), not \(pinned)): nothing was deleted",
-                                kind: .verification)
-        }
+        let instance = try await instance(of: old, pinned: pinned, "the old server")
         guard try await new.instance() != instance else {
             throw KeyVaultError(.invalidInput, "the old and the new server are one service (the same instance): nothing was deleted")
         }

@@ -508,13 +508,20 @@ public actor Vault {
         try await exclusively {
             // Signed for the service this device first saw here: a server naming another now
             // (one that holds the account too, where it would replay the delete) is refused.
-            let instance = try await api.instance()
-            if let pinned = record.instance, pinned != instance {
-                throw KeyVaultError(.badResponse, "the server now names itself as another service than this device first saw (\(instance), not \(pinned)): nothing was deleted",
-                                    kind: .verification)
-            }
+            let instance = try await instance(of: api, pinned: record.instance, "the server")
             try await api.deleteAccount(instance: instance, head: try chain.head)
             try home.remove()
         }
+    }
+
+    /// `server`'s instance (``ServerAPI/instance()``), refused when it is not the one this
+    /// device pinned (`pinned`, if any): a delete is signed for the service first seen there.
+    func instance(of server: ServerAPI, pinned: String?, _ what: String) async throws -> String {
+        let instance = try await server.instance()
+        if let pinned, pinned != instance {
+            throw KeyVaultError(.badResponse, "\(what) now names itself as another service than this device first saw (\(instance), not \(pinned)): nothing was deleted",
+                                kind: .verification)
+        }
+        return instance
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 import KeyVaultModel
 import KeyVaultStore
@@ -30,24 +31,21 @@ enum NonceBatches {
     }
 
     /// A second request with a (device, nonce) pair in one batch is a replay.
-    static func make() -> StatementBatches<Request, [String], Answer> {
-        StatementBatches(key: { [$0.device, $0.nonce] }, repeated: { (false, $0.device) })
+    static func make(client: PostgresClient, logger: Logger) -> StatementBatches<Request, [String], Answer> {
+        StatementBatches(key: { [$0.device, $0.nonce] }, repeated: { (false, $0.device) },
+                         send: { try await use($0, client: client, logger: logger) })
     }
-}
 
-extension PostgresKeyVaultDatabase {
-    /// One batch of ``NonceBatches``: every nonce inserted (when new), every device read and
-    /// touched, in one statement and so one snapshot. A request whose device does not exist
-    /// is not fresh. A device touched is returned with its new last-seen time.
-    func useNonces(_ requests: [NonceBatches.Request]) async throws -> [NonceBatches.Answer] {
-        var answers = [NonceBatches.Answer](repeating: (false, nil), count: requests.count)
+    /// One batch: every nonce inserted (when new), every device read and touched, in one
+    /// statement and so one snapshot. A request whose device does not exist is not fresh. A
+    /// device touched is returned with its new last-seen time.
+    private static func use(_ requests: [Request], client: PostgresClient, logger: Logger) async throws -> [Answer] {
+        var answers = [Answer](repeating: (false, nil), count: requests.count)
         for try await (position, fresh, id, account, name, signingKey, boxKey, added, revoked, lastSeen)
             in try await client.execute(NoncesReadingDevices(requests), logger: logger) {
-            guard let index = Int(exactly: position - 1), answers.indices.contains(index) else {
-                throw StatementBatchError.answeredInPart
-            }
+            let index = try StatementBatches<Request, [String], Answer>.index(position, among: requests.count)
             if let id, let account, let name, let signingKey, let boxKey, let added {
-                answers[index] = (fresh, Self.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)))
+                answers[index] = (fresh, PostgresKeyVaultDatabase.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)))
             }
         }
         return answers
@@ -65,7 +63,7 @@ extension PostgresKeyVaultDatabase {
             touched AS (
                 UPDATE devices SET last_seen = $4 WHERE id IN (
                     SELECT id FROM devices WHERE id IN (SELECT device FROM used) AND revoked IS NULL
-                      AND (last_seen IS NULL OR last_seen < $4 - 60)
+                      AND (last_seen IS NULL OR last_seen < $4 - \(StoredDevice.seenInterval))
                     ORDER BY id FOR UPDATE SKIP LOCKED)
                 RETURNING id)
             SELECT input.position, EXISTS (SELECT 1 FROM used WHERE used.device = input.device AND used.nonce = input.nonce),
@@ -74,8 +72,8 @@ extension PostgresKeyVaultDatabase {
             FROM input LEFT JOIN devices d ON d.id = input.device
             """
         typealias Row = (Int64, Bool, String?, String?, String?, Data?, Data?, Int64?, Int64?, Int64?)
-        let requests: [NonceBatches.Request]
-        init(_ requests: [NonceBatches.Request]) { self.requests = requests }
+        let requests: [Request]
+        init(_ requests: [Request]) { self.requests = requests }
 
         func makeBindings() -> PostgresBindings {
             var bindings = PostgresBindings()

@@ -27,11 +27,8 @@ extension PostgresKeyVaultDatabase {
             ON CONFLICT (id) DO NOTHING RETURNING 1
             """, logger: logger).collect().count == 1 else { throw StoreError.accountExists }
         if let row = try await db.query("SELECT sequence, head, device FROM deleted_accounts WHERE id = \(account.rawValue)", logger: logger).collect().first {
-            let (stored, head, deleter) = try row.decode((Int64, String, String?).self)
-            let sequence = UInt64(stored)
-            guard let by = importedBy, deleter == by.rawValue, sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else {
-                throw StoreError.accountDeleted(sequence: sequence, head: head)
-            }
+            let (sequence, head, deleter) = try row.decode((Int64, String, String?).self)
+            try StoreError.checkFoundingAgain(deletedAt: UInt64(sequence), head: head, deleter: deleter, hashes: hashes, importedBy: importedBy)
         }
         guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.accountExists }
         try await insert(genesis, account: account, db)
@@ -159,16 +156,7 @@ extension PostgresKeyVaultDatabase {
 
     package func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data] {
         if let recipient, generation == nil {  // a device's (or recovery's) read of its boxes: the request path, batched
-            return try await boxBatches.use(.init(account: account.rawValue, recipient: recipient)) { [self] requests in
-                var answers = [[Data]](repeating: [], count: requests.count)
-                for try await (position, box) in try await client.execute(RecipientBoxes(requests), logger: logger) {
-                    guard let index = Int(exactly: position - 1), answers.indices.contains(index) else {
-                        throw StatementBatchError.answeredInPart
-                    }
-                    answers[index].append(box)
-                }
-                return answers
-            }
+            return try await boxBatches.use(.init(account: account.rawValue, recipient: recipient))
         }
         // NULL parameters match everything: one statement whatever the filters.
         let rows = try await client.query("""
@@ -236,9 +224,7 @@ extension PostgresKeyVaultDatabase {
     package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64, touchingAt now: Int64,
                                        forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
         try await sweepNonces(before: forgetBefore)
-        return try await nonceBatches.use(.init(device: id.rawValue, nonce: nonce, time: timestamp, now: now)) { [self] in
-            try await useNonces($0)
-        }
+        return try await nonceBatches.use(.init(device: id.rawValue, nonce: nonce, time: timestamp, now: now))
     }
 
     /// Reads of one recipient's key boxes in one account (a device's own, or `recovery`'s:
@@ -252,8 +238,14 @@ extension PostgresKeyVaultDatabase {
         }
 
         /// The same read twice in one batch gets the same boxes.
-        static func batches() -> StatementBatches<Request, [String], [Data]> {
-            StatementBatches(key: { [$0.account, $0.recipient] }, repeated: { $0 })
+        static func batches(client: PostgresClient, logger: Logger) -> StatementBatches<Request, [String], [Data]> {
+            StatementBatches(key: { [$0.account, $0.recipient] }, repeated: { $0 }) { requests in
+                var answers = [[Data]](repeating: [], count: requests.count)
+                for try await (position, box) in try await client.execute(RecipientBoxes(requests), logger: logger) {
+                    answers[try StatementBatches<Request, [String], [Data]>.index(position, among: requests.count)].append(box)
+                }
+                return answers
+            }
         }
         static let name = "keyvault_recipient_boxes"
         static let sql = """
@@ -320,7 +312,7 @@ extension PostgresKeyVaultDatabase {
 
     package func touch(_ id: DeviceID, at time: Int64) async throws {
         try await client.query("""
-            UPDATE devices SET last_seen = \(time) WHERE id = \(id.rawValue) AND (last_seen IS NULL OR last_seen < \(time - 60))
+            UPDATE devices SET last_seen = \(time) WHERE id = \(id.rawValue) AND (last_seen IS NULL OR last_seen < \(time - StoredDevice.seenInterval))
             """, logger: logger)
     }
 

@@ -24,8 +24,15 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// When this process last swept each table of expired rows.
     let sweeps = SweepClock()
     /// Concurrent requests' nonces, and their reads of their boxes, sent together.
-    let nonceBatches = NonceBatches.make()
-    let boxBatches = RecipientBoxes.batches()
+    let nonceBatches: StatementBatches<NonceBatches.Request, [String], NonceBatches.Answer>
+    let boxBatches: StatementBatches<RecipientBoxes.Request, [String], [Data]>
+
+    init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+        nonceBatches = NonceBatches.make(client: client, logger: logger)
+        boxBatches = RecipientBoxes.batches(client: client, logger: logger)
+    }
 
     /// Connects once to check that the database is there and to migrate it (under an
     /// advisory lock, so replicas that start together migrate once), then makes the pool.

@@ -31,15 +31,24 @@ final class StatementBatches<Request: Sendable, Key: Hashable & Sendable, Answer
     private let state = Mutex(State())
     private let key: @Sendable (Request) -> Key
     private let repeated: @Sendable (Answer) -> Answer
+    private let send: @Sendable ([Request]) async throws -> [Answer]
 
-    init(key: @escaping @Sendable (Request) -> Key, repeated: @escaping @Sendable (Answer) -> Answer) {
+    /// `send` takes requests with distinct keys and answers each, in order.
+    init(key: @escaping @Sendable (Request) -> Key, repeated: @escaping @Sendable (Answer) -> Answer,
+         send: @escaping @Sendable ([Request]) async throws -> [Answer]) {
         self.key = key
         self.repeated = repeated
+        self.send = send
     }
 
-    /// Waits for the batch that carries `request`, and returns its answer. `send` takes requests
-    /// with distinct keys and answers each, in order.
-    func use(_ request: Request, send: @escaping @Sendable ([Request]) async throws -> [Answer]) async throws -> Answer {
+    /// The index of the request a row answers, from its `position` (`WITH ORDINALITY`, from 1).
+    static func index(_ position: Int64, among count: Int) throws -> Int {
+        guard let index = Int(exactly: position - 1), (0..<count).contains(index) else { throw StatementBatchError.answeredInPart }
+        return index
+    }
+
+    /// Waits for the batch that carries `request`, and returns its answer.
+    func use(_ request: Request) async throws -> Answer {
         try await withCheckedThrowingContinuation { continuation in
             let lead = state.withLock { state in
                 state.waiting.append(Waiting(request: request, continuation: continuation))
@@ -48,12 +57,12 @@ final class StatementBatches<Request: Sendable, Key: Hashable & Sendable, Answer
                 return true
             }
             // Detached: the drain serves every request that arrives, not the first one's task.
-            if lead { Task.detached { await self.drain(send) } }
+            if lead { Task.detached { await self.drain() } }
         }
     }
 
     /// Sends batches until no request waits.
-    private func drain(_ send: @escaping @Sendable ([Request]) async throws -> [Answer]) async {
+    private func drain() async {
         while true {
             let batch = state.withLock { state -> [Waiting] in
                 let batch = Array(state.waiting.prefix(Self.maximumBatch))
@@ -75,7 +84,7 @@ final class StatementBatches<Request: Sendable, Key: Hashable & Sendable, Answer
             } catch where unique.count > 1 && Self.isOneRequests(error) {
                 // A batch PostgreSQL refused (rolled back: nothing of it is stored) may be refused
                 // for one request's sake: each goes again alone, and fails alone if it must.
-                answers = await Self.alone(unique, send)
+                answers = await alone(unique)
             } catch {
                 answers = [Result](repeating: .failure(error), count: unique.count)
             }
@@ -101,9 +110,9 @@ final class StatementBatches<Request: Sendable, Key: Hashable & Sendable, Answer
         return !["08", "53", "57"].contains(String(state.prefix(2)))
     }
 
-    private static func alone(_ requests: [Request], _ send: @escaping @Sendable ([Request]) async throws -> [Answer]) async
-        -> [Result<Answer, any Error>] {
-        await withTaskGroup(of: (Int, Result<Answer, any Error>).self) { group in
+    private func alone(_ requests: [Request]) async -> [Result<Answer, any Error>] {
+        let send = self.send
+        return await withTaskGroup(of: (Int, Result<Answer, any Error>).self) { group in
             for (index, request) in requests.enumerated() {
                 group.addTask {
                     do {

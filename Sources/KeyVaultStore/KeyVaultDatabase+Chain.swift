@@ -23,10 +23,8 @@ extension KeyVaultDatabase {
             throw StoreError.accountExists
         }
         if let row = try Row.fetchOne(db, sql: "SELECT sequence, head, device FROM deleted_accounts WHERE id = ?", arguments: [account.rawValue]) {
-            let sequence = UInt64(row["sequence"] as Int64), head: String = row["head"], deleter: String? = row["device"]
-            guard let by = importedBy, deleter == by.rawValue, sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else {
-                throw StoreError.accountDeleted(sequence: sequence, head: head)
-            }
+            try StoreError.checkFoundingAgain(deletedAt: UInt64(row["sequence"] as Int64), head: row["head"], deleter: row["device"],
+                                              hashes: hashes, importedBy: importedBy)
         }
         try db.execute(sql: "INSERT INTO accounts (id, created, head, sequence) VALUES (?, ?, ?, 0)",
                        arguments: [account.rawValue, Self.now(), genesis.hash])

@@ -71,7 +71,7 @@ extension KeyVaultDatabase {
     package func touch(_ id: DeviceID, at time: Int64) async throws {
         try await writer.write { db in
             try db.execute(sql: "UPDATE devices SET last_seen = ? WHERE id = ? AND (last_seen IS NULL OR last_seen < ?)",
-                           arguments: [time, id.rawValue, time - 60])
+                           arguments: [time, id.rawValue, time - StoredDevice.seenInterval])
         }
     }
 

@@ -16,6 +16,12 @@ package struct StoredDevice: Sendable, Equatable {
     /// Revoked once a link revoked it (stored as that link's sequence, never as a string).
     package var status: DeviceInfo.Status { revoked == nil ? .active : .revoked }
 
+    /// A device's last-seen time is updated at most once in this many seconds.
+    package static let seenInterval: Int64 = 60
+
+    /// Whether a request at `now` updates the last-seen time (as every store's `touch`).
+    package func isDueSeen(at now: Int64) -> Bool { lastSeen.map { now - $0 > Self.seenInterval } ?? true }
+
     package init(id: DeviceID, account: AccountID, name: String, signingKey: [UInt8], boxKey: [UInt8],
                 added: UInt64, revoked: UInt64? = nil, lastSeen: Int64? = nil) {
         self.id = id

@@ -9,6 +9,18 @@ package enum StoreError: Error, Sendable, Equatable {
     /// it founds the account here again (a copy of its chain as it once stood, from
     /// before a revocation, cannot come back where its devices were).
     case accountDeleted(sequence: UInt64, head: String)
+
+    /// The rule both stores keep for a deleted account (`deleted_accounts`): it is founded
+    /// again only by an import signed by the device that deleted it (`deleter`), of a chain
+    /// (`hashes`, from its genesis) that strictly goes on from the head it had.
+    ///
+    /// - Throws: ``accountDeleted(sequence:head:)`` otherwise.
+    package static func checkFoundingAgain(deletedAt sequence: UInt64, head: String, deleter: String?,
+                                           hashes: [String], importedBy: DeviceID?) throws {
+        guard let importedBy, deleter == importedBy.rawValue, sequence < UInt64(hashes.count - 1), hashes[Int(sequence)] == head else {
+            throw accountDeleted(sequence: sequence, head: head)
+        }
+    }
     /// A device with this id is already in an account (device ids are global: one key, one account).
     case deviceExists
     case notFound

@@ -52,12 +52,7 @@ func aDeviceRevokedThroughOneReplicaIsRefusedByAnotherOnItsNextRequest(_ backend
     try await backend.withStore { store in
         let phone = TestDevice("phone"), tablet = TestDevice("tablet")
         let first = try testApplication(database: store), second = try testApplication(database: store)
-        var state = try await first.test(.router) { client in
-            var state = try await client.createAccount(phone)
-            let added = try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
-            #expect(added.status == .created)
-            return state
-        }
+        var state = try await first.test(.router) { client in try await client.createAccount(phone, adding: tablet) }
         let chainPath = "/v1/accounts/\(state.account)/chain"
         try await second.test(.router) { client in
             let response = try await client.signed(tablet, .get, chainPath)
@@ -75,6 +70,16 @@ func aDeviceRevokedThroughOneReplicaIsRefusedByAnotherOnItsNextRequest(_ backend
             let response = try await client.signed(tablet, .get, chainPath)
             #expect(response.status == .forbidden && errorCode(response) == "device_revoked", "\(response.status)")
         }
+    }
+}
+
+extension TestClientProtocol {
+    /// `phone`'s new account, with `tablet` added.
+    fileprivate func createAccount(_ phone: TestDevice, adding tablet: TestDevice) async throws -> ChainState {
+        var state = try await createAccount(phone)
+        let added = try await append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
+        #expect(added.status == .created)
+        return state
     }
 }
 
@@ -131,12 +136,7 @@ func aReplicaThatCachedADeviceJudgesItsNextSessionRequestByTheStore(_ backend: S
         let first = try testApplication(database: store, secret: secret), second = try testApplication(database: store, secret: secret)
         // A replica whose sessions end with it (a secret of its own): their nonces stay in its memory.
         let third = try testApplication(database: store)
-        let state = try await first.test(.router) { client in
-            var state = try await client.createAccount(phone)
-            let added = try await client.append(phone, &state, AppendRequest(link: phone.link(.deviceAdd, after: state, body: tablet.deviceFields)))
-            #expect(added.status == .created)
-            return state
-        }
+        let state = try await first.test(.router) { client in try await client.createAccount(phone, adding: tablet) }
         let chainPath = "/v1/accounts/\(state.account)/chain"
         let ownSession = try await third.test(.router) { client in
             let session = try await client.openSession(phone, account: state.account)

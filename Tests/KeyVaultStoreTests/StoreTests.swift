@@ -31,6 +31,15 @@ private struct StoreFixture {
                    expectedHead: head, audit: (.link(event), phone.id.rawValue))
     }
 
+    /// A second device, added by link 1 (head `h1`).
+    func addTablet() async throws -> StoredDevice {
+        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
+        var add = write(1, after: "h0", event: .deviceAdd)
+        add.newDevices = [tablet]
+        try await database.append(account, add)
+        return tablet
+    }
+
     func linkRequest(_ code: String, expires: Int64, client: String = "192.0.2.1", perClient: Int = 5) async throws {
         let request = LinkRequestCreate(device: DeviceID(unchecked: hex(9)), name: "new", signingKey: "k", boxKey: "b", commitment: "c")
         try await database.createLinkRequest(account, code: code, expires: expires, request: request, client: client,
@@ -67,10 +76,7 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
 
 @Test(arguments: Backend.all) func aDeviceGoesFromActiveToRevokedByTheLinkThatRevokedIt(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
-        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
-        var add = store.write(1, after: "h0", event: .deviceAdd)
-        add.newDevices = [tablet]
-        try await store.database.append(store.account, add)
+        let tablet = try await store.addTablet()
         #expect(try await store.database.device(tablet.id)?.status == .active)
         var revoke = store.write(2, after: "h1", event: .deviceRevoke)
         revoke.revokedDevices = [tablet.id]
@@ -88,10 +94,7 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
 /// never for a replay or a revoked device.
 @Test(arguments: Backend.all) func aNonceTakenWithItsDeviceReadsTheDeviceAsStoredThenAndIsTakenOnce(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
-        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
-        var add = store.write(1, after: "h0", event: .deviceAdd)
-        add.newDevices = [tablet]
-        try await store.database.append(store.account, add)
+        let tablet = try await store.addTablet()
         func lastSeen() async throws -> Int64? { try await store.database.device(tablet.id)?.lastSeen }
         var taken = try await store.database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, touchingAt: 5000, forgetBefore: 0)
         #expect(taken.fresh && taken.device?.status == .active && taken.device?.lastSeen == 5000)
@@ -120,10 +123,7 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
 /// neighbours in the batch still get their own answers.
 @Test(arguments: Backend.all) func noncesTakenAtOnceAreEachTakenOnceAndAnsweredWithTheirOwnDevice(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
-        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
-        var add = store.write(1, after: "h0", event: .deviceAdd)
-        add.newDevices = [tablet]
-        try await store.database.append(store.account, add)
+        let tablet = try await store.addTablet()
         let unknown = DeviceID(unchecked: hex(9)), database = store.database
         for round in 0..<5 {
             let answers = try await withThrowingTaskGroup(of: (Int, Bool, DeviceID?).self) { group in
@@ -152,10 +152,7 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
 /// reads the device without touching it, and the request path touches it on its own later.
 @Test(arguments: Backend.all.filter(\.isShared)) func aNonceIsTakenWithoutWaitingForALockedDeviceRow(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
-        let tablet = StoredDevice(id: DeviceID(unchecked: hex(3)), account: store.account, name: "tablet", signingKey: [3], boxKey: [4], added: 1)
-        var add = store.write(1, after: "h0", event: .deviceAdd)
-        add.newDevices = [tablet]
-        try await store.database.append(store.account, add)
+        let tablet = try await store.addTablet()
         let database = try #require(store.database as? PostgresKeyVaultDatabase)
         // Polled for, so that a regression fails instead of hanging: a statement that waited for
         // the row would wait for this transaction, which would wait for it.

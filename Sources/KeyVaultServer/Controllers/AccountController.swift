@@ -57,9 +57,7 @@ struct AccountController: Sendable {
             device: request.headers[Headers.device], timestamp: request.headers[Headers.timestamp],
             nonce: request.headers[Headers.nonce], signature: request.headers[Headers.signature])
         // Named for this service in the signed query, as a delete is: no other server replays it elsewhere.
-        guard request.uri.queryParameters.get("instance") == service.instance else {
-            throw APIError(.wrongServer, "an import names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
-        }
+        try namesThisServer(request, "an import")
         let body = try await request.collectBody(limit: ImportAccountRequest.maxBytes)
         let imported = try await service.importAccount(
             try decodeBody(ImportAccountRequest.self, from: body), signed: claim, method: request.method.rawValue,
@@ -69,13 +67,18 @@ struct AccountController: Sendable {
         return try .json(imported, status: imported.appended > 0 ? .created : .ok)
     }
 
+    /// Refuses `what` (a signed request) unless its query names this service's instance.
+    private func namesThisServer(_ request: Request, _ what: String) throws {
+        guard request.uri.queryParameters.get("instance") == service.instance else {
+            throw APIError(.wrongServer, "\(what) names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
+        }
+    }
+
     /// Names this service's instance and the head the device saw, both signed in the
     /// query: a delete another server replays here (the signature names no server), or one
     /// that raced a change on this server, deletes nothing.
     @Sendable func delete(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        guard request.uri.queryParameters.get("instance") == service.instance else {
-            throw APIError(.wrongServer, "a delete names this server's instance (GET /v1/server) in its signed query: this one names another server, or none")
-        }
+        try namesThisServer(request, "a delete")
         guard let head = request.uri.queryParameters.get("head").map({ String($0) }) else {
             throw APIError.badRequest("a delete names the chain head the device saw (head=HASH)")
         }

@@ -136,7 +136,7 @@ struct Authenticator: Sendable {
             await refused(.replayedNonce, device, account)
             throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")
         }
-        if device.lastSeen.map({ now - $0 > 60 }) ?? true {  // as the stores' touch
+        if device.isDueSeen(at: now) {
             // Only the time, in place: writing this copy back could undo a revocation
             // that commits while the update below is suspended.
             devices.touch(device.id, at: now)
