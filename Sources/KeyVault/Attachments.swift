@@ -99,8 +99,8 @@ extension Vault {
     }
 
     /// An upload of content `read` hands over in pieces, as often as asked: once to
-    /// address it, then to seal it, whole (a shared member's, through its sharer's
-    /// relay) or, to a server that takes them, in chunks as `chunks` reads them.
+    /// address it, then to seal it, in chunks as `chunks` reads them (a shared member's
+    /// through its sharer's relay) or, to a server too old to take chunks, whole.
     private func put(size: Int, member given: Member, what: String, meta: AttachmentMeta?,
                      reading read: @escaping ((UnsafeRawBufferPointer) throws -> Void) throws -> Void,
                      chunks: @escaping (Int) throws -> ChunkReader) async throws -> PutResult {
@@ -112,13 +112,13 @@ extension Vault {
                                     kind: .input)
             }
             // Before any work: what the server would refuse anyway is not read or sealed.
-            // In chunks to this account's own server when it takes them (it says its limits):
-            // a bounded amount of memory on both sides, whatever the size. A shared member's
-            // goes whole through its sharer's relay, within what the server takes whole.
+            // In chunks when the server takes them (it says its limits), a shared member's
+            // through its sharer's relay: a bounded amount of memory on both sides, whatever
+            // the size.
             let limits = try await api.attachmentLimits()
-            let inChunks = member.sharer == nil && limits != nil
-            if let limits, case let limit = inChunks ? limits.any : limits.whole, AttachmentObject.streamedSize(ofContent: size) > limit {
-                throw KeyVaultError(.payloadTooLarge, "\(what) is \(Vault.sizeText(size)), and this server takes attachments of up to about \(Vault.sizeText(limit))\(inChunks ? "" : " shared this way"): nothing was read or sent",
+            let inChunks = limits != nil
+            if let limits, AttachmentObject.streamedSize(ofContent: size) > limits.any {
+                throw KeyVaultError(.payloadTooLarge, "\(what) is \(Vault.sizeText(size)), and this server takes attachments of up to about \(Vault.sizeText(limits.any)): nothing was read or sent",
                                     kind: .rejected)
             }
             // The newest chain first: a revocation another device made since must be
@@ -204,7 +204,7 @@ extension Vault {
             sealer = AttachmentSealer(chunkShift: shift)
             let key = try sealer.wrapKey(address: address, account: owner(of: member), keys: keys)
             let started = try await api.beginUpload(member: member.id, address: address, key: key, chunkShift: shift,
-                                                    size: size, replace: replace)
+                                                    size: size, sharer: member.sharer, replace: replace)
             if started.existed, !replace { return AttachmentInfo(address: address.description, size: 0, created: 0, existed: true) }
             guard let id = started.upload, started.chunks == count else {
                 throw KeyVaultError(.badResponse, "the server's answer to an upload of \(count) chunks names \(started.chunks)")
@@ -251,7 +251,8 @@ extension Vault {
                         progress(.sendingAttachment(done: sent, of: count))
                     }
                     sending.add { [index, member] in
-                        try await api.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
+                        try await api.putUploadChunk(member: member.id, address: address, sharer: member.sharer, upload: upload,
+                                                     index: index, chunk: sealed)
                     }
                 }
                 index += 1
@@ -278,7 +279,7 @@ extension Vault {
         }
         let info: AttachmentInfo
         do {
-            info = try await api.completeUpload(member: member.id, address: address, upload: upload, replace: replace)
+            info = try await api.completeUpload(member: member.id, address: address, sharer: member.sharer, upload: upload, replace: replace)
         } catch let error as KeyVaultError where error.status == 400 {
             // The server lacks chunks it said it held: this upload is not resumed again.
             journal?.remove()
@@ -304,7 +305,7 @@ extension Vault {
         guard let path, let journal = UploadJournal(opening: path) else { return nil }
         guard journal.header.size == size, journal.header.chunkShift == Int(AttachmentObject.defaultChunkShift),
               let key = base64Decode(journal.header.key),
-              let status = try await api.uploadStatus(member: member.id, address: address, upload: journal.header.upload),
+              let status = try await api.uploadStatus(member: member.id, address: address, sharer: member.sharer, upload: journal.header.upload),
               status.upload == journal.header.upload, status.chunks == count,
               (0...journal.count).contains(status.stored)
         else {
@@ -355,8 +356,8 @@ extension Vault {
         if member.sharer == nil, let now = try chain.members[member.id]?.generation, now > member.generation {
             member.generation = now
         }
-        // This account's own, from a server that keeps it in chunks: fetched chunk by chunk.
-        if member.sharer == nil, let list = try await api.chunkList(member: member.id, address: address) {
+        // From a server that keeps it in chunks (a shared member's through its sharer's relay): fetched chunk by chunk.
+        if let list = try await api.chunkList(member: member.id, address: address, sharer: member.sharer) {
             try await openInChunks(list, address: address, member: member, from: api, resuming: file, tap: tap, into: sink)
             return
         }
@@ -399,7 +400,7 @@ extension Vault {
         guard let shift = list.readableShift else {
             throw KeyVaultError(.badResponse, "the server's chunk list of \(address) is not one a reader takes", kind: .verification)
         }
-        let key = try await api.attachmentKey(member: member.id, address: address)
+        let key = try await api.attachmentKey(member: member.id, address: address, sharer: member.sharer)
         try tap?(.chunked(list, key: key))
         let (keyKeys, addressKeys) = try await keys(forKeyPart: key, address: address, member: member)
         do {
@@ -415,7 +416,7 @@ extension Vault {
             do {
                 for index in start..<list.chunks {
                     while next < list.chunks, !fetching.isFull {
-                        fetching.add { [next] in try await api.attachmentChunk(member: member.id, address: address, index: next) }
+                        fetching.add { [next] in try await api.attachmentChunk(member: member.id, address: address, sharer: member.sharer, index: next) }
                         next += 1
                     }
                     let sealed = try await fetching.next()

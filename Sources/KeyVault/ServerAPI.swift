@@ -352,12 +352,12 @@ package struct ServerAPI: Sendable {
                                                      contentType: "application/octet-stream").body, "answer")
     }
 
-    /// Begins an upload in chunks (this account's own member): the upload to put the
-    /// chunks under, or that the address is already there.
+    /// Begins an upload in chunks (of this account's own member, or through `sharer`'s
+    /// relay): the upload to put the chunks under, or that the address is already there.
     package func beginUpload(member: MemberID, address: ContentAddress, key: [UInt8], chunkShift: UInt8, size: Int,
-                             replace: Bool) async throws -> UploadStarted {
+                             sharer: AccountID? = nil, replace: Bool) async throws -> UploadStarted {
         let request = BeginUploadRequest(key: base64Encode(key), chunkShift: Int(chunkShift), size: size)
-        let started = try json(UploadStarted.self, try await call("POST", attachmentPath(member, address) + "/uploads",
+        let started = try json(UploadStarted.self, try await call("POST", attachmentPath(member, address, sharer: sharer) + "/uploads",
                                                                   query: replace ? "replace=true" : "", body: encode(request)).body, "answer")
         guard started.existed || started.upload.map({ $0.count == 32 && $0.allSatisfy(\.isHexDigit) }) == true else {
             throw KeyVaultError(.badResponse, "the server's upload id is not 32 hex digits")
@@ -365,39 +365,41 @@ package struct ServerAPI: Sendable {
         return started
     }
 
-    package func putUploadChunk(member: MemberID, address: ContentAddress, upload: String, index: Int, chunk: [UInt8]) async throws {
-        _ = try await call("PUT", attachmentPath(member, address) + "/uploads/\(upload)/chunks/\(index)", body: chunk,
+    package func putUploadChunk(member: MemberID, address: ContentAddress, sharer: AccountID? = nil, upload: String, index: Int,
+                                chunk: [UInt8]) async throws {
+        _ = try await call("PUT", attachmentPath(member, address, sharer: sharer) + "/uploads/\(upload)/chunks/\(index)", body: chunk,
                            contentType: "application/octet-stream")
     }
 
     /// Where an unfinished upload stands; nil when the server has no such upload (it
     /// completed, was dropped after a day, or the server is another one).
-    package func uploadStatus(member: MemberID, address: ContentAddress, upload: String) async throws -> UploadStatus? {
+    package func uploadStatus(member: MemberID, address: ContentAddress, sharer: AccountID? = nil, upload: String) async throws -> UploadStatus? {
         do {
-            return try json(UploadStatus.self, try await call("GET", attachmentPath(member, address) + "/uploads/\(upload)").body, "upload status")
+            return try json(UploadStatus.self, try await call("GET", attachmentPath(member, address, sharer: sharer) + "/uploads/\(upload)").body, "upload status")
         } catch let error as KeyVaultError where error.status == 404 {
             return nil
         }
     }
 
-    package func completeUpload(member: MemberID, address: ContentAddress, upload: String, replace: Bool) async throws -> AttachmentInfo {
-        try json(AttachmentInfo.self, try await call("POST", attachmentPath(member, address) + "/uploads/\(upload)/complete",
+    package func completeUpload(member: MemberID, address: ContentAddress, sharer: AccountID? = nil, upload: String,
+                                replace: Bool) async throws -> AttachmentInfo {
+        try json(AttachmentInfo.self, try await call("POST", attachmentPath(member, address, sharer: sharer) + "/uploads/\(upload)/complete",
                                                      query: replace ? "replace=true" : "").body, "answer")
     }
 
     /// How an attachment uploaded in chunks lies in them; nil when it was put whole (or
     /// the server is too old to keep chunks).
-    package func chunkList(member: MemberID, address: ContentAddress) async throws -> ChunkList? {
+    package func chunkList(member: MemberID, address: ContentAddress, sharer: AccountID? = nil) async throws -> ChunkList? {
         do {
-            return try json(ChunkList.self, try await call("GET", attachmentPath(member, address) + "/chunks").body, "chunk list")
+            return try json(ChunkList.self, try await call("GET", attachmentPath(member, address, sharer: sharer) + "/chunks").body, "chunk list")
         } catch let error as KeyVaultError where error.code == .badRequest || error.status == 404 {
             return nil
         }
     }
 
     /// Sealed chunk `index` of an attachment (at most the largest chunk a reader takes).
-    package func attachmentChunk(member: MemberID, address: ContentAddress, index: Int) async throws -> [UInt8] {
-        try await call("GET", attachmentPath(member, address) + "/chunks/\(index)",
+    package func attachmentChunk(member: MemberID, address: ContentAddress, sharer: AccountID? = nil, index: Int) async throws -> [UInt8] {
+        try await call("GET", attachmentPath(member, address, sharer: sharer) + "/chunks/\(index)",
                        maxReply: ChunkLayout.maximumSealedChunkBytes).body
     }
 
@@ -435,8 +437,8 @@ package struct ServerAPI: Sendable {
         _ = try await call("DELETE", attachmentPath(member, address))
     }
 
-    package func attachmentKey(member: MemberID, address: ContentAddress) async throws -> [UInt8] {
-        try await call("GET", attachmentPath(member, address) + "/key").body
+    package func attachmentKey(member: MemberID, address: ContentAddress, sharer: AccountID? = nil) async throws -> [UInt8] {
+        try await call("GET", attachmentPath(member, address, sharer: sharer) + "/key").body
     }
 
     package func replaceAttachmentKey(member: MemberID, address: ContentAddress, key: [UInt8]) async throws {

@@ -100,6 +100,21 @@ extension TestClientProtocol {
         return grant
     }
 
+    /// A sharer, a grantee that pinned it, and a stranger; one member of the sharer's
+    /// shared with the grantee to write, another read-only.
+    fileprivate func sharedTwoWays() async throws
+        -> (sharer: SharingAccount, grantee: SharingAccount, stranger: SharingAccount, writable: MemberID, readable: MemberID) {
+        var sharer = try await sharingAccount("sharer")
+        var grantee = try await sharingAccount("grantee")
+        let stranger = try await sharingAccount("stranger")
+        try await pin(sharer, on: &grantee)
+        let writable = try await addMember(&sharer)
+        let readable = try await addMember(&sharer)
+        try await share(writable, of: &sharer, with: grantee, readOnly: false)
+        try await share(readable, of: &sharer, with: grantee, readOnly: true)
+        return (sharer, grantee, stranger, writable, readable)
+    }
+
     fileprivate func shared(_ account: SharingAccount) async throws -> [SharedWithAccount] {
         let response = try await signed(account.device, .get, "/v1/accounts/\(account.account)/shared")
         #expect(response.status == .ok, "\(String(buffer: response.body))")
@@ -207,15 +222,8 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
 
 @Test(arguments: StoreBackend.all) func aGranteeReadsAndWritesWhatIsSharedWithItWhileTheGrantIsInForce(_ backend: StoreBackend) async throws {
     try await testApplication(backend).test(.router) { client in
-        var sharer = try await client.sharingAccount("sharer")
-        var grantee = try await client.sharingAccount("grantee")
-        let stranger = try await client.sharingAccount("stranger")
-        try await client.pin(sharer, on: &grantee)
-        let writable = try await client.addMember(&sharer)
-        let readable = try await client.addMember(&sharer)
+        var (sharer, grantee, stranger, writable, readable) = try await client.sharedTwoWays()
         let own = try await client.addMember(&sharer)
-        try await client.share(writable, of: &sharer, with: grantee, readOnly: false)
-        try await client.share(readable, of: &sharer, with: grantee, readOnly: true)
         let (address, object) = try attachment()
         #expect(try await client.signed(sharer.device, .put, "/v1/accounts/\(sharer.account)/members/\(writable)/attachments/\(address)",
                                         body: object).status == .created)
@@ -280,6 +288,90 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         #expect(try await client.shared(grantee).isEmpty)
         // The chain stays readable while the sharer pins the grantee (it is a contact, whatever is shared).
         #expect(try await client.signed(grantee.device, .get, sharerChain).status == .ok)
+    }
+}
+
+/// Issue 21: a grantee's attachments of any size go through its sharer's relay in
+/// chunks, as the sharer's own do: begun, put, resumed and completed under a grant that
+/// writes, read a chunk at a time (and their key part alone) under any grant, and every
+/// one of these refused from the revocation on, an upload begun before it included.
+@Test(arguments: StoreBackend.all) func aGranteeUploadsAndReadsInChunksThroughTheRelayWhileItsGrantAllows(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
+        var (sharer, grantee, stranger, writable, readable) = try await client.sharedTwoWays()
+        let base = "/v1/accounts/\(grantee.account)/shared/\(sharer.account)"
+        // Framing only (the server opens nothing): a key envelope, a chunk of 2^10 and one of 300 + 16.
+        let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
+        let chunks = [SystemRandom.bytes(count: 1040), SystemRandom.bytes(count: 316)]
+        let beginBody = Array(try JSONEncoder().encode(BeginUploadRequest(key: Data(key).base64EncodedString(), chunkShift: 10, size: 1324)))
+        func uri(_ member: MemberID, _ address: String, _ account: SharingAccount? = nil) -> String {
+            (account.map { "/v1/accounts/\($0.account)" } ?? base) + "/members/\(member)/attachments/\(address)"
+        }
+        func begin(_ member: MemberID, _ address: String, query: String = "", by owner: SharingAccount? = nil) async throws -> TestResponse {
+            try await client.signed(owner?.device ?? grantee.device, .post, uri(member, address, owner) + "/uploads" + query, body: beginBody)
+        }
+
+        // Under the writable grant: begun, put, asked where it stands, completed; stored as the sharer's, in chunks.
+        let address = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
+        var response = try await begin(writable, address)
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+        let upload = try #require(try decode(UploadStarted.self, response).upload)
+        let uploadURI = uri(writable, address) + "/uploads/\(upload)"
+        #expect(try await client.signed(grantee.device, .put, uploadURI + "/chunks/0", body: chunks[0]).status == .noContent)
+        #expect(try decode(UploadStatus.self, try await client.signed(grantee.device, .get, uploadURI)).stored == 1)
+        #expect(try await client.signed(grantee.device, .put, uploadURI + "/chunks/1", body: chunks[1]).status == .noContent)
+        response = try await client.signed(grantee.device, .post, uploadURI + "/complete")
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+        response = try await client.signed(sharer.device, .get, uri(writable, address, sharer) + "/chunks")
+        #expect(try decode(ChunkList.self, response) == ChunkList(chunks: 2, chunkShift: 10))
+        response = try await client.signed(sharer.device, .get, "/v1/accounts/\(sharer.account)/audit")
+        let audit = try decode([String: [AuditEntry]].self, response)["entries"] ?? []
+        #expect(audit.contains { $0.event == "attachment.put" && $0.device == grantee.device.id.rawValue && ($0.detail ?? "").contains(address) }, "\(audit)")
+
+        // Read back a chunk at a time, its key part alone.
+        #expect(try decode(ChunkList.self, try await client.signed(grantee.device, .get, uri(writable, address) + "/chunks")) == ChunkList(chunks: 2, chunkShift: 10))
+        for (index, bytes) in chunks.enumerated() {
+            #expect([UInt8](buffer: try await client.signed(grantee.device, .get, uri(writable, address) + "/chunks/\(index)").body) == bytes)
+        }
+        #expect([UInt8](buffer: try await client.signed(grantee.device, .get, uri(writable, address) + "/key").body) == key)
+        // The address is there: nothing to upload, and a grantee never replaces (what the sharer checks, a grantee could plant).
+        #expect(try decode(UploadStarted.self, try await begin(writable, address, query: "?replace=true")).existed)
+
+        // Read-only: read in chunks, never begun nor put into.
+        let sharerUpload = try #require(try decode(UploadStarted.self, try await begin(readable, address, by: sharer)).upload)
+        let readableURI = uri(readable, address, sharer) + "/uploads/\(sharerUpload)"
+        #expect(try await client.signed(sharer.device, .put, readableURI + "/chunks/0", body: chunks[0]).status == .noContent)
+        #expect(try await client.signed(sharer.device, .put, readableURI + "/chunks/1", body: chunks[1]).status == .noContent)
+        #expect(try await client.signed(sharer.device, .post, readableURI + "/complete").status == .created)
+        #expect([UInt8](buffer: try await client.signed(grantee.device, .get, uri(readable, address) + "/chunks/1").body) == chunks[1])
+        #expect([UInt8](buffer: try await client.signed(grantee.device, .get, uri(readable, address) + "/key").body) == key)
+        let other = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
+        let otherUpload = try #require(try decode(UploadStarted.self, try await begin(readable, other, by: sharer)).upload)
+        let otherURI = uri(readable, other) + "/uploads/\(otherUpload)"
+        for response in [try await begin(readable, other), try await client.signed(grantee.device, .put, otherURI + "/chunks/0", body: chunks[0]),
+                         try await client.signed(grantee.device, .get, otherURI), try await client.signed(grantee.device, .post, otherURI + "/complete")] {
+            #expect(response.status == .forbidden && errorCode(response) == "read_only_grant", "\(String(buffer: response.body))")
+        }
+
+        // A stranger reaches none of it.
+        let strangerBase = "/v1/accounts/\(stranger.account)/shared/\(sharer.account)/members/\(writable)/attachments/\(address)"
+        for (method, path) in [(HTTPRequest.Method.get, "/chunks"), (.get, "/chunks/0"), (.get, "/key"), (.post, "/uploads")] {
+            response = try await client.signed(stranger.device, method, strangerBase + path, body: method == .post ? beginBody : [])
+            #expect(response.status == .notFound, "\(path)")
+        }
+
+        // Unshared: an upload begun before goes no further, and nothing is read.
+        let late = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
+        let lateUpload = try #require(try decode(UploadStarted.self, try await begin(writable, late)).upload)
+        let lateURI = uri(writable, late) + "/uploads/\(lateUpload)"
+        #expect(try await client.signed(grantee.device, .put, lateURI + "/chunks/0", body: chunks[0]).status == .noContent)
+        #expect(try await client.append(&sharer, .shareRevoke, ["member": writable.rawValue, "grantee": grantee.account.rawValue]).status == .created)
+        for (method, path, body) in [(HTTPRequest.Method.put, lateURI + "/chunks/1", chunks[1]), (.get, lateURI, []), (.post, lateURI + "/complete", []),
+                                     (.post, uri(writable, late) + "/uploads", beginBody), (.get, uri(writable, address) + "/chunks", []),
+                                     (.get, uri(writable, address) + "/chunks/0", []), (.get, uri(writable, address) + "/key", [])] {
+            response = try await client.signed(grantee.device, method, path, body: body)
+            #expect(response.status == .notFound && errorCode(response) == "not_found", "\(method) \(path)")
+        }
+        #expect(try await client.signed(sharer.device, .get, uri(writable, late, sharer)).status == .notFound, "never completed")
     }
 }
 

@@ -4,6 +4,7 @@ import KeyVaultCrypto
 import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultTestSupport
 import Testing
 
 // Sharing a member with another account (docs/formats/member-sharing.md), against
@@ -134,6 +135,43 @@ func code(_ error: (any Error)?) -> KeyVaultError.Code? { (error as? KeyVaultErr
         #expect(code(refused.failure) == .notFound)
         #expect(sent.all.map(\.memberGeneration).sorted() == [1, 2])
         #expect(sent.all.allSatisfy { $0.grantee == grandma.account })
+    }
+}
+
+/// Issue 21: a grantee's file goes up and comes back through its sharer's relay in
+/// chunks, as the sharer's own do (memory bounded whatever its size): nothing is put
+/// or fetched whole, and the sharer reads what it put.
+@Test func aGranteesFileGoesUpAndComesBackInChunks() async throws {
+    try await Fixture.run { fixture, parent in
+        let whole = Locked<[String]>([]), chunked = Locked<[String]>([])
+        fixture.transport.tamper { request, _ in
+            guard request.target.contains("/shared/"), request.target.contains("/attachments/") else { return }
+            let path = request.target.split(separator: "?")[0]
+            if path.contains("/chunks/") { chunked.withLock { $0.append(request.method) } }
+            if path.hasSuffix("/attachments/" + (path.split(separator: "/").last ?? "")) { whole.withLock { $0.append(request.method) } }
+        }
+        let grandma = try await grandparent(fixture)
+        let alice = try await parent.addMember(name: "Alice")
+        _ = await verifyContacts(parent, grandma)
+        try await parent.share(alice, with: grandma.account, readOnly: false)
+        let seen = try #require(try await grandma.sharedMembers().members.first)
+
+        let directory = try TemporaryDirectory("kv-shared-stream")
+        let content = SystemRandom.bytes(count: 2 << 20 | 4321)
+        let path = directory.path("birthday.mp4")
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        let put = try await grandma.put(fileAt: path, member: seen)
+        #expect(put.size == content.count && !put.existed)
+        #expect(chunked.withLock { $0 } == ["PUT", "PUT", "PUT"], "three chunks put through the relay")
+        #expect(try await parent.get(put.address, member: alice).unprotectedCopy() == content)
+
+        let out = directory.path("copy.mp4")
+        #expect(try await grandma.get(put.address, member: seen, toFileAt: out) == content.count)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: out))) == content)
+        #expect(chunked.withLock { $0 }.filter { $0 == "GET" }.count == 3, "three chunks fetched through the relay")
+        #expect(whole.withLock { $0 }.isEmpty, "nothing put or fetched whole")
+        // Again: already there, nothing sent.
+        #expect(try await grandma.put(fileAt: path, member: seen).existed)
     }
 }
 

@@ -95,12 +95,26 @@ struct AttachmentController: Sendable {
 
     // MARK: Reading in chunks
 
+    @Sendable func listChunks(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        return try await listChunks(context.account, member: member, address: address)
+    }
+
+    @Sendable func getChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        return try await getChunk(context.account, member: member, address: address, index: try context.parameters.chunkIndex())
+    }
+
+    @Sendable func getKey(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        return try await getKey(context.account, member: member, address: address)
+    }
+
     /// An attachment uploaded in chunks: its count, its chunk size, and chunk `i` from
     /// its rows. One put whole (at most ``ServerConfiguration/maxWholeAttachmentBytes``)
     /// is read whole: cutting chunks out of it would load it all for each.
-    private func chunks(_ context: SignedRequestContext) async throws -> (list: ChunkList, upload: String) {
-        let (member, address) = try target(context)
-        guard let stored = try await service.database.attachment(context.account, member: member, address: address) else {
+    private func chunks(_ account: AccountID, member: MemberID, address: String) async throws -> (list: ChunkList, upload: String) {
+        guard let stored = try await service.database.attachment(account, member: member, address: address) else {
             throw APIError.notFound("attachment")
         }
         guard let upload = stored.upload, stored.data.count == 2 else {
@@ -109,17 +123,24 @@ struct AttachmentController: Sendable {
         return (ChunkList(chunks: stored.chunks, chunkShift: Int(stored.data[stored.data.startIndex + 1])), upload)
     }
 
-    @Sendable func listChunks(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        try .json(try await chunks(context).list)
+    func listChunks(_ account: AccountID, member: MemberID, address: String) async throws -> Response {
+        try .json(try await chunks(account, member: member, address: address).list)
     }
 
-    @Sendable func getChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let index = try context.parameters.chunkIndex()
-        let (list, upload) = try await chunks(context)
+    func getChunk(_ account: AccountID, member: MemberID, address: String, index: Int) async throws -> Response {
+        let (list, upload) = try await chunks(account, member: member, address: address)
         guard index < list.chunks, let bytes = try await service.database.attachmentChunk(upload: upload, index: index) else {
             throw APIError.notFound("chunk")
         }
         return .octetStream(bytes)
+    }
+
+    /// The wrapped data key alone (a reader in chunks takes it first).
+    func getKey(_ account: AccountID, member: MemberID, address: String) async throws -> Response {
+        guard let key = try await service.database.attachmentKey(account, member: member, address: address) else {
+            throw APIError.notFound("attachment")
+        }
+        return .octetStream(key)
     }
 
     // MARK: Uploads in chunks
@@ -140,11 +161,31 @@ struct AttachmentController: Sendable {
         return replace
     }
 
-    /// Begins an upload in chunks; an address already there (unless replacing) needs none.
     @Sendable func beginUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        let replace = try replacing(request)
-        let body = try decodeBody(BeginUploadRequest.self, from: context.body)
+        return try await beginUpload(context.account, member: member, address: address, body: context.body, replace: try replacing(request))
+    }
+
+    @Sendable func putChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        return try await putChunk(context.account, member: member, address: address, upload: try context.parameters.upload(),
+                                  index: try context.parameters.chunkIndex(), body: context.body)
+    }
+
+    @Sendable func uploadStatus(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        return try await uploadStatus(context.account, member: member, address: address, upload: try context.parameters.upload())
+    }
+
+    @Sendable func completeUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (member, address) = try target(context)
+        return try await completeUpload(context.account, member: member, address: address, upload: try context.parameters.upload(),
+                                        replace: try replacing(request), by: context.device.id)
+    }
+
+    /// Begins an upload in chunks; an address already there (unless replacing) needs none.
+    func beginUpload(_ account: AccountID, member: MemberID, address: String, body: [UInt8], replace: Bool = false) async throws -> Response {
+        let body = try decodeBody(BeginUploadRequest.self, from: body)
         guard let key = Data(base64Encoded: body.key) else { throw APIError.badRequest("key is standard base64") }
         try AttachmentObject.checkKey([UInt8](key))
         guard let shift = UInt8(exactly: body.chunkShift), AttachmentObject.chunkShifts.contains(shift) else {
@@ -158,32 +199,29 @@ struct AttachmentController: Sendable {
         guard objectSize <= service.configuration.maxAttachmentBytes else {
             throw APIError(.payloadTooLarge, "the attachment would be \(objectSize) bytes, over this server's \(service.configuration.maxAttachmentBytes)")
         }
-        guard try await service.chainState(context.account).members[member] != nil else { throw APIError.notFound("member") }
-        if !replace, try await service.database.attachment(context.account, member: member, address: address) != nil {
+        guard try await service.chainState(account).members[member] != nil else { throw APIError.notFound("member") }
+        if !replace, try await service.database.attachment(account, member: member, address: address) != nil {
             return try .json(UploadStarted(upload: nil, chunks: chunks, existed: true))
         }
         let upload = Hex.encode(SystemRandom.bytes(count: 16))
-        try await service.database.beginUpload(context.account, member: member, address: address, upload: upload, key: key,
+        try await service.database.beginUpload(account, member: member, address: address, upload: upload, key: key,
                                                chunkShift: Int(shift), size: body.size, chunks: chunks)
         return try .json(UploadStarted(upload: upload, chunks: chunks, existed: false), status: .created)
     }
 
     /// Stores one sealed chunk: its index within the upload, and exactly the length
     /// its place takes (2^s + 16 bytes, the last what remains).
-    @Sendable func putChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (member, address) = try target(context)
-        let upload = try context.parameters.upload()
-        let index = try context.parameters.chunkIndex()
-        guard let info = try await service.database.unfinishedUpload(context.account, member: member, address: address, upload: upload) else {
+    func putChunk(_ account: AccountID, member: MemberID, address: String, upload: String, index: Int, body: [UInt8]) async throws -> Response {
+        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload) else {
             throw APIError.notFound("upload")
         }
         guard index < info.chunks else { throw APIError.badRequest("the upload has \(info.chunks) chunks, 0 to \(info.chunks - 1)") }
         let expected = ChunkLayout.sealedLength(ofChunk: index, content: info.size, chunkShift: UInt8(clamping: info.chunkShift))
-        guard context.body.count == expected else {
-            throw APIError(.malformedAttachment, "chunk \(index) is \(expected) bytes sealed, not \(context.body.count)")
+        guard body.count == expected else {
+            throw APIError(.malformedAttachment, "chunk \(index) is \(expected) bytes sealed, not \(body.count)")
         }
-        guard try await service.database.putUploadChunk(context.account, member: member, address: address, upload: upload,
-                                                        index: index, data: Data(context.body)) else {
+        guard try await service.database.putUploadChunk(account, member: member, address: address, upload: upload,
+                                                        index: index, data: Data(body)) else {
             throw APIError.notFound("upload")
         }
         return Response(status: .noContent)
@@ -191,10 +229,8 @@ struct AttachmentController: Sendable {
 
     /// Where an unfinished upload stands, for a device resuming it: its chunk count and
     /// how many chunks are stored from index 0 on. 404 once it completed or was dropped.
-    @Sendable func uploadStatus(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (member, address) = try target(context)
-        let upload = try context.parameters.upload()
-        guard let info = try await service.database.unfinishedUpload(context.account, member: member, address: address, upload: upload) else {
+    func uploadStatus(_ account: AccountID, member: MemberID, address: String, upload: String) async throws -> Response {
+        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload) else {
             throw APIError.notFound("upload")
         }
         let stored = try await service.database.storedChunkPrefix(upload: upload)
@@ -202,29 +238,21 @@ struct AttachmentController: Sendable {
     }
 
     /// Makes a complete upload the attachment at its address.
-    @Sendable func completeUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (member, address) = try target(context)
-        let replace = try replacing(request)
-        let upload = try context.parameters.upload()
-        guard let info = try await service.database.unfinishedUpload(context.account, member: member, address: address, upload: upload) else {
+    ///
+    /// - Parameter device: the device that sent it, for the audit log of `account`.
+    func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool = false,
+                        by device: DeviceID) async throws -> Response {
+        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload) else {
             throw APIError.notFound("upload")
         }
         let objectSize = AttachmentObject.streamedSize(ofContent: info.size, chunkShift: UInt8(clamping: info.chunkShift), keyLength: info.keyLength)
-        switch try await service.database.completeUpload(context.account, member: member, address: address, upload: upload,
-                                                          replace: replace, objectSize: objectSize, device: context.device.id) {
+        switch try await service.database.completeUpload(account, member: member, address: address, upload: upload,
+                                                          replace: replace, objectSize: objectSize, device: device) {
         case .stored(let stored): return try .json(stored, status: stored.existed == true ? .ok : .created)
         case .unknown: throw APIError.notFound("upload")
         case .incomplete(let have, let need):
             throw APIError.badRequest("the upload has \(have) of its \(need) chunks: put the others first")
         }
-    }
-
-    @Sendable func getKey(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (member, address) = try target(context)
-        guard let key = try await service.database.attachmentKey(context.account, member: member, address: address) else {
-            throw APIError.notFound("attachment")
-        }
-        return .octetStream(key)
     }
 
     /// Re-wrapping: replaces an attachment's wrapped data key, never its content.

@@ -38,6 +38,16 @@ struct SharingController: Sendable {
         routes.signed(.get, shared + "/members/{member}/attachments/{address}", use: sharedAttachment)
         routes.signed(.put, shared + "/members/{member}/attachments/{address}", bodyLimit: service.configuration.maxWholeAttachmentBytes,
                       use: putSharedAttachment)
+        // In chunks, as the sharer's own (AttachmentController): any size through a bounded amount of memory.
+        let attachment = shared + "/members/{member}/attachments/{address}"
+        routes.signed(.get, attachment + "/key", use: sharedAttachmentKey)
+        routes.signed(.get, attachment + "/chunks", use: sharedChunks)
+        routes.signed(.get, attachment + "/chunks/{index}", use: sharedChunk)
+        routes.signed(.post, attachment + "/uploads", bodyLimit: 16 << 10, use: beginSharedUpload)
+        routes.signed(.put, attachment + "/uploads/{upload}/chunks/{index}", bodyLimit: ChunkLayout.maximumSealedChunkBytes,
+                      use: putSharedChunk)
+        routes.signed(.get, attachment + "/uploads/{upload}", use: sharedUploadStatus)
+        routes.signed(.post, attachment + "/uploads/{upload}/complete", use: completeSharedUpload)
     }
 
     @Sendable func identityWraps(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
@@ -194,14 +204,67 @@ struct SharingController: Sendable {
         return try await attachments.get(sharer, member: member, address: try context.parameters.address().description)
     }
 
-    /// Stored under the sharer's account and member; its audit log names the grantee's device.
+    /// Stored under the sharer's account and member; its audit log names the grantee's
+    /// device. A grantee never replaces: what is at the address stays (its sharer's
+    /// devices check it and replace it when it does not open).
     @Sendable func putSharedAttachment(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member) = try await writableGrant(context)
+        return try await attachments.put(sharer, member: member, address: try context.parameters.address().description,
+                                         body: context.body, by: context.device.id)
+    }
+
+    @Sendable func sharedAttachmentKey(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member, _) = try await grant(context)
+        return try await attachments.getKey(sharer, member: member, address: try context.parameters.address().description)
+    }
+
+    @Sendable func sharedChunks(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member, _) = try await grant(context)
+        return try await attachments.listChunks(sharer, member: member, address: try context.parameters.address().description)
+    }
+
+    @Sendable func sharedChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member, _) = try await grant(context)
+        return try await attachments.getChunk(sharer, member: member, address: try context.parameters.address().description,
+                                              index: try context.parameters.chunkIndex())
+    }
+
+    // An upload in chunks under a grant that writes: each step checks the grant again,
+    // so one begun before a revocation goes no further than the revocation. Counted in
+    // the sharer's unfinished uploads; completing it is logged with the grantee's device.
+
+    @Sendable func beginSharedUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member) = try await writableGrant(context)
+        return try await attachments.beginUpload(sharer, member: member, address: try context.parameters.address().description,
+                                                 body: context.body)
+    }
+
+    @Sendable func putSharedChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member) = try await writableGrant(context)
+        return try await attachments.putChunk(sharer, member: member, address: try context.parameters.address().description,
+                                              upload: try context.parameters.upload(), index: try context.parameters.chunkIndex(),
+                                              body: context.body)
+    }
+
+    @Sendable func sharedUploadStatus(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member) = try await writableGrant(context)
+        return try await attachments.uploadStatus(sharer, member: member, address: try context.parameters.address().description,
+                                                  upload: try context.parameters.upload())
+    }
+
+    @Sendable func completeSharedUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member) = try await writableGrant(context)
+        return try await attachments.completeUpload(sharer, member: member, address: try context.parameters.address().description,
+                                                    upload: try context.parameters.upload(), by: context.device.id)
+    }
+
+    /// The grant in force, when it lets this account add attachments (403 `read_only_grant` otherwise).
+    private func writableGrant(_ context: SignedRequestContext) async throws -> (sharer: AccountID, member: MemberID) {
         let (sharer, member, grant) = try await grant(context)
         guard !grant.readOnly else {
             throw APIError(.readOnlyGrant, "this member is shared with this account read-only: it may read the attachments, not add any")
         }
-        return try await attachments.put(sharer, member: member, address: try context.parameters.address().description,
-                                         body: context.body, by: context.device.id)
+        return (sharer, member)
     }
 
     /// The grant in force of the member in the path to this account, on the sharer's chain.
