@@ -114,11 +114,12 @@ extension Vault {
             // Before any work: what the server would refuse anyway is not read or sealed.
             // In chunks when the server takes them (it says its limits), a shared member's
             // through its sharer's relay: a bounded amount of memory on both sides, whatever
-            // the size.
+            // the size. A relay that takes no chunks (an older server) takes it whole.
             let limits = try await api.attachmentLimits()
-            let inChunks = limits != nil
-            if let limits, AttachmentObject.streamedSize(ofContent: size) > limits.any {
-                throw KeyVaultError(.payloadTooLarge, "\(what) is \(Vault.sizeText(size)), and this server takes attachments of up to about \(Vault.sizeText(limits.any)): nothing was read or sent",
+            let inChunks = limits.map { member.sharer == nil || $0.shared != nil } ?? false
+            if let limits, case let limit = member.sharer == nil ? limits.any : limits.shared ?? limits.whole,
+               AttachmentObject.streamedSize(ofContent: size) > limit {
+                throw KeyVaultError(.payloadTooLarge, "\(what) is \(Vault.sizeText(size)), and this server takes attachments of up to about \(Vault.sizeText(limit))\(inChunks ? "" : " shared this way"): nothing was read or sent",
                                     kind: .rejected)
             }
             // The newest chain first: a revocation another device made since must be

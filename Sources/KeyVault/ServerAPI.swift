@@ -119,15 +119,17 @@ package struct ServerAPI: Sendable {
         _ = try await call("GET", "/health", signed: false)
     }
 
-    /// The largest attachment object the service takes, and the largest it takes
-    /// whole in one PUT (`GET /v1/limits`); nil from a service too old to say (which
-    /// takes no upload in chunks either).
-    package func attachmentLimits() async throws -> (any: Int, whole: Int)? {
+    /// The largest attachment object the service takes, the largest it takes whole in
+    /// one PUT, and the largest a grantee puts through a sharer's relay in chunks
+    /// (`GET /v1/limits`): `shared` is nil from a service whose relay takes a grantee's
+    /// whole only, and the whole is nil from a service too old to say (which takes no
+    /// upload in chunks either).
+    package func attachmentLimits() async throws -> (any: Int, whole: Int, shared: Int?)? {
         do {
             let reply = try await call("GET", "/v1/limits", signed: false)
             let limits = try json([String: Int].self, reply.body, "limits")
             guard let any = limits["maxAttachmentBytes"] else { return nil }
-            return (any, limits["maxWholeAttachmentBytes"] ?? any)
+            return (any, limits["maxWholeAttachmentBytes"] ?? any, limits["maxSharedAttachmentBytes"])
         } catch let error as KeyVaultError where error.status == 404 {
             return nil
         }

@@ -65,37 +65,38 @@ extension PostgresKeyVaultDatabase {
 
     // MARK: Uploads in chunks
 
-    package func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, key: Data,
-                             chunkShift: Int, size: Int, chunks: Int) async throws {
+    package func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
+                             key: Data, chunkShift: Int, size: Int, chunks: Int) async throws {
         let now = KeyVaultDatabase.now()
         try await transaction { db in
             // The count and the insert under a lock of the account: replicas count the same rows.
             _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\("uploads " + account.rawValue), 0))",
                                    logger: logger).collect()
-            // Those older than a day, and one of the same content begun before (given up on).
+            // Those older than a day, and one of the same content its starter began before (given up on).
             try await db.query("""
                 DELETE FROM attachment_uploads WHERE account = \(account.rawValue) AND NOT complete
                     AND (created < \(now - KeyVaultDatabase.unfinishedUploadSeconds)
-                         OR (member = \(member.rawValue) AND address = \(address)))
+                         OR (member = \(member.rawValue) AND address = \(address) AND started_by = \(starter.rawValue)))
                 """, logger: logger).collect()
             for try await unfinished in try await db.query("""
-                SELECT count(*) FROM attachment_uploads WHERE account = \(account.rawValue) AND NOT complete
+                SELECT count(*) FROM attachment_uploads WHERE account = \(account.rawValue) AND started_by = \(starter.rawValue) AND NOT complete
                 """, logger: logger).decode(Int64.self) where unfinished >= KeyVaultDatabase.maxUnfinishedUploads {
                 throw StoreError.tooManyUploads
             }
             try await db.query("""
-                INSERT INTO attachment_uploads (upload, account, member, address, key, chunk_shift, size, chunks, created)
-                VALUES (\(upload), \(account.rawValue), \(member.rawValue), \(address), \(key), \(Int32(chunkShift)),
+                INSERT INTO attachment_uploads (upload, account, member, address, started_by, key, chunk_shift, size, chunks, created)
+                VALUES (\(upload), \(account.rawValue), \(member.rawValue), \(address), \(starter.rawValue), \(key), \(Int32(chunkShift)),
                         \(Int64(size)), \(Int64(chunks)), \(now))
                 """, logger: logger).collect()
         }
     }
 
-    package func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String) async throws
-        -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)? {
+    package func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID)
+        async throws -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)? {
         let rows = try await client.query("""
             SELECT chunk_shift, size, chunks, octet_length(key) FROM attachment_uploads
-            WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) AND NOT complete
+            WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                AND started_by = \(starter.rawValue) AND NOT complete
             """, logger: logger).collect()
         return try rows.first.map {
             let (shift, size, chunks, keyLength) = try $0.decode((Int32, Int64, Int64, Int32).self)
@@ -103,27 +104,27 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    package func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String,
+    package func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
                                 index: Int, data: Data) async throws -> Bool {
-        // One statement: the chunk goes in only under an unfinished upload of this account, member and address.
+        // One statement: the chunk goes in only under an unfinished upload of this account, member, address and starter.
         try await client.query("""
             INSERT INTO attachment_chunks (upload, idx, data)
             SELECT upload, \(Int64(index)), \(data) FROM attachment_uploads
             WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue)
-                AND address = \(address) AND NOT complete
+                AND address = \(address) AND started_by = \(starter.rawValue) AND NOT complete
             FOR SHARE
             ON CONFLICT (upload, idx) DO UPDATE SET data = EXCLUDED.data
             RETURNING 1
             """, logger: logger).collect().count == 1
     }
 
-    package func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool,
-                                objectSize: Int, device: DeviceID) async throws -> UploadOutcome {
+    package func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
+                                replace: Bool, objectSize: Int, device: DeviceID) async throws -> UploadOutcome {
         try await transaction { db in
             guard let row = try await db.query("""
                 SELECT key, chunk_shift, chunks FROM attachment_uploads
                 WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue)
-                    AND address = \(address) AND NOT complete
+                    AND address = \(address) AND started_by = \(starter.rawValue) AND NOT complete
                 FOR UPDATE
                 """, logger: logger).collect().first else { return .unknown }
             let (key, shift, need) = try row.decode((Data, Int32, Int64).self)

@@ -319,6 +319,9 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
         ("v7 attachment names", ["ALTER TABLE attachments ADD COLUMN meta BYTEA"]),
         // As SQLite's v12: the head a deleted account had, and the device that deleted it.
         ("v8 deleted accounts", ["CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, head TEXT NOT NULL, device TEXT, deleted BIGINT NOT NULL)"]),
+        // As SQLite's v13: the account whose device began an upload (itself, or a grantee through the relay).
+        ("v9 upload starters", ["ALTER TABLE attachment_uploads ADD COLUMN started_by TEXT NOT NULL DEFAULT ''",
+                                "UPDATE attachment_uploads SET started_by = account"]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

@@ -54,62 +54,65 @@ extension KeyVaultDatabase {
 
     // MARK: Uploads in chunks
 
-    package func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, key: Data,
-                             chunkShift: Int, size: Int, chunks: Int) async throws {
+    package func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
+                             key: Data, chunkShift: Int, size: Int, chunks: Int) async throws {
         try await writer.write { db in
             let now = Self.now()
             try db.execute(sql: "DELETE FROM attachment_uploads WHERE account = ? AND complete = 0 AND created < ?",
                            arguments: [account.rawValue, now - Self.unfinishedUploadSeconds])
-            // A new upload of the same content replaces one begun before (given up on).
-            try db.execute(sql: "DELETE FROM attachment_uploads WHERE account = ? AND member = ? AND address = ? AND complete = 0",
-                           arguments: [account.rawValue, member.rawValue, address])
-            let unfinished = try Int.fetchOne(db, sql: "SELECT count(*) FROM attachment_uploads WHERE account = ? AND complete = 0",
-                                              arguments: [account.rawValue]) ?? 0
+            // A new upload of the same content replaces one its starter began before (given up on).
+            try db.execute(sql: """
+                DELETE FROM attachment_uploads WHERE account = ? AND member = ? AND address = ? AND started_by = ? AND complete = 0
+                """, arguments: [account.rawValue, member.rawValue, address, starter.rawValue])
+            let unfinished = try Int.fetchOne(db, sql: "SELECT count(*) FROM attachment_uploads WHERE account = ? AND started_by = ? AND complete = 0",
+                                              arguments: [account.rawValue, starter.rawValue]) ?? 0
             guard unfinished < Self.maxUnfinishedUploads else { throw StoreError.tooManyUploads }
             try db.execute(sql: """
-                INSERT INTO attachment_uploads (upload, account, member, address, key, chunk_shift, size, chunks, created)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [upload, account.rawValue, member.rawValue, address, key, chunkShift, size, chunks, now])
+                INSERT INTO attachment_uploads (upload, account, member, address, started_by, key, chunk_shift, size, chunks, created)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [upload, account.rawValue, member.rawValue, address, starter.rawValue, key, chunkShift, size, chunks, now])
         }
     }
 
     /// How long an unfinished upload is kept.
     package static let unfinishedUploadSeconds: Int64 = 24 * 3600
-    /// How many uploads an account may have begun and not completed at once: what one
-    /// account's abandoned uploads can hold of the server's disk is bounded.
+    /// How many uploads one starter (the account's own devices, or one grantee) may
+    /// have begun in an account and not completed at once: what abandoned uploads can
+    /// hold of the server's disk is bounded.
     package static let maxUnfinishedUploads = 16
 
-    package func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String) async throws
-        -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)? {
+    package func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID)
+        async throws -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)? {
         try await writer.read { db in
             try Row.fetchOne(db, sql: """
                 SELECT chunk_shift, size, chunks, length(key) AS key_length FROM attachment_uploads
-                WHERE upload = ? AND account = ? AND member = ? AND address = ? AND complete = 0
-                """, arguments: [upload, account.rawValue, member.rawValue, address]).map {
+                WHERE upload = ? AND account = ? AND member = ? AND address = ? AND started_by = ? AND complete = 0
+                """, arguments: [upload, account.rawValue, member.rawValue, address, starter.rawValue]).map {
                 (Int($0["chunk_shift"] as Int64), Int($0["size"] as Int64), Int($0["chunks"] as Int64), Int($0["key_length"] as Int64))
             }
         }
     }
 
-    package func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String,
+    package func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
                                 index: Int, data: Data) async throws -> Bool {
         try await writer.write { db in
             guard try Bool.fetchOne(db, sql: """
-                SELECT 1 FROM attachment_uploads WHERE upload = ? AND account = ? AND member = ? AND address = ? AND complete = 0
-                """, arguments: [upload, account.rawValue, member.rawValue, address]) != nil else { return false }
+                SELECT 1 FROM attachment_uploads
+                WHERE upload = ? AND account = ? AND member = ? AND address = ? AND started_by = ? AND complete = 0
+                """, arguments: [upload, account.rawValue, member.rawValue, address, starter.rawValue]) != nil else { return false }
             try db.execute(sql: "INSERT OR REPLACE INTO attachment_chunks (upload, idx, data) VALUES (?, ?, ?)",
                            arguments: [upload, index, data])
             return true
         }
     }
 
-    package func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool,
-                                objectSize: Int, device: DeviceID) async throws -> UploadOutcome {
+    package func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
+                                replace: Bool, objectSize: Int, device: DeviceID) async throws -> UploadOutcome {
         try await writer.write { db in
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT key, chunk_shift, chunks FROM attachment_uploads
-                WHERE upload = ? AND account = ? AND member = ? AND address = ? AND complete = 0
-                """, arguments: [upload, account.rawValue, member.rawValue, address]) else { return .unknown }
+                WHERE upload = ? AND account = ? AND member = ? AND address = ? AND started_by = ? AND complete = 0
+                """, arguments: [upload, account.rawValue, member.rawValue, address, starter.rawValue]) else { return .unknown }
             let need = Int(row["chunks"] as Int64)
             let have = try Int.fetchOne(db, sql: "SELECT count(*) FROM attachment_chunks WHERE upload = ?", arguments: [upload]) ?? 0
             guard have == need else { return .incomplete(have: have, need: need) }

@@ -158,25 +158,32 @@ package protocol KeyVaultRepository: Sendable {
     // MARK: Uploads in chunks (docs/api.md, "Attachments in chunks")
 
     /// Begins an upload of `chunks` sealed chunks: nothing is readable until it is
-    /// complete. Drops this account's uploads left unfinished for a day.
-    func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, key: Data,
+    /// complete. Drops this account's uploads left unfinished for a day, and one
+    /// `starter` began before of the same member and address (given up on).
+    ///
+    /// `starter` is the account whose device began it: `account` itself, or a grantee
+    /// uploading through the relay. An upload is its starter's alone (the steps below
+    /// find it only with its starter), and each starter has its own allowance of
+    /// ``KeyVaultDatabase/maxUnfinishedUploads`` in `account`: a grantee neither cancels
+    /// nor blocks the account's own uploads.
+    func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID, key: Data,
                      chunkShift: Int, size: Int, chunks: Int) async throws
 
-    /// An unfinished upload of this account, member and address: its chunk size
-    /// exponent, content size, chunk count and key part's length.
-    func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String) async throws
+    /// An unfinished upload of this account, member, address and starter: its chunk
+    /// size exponent, content size, chunk count and key part's length.
+    func unfinishedUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID) async throws
         -> (chunkShift: Int, size: Int, chunks: Int, keyLength: Int)?
 
     /// Stores chunk `index` of an unfinished upload (again: replaced); false when there
-    /// is no such upload for this account, member and address.
-    func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String,
+    /// is no such upload for this account, member, address and starter.
+    func putUploadChunk(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
                         index: Int, data: Data) async throws -> Bool
 
     /// Makes a complete upload the attachment at its address (replacing what is there
     /// only with `replace`; otherwise an attachment already there wins and the upload
     /// is dropped). `objectSize` is the object's size as a whole, for the list.
-    func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool,
-                        objectSize: Int, device: DeviceID) async throws -> UploadOutcome
+    func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
+                        replace: Bool, objectSize: Int, device: DeviceID) async throws -> UploadOutcome
 
     /// How many chunks of an upload are stored from index 0 on without a gap: where a
     /// resumed upload goes on.

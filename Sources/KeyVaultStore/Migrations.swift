@@ -225,6 +225,12 @@ extension KeyVaultDatabase {
             // with a chain that extends the head, founds the account here again.
             try db.execute(sql: "CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence INTEGER NOT NULL, head TEXT NOT NULL, device TEXT, deleted INTEGER NOT NULL)")
         }
+        migrator.registerMigration("v13 upload starters") { db in
+            // The account whose device began an upload: the account itself, or a grantee
+            // uploading through the relay. An upload is its starter's alone.
+            try db.execute(sql: "ALTER TABLE attachment_uploads ADD COLUMN started_by TEXT NOT NULL DEFAULT ''")
+            try db.execute(sql: "UPDATE attachment_uploads SET started_by = account")
+        }
         return migrator
     }
 }

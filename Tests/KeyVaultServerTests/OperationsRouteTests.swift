@@ -92,6 +92,6 @@ import Testing
         let response = try await client.execute(uri: "/v1/limits", method: .get)
         #expect(response.status == .ok)
         let limits = try JSONDecoder().decode([String: Int].self, from: Data(buffer: response.body))
-        #expect(limits == ["maxAttachmentBytes": 4096, "maxWholeAttachmentBytes": 4096])
+        #expect(limits == ["maxAttachmentBytes": 4096, "maxWholeAttachmentBytes": 4096, "maxSharedAttachmentBytes": 4096])
     }
 }

@@ -336,6 +336,16 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         // The address is there: nothing to upload, and a grantee never replaces (what the sharer checks, a grantee could plant).
         #expect(try decode(UploadStarted.self, try await begin(writable, address, query: "?replace=true")).existed)
 
+        // An upload is its starter's: the grantee's of the address the sharer is uploading
+        // does not cancel the sharer's, and neither reaches the other's by its id.
+        let busy = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
+        let sharersUpload = try #require(try decode(UploadStarted.self, try await begin(writable, busy, by: sharer)).upload)
+        let granteesUpload = try #require(try decode(UploadStarted.self, try await begin(writable, busy)).upload)
+        #expect(try await client.signed(sharer.device, .get, uri(writable, busy, sharer) + "/uploads/\(sharersUpload)").status == .ok)
+        #expect(try await client.signed(grantee.device, .put, uri(writable, busy) + "/uploads/\(sharersUpload)/chunks/0", body: chunks[0]).status == .notFound)
+        #expect(try await client.signed(grantee.device, .post, uri(writable, busy) + "/uploads/\(sharersUpload)/complete").status == .notFound)
+        #expect(try await client.signed(sharer.device, .put, uri(writable, busy, sharer) + "/uploads/\(granteesUpload)/chunks/0", body: chunks[0]).status == .notFound)
+
         // Read-only: read in chunks, never begun nor put into.
         let sharerUpload = try #require(try decode(UploadStarted.self, try await begin(readable, address, by: sharer)).upload)
         let readableURI = uri(readable, address, sharer) + "/uploads/\(sharerUpload)"
@@ -354,7 +364,8 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
 
         // A stranger reaches none of it.
         let strangerBase = "/v1/accounts/\(stranger.account)/shared/\(sharer.account)/members/\(writable)/attachments/\(address)"
-        for (method, path) in [(HTTPRequest.Method.get, "/chunks"), (.get, "/chunks/0"), (.get, "/key"), (.post, "/uploads")] {
+        for (method, path) in [(HTTPRequest.Method.get, "/chunks"), (.get, "/chunks/0"), (.get, "/key"), (.post, "/uploads"),
+                               (.put, "/uploads/\(upload)/chunks/0"), (.get, "/uploads/\(upload)"), (.post, "/uploads/\(upload)/complete")] {
             response = try await client.signed(stranger.device, method, strangerBase + path, body: method == .post ? beginBody : [])
             #expect(response.status == .notFound, "\(path)")
         }

@@ -23,19 +23,19 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
     try await backend.withStore { database in
         try await createAccount(database)
         let upload = hex(100), address = "ca1.1.a"
-        try await database.beginUpload(account, member: member, address: address, upload: upload, key: Data([7]), chunkShift: 10,
+        try await database.beginUpload(account, member: member, address: address, upload: upload, startedBy: account, key: Data([7]), chunkShift: 10,
                                        size: 1500, chunks: 2)
-        #expect(try await database.unfinishedUpload(account, member: member, address: address, upload: upload)?.chunks == 2)
+        #expect(try await database.unfinishedUpload(account, member: member, address: address, upload: upload, startedBy: account)?.chunks == 2)
         // Another member's or address's path does not reach it.
-        #expect(try await !database.putUploadChunk(account, member: MemberID(unchecked: hex(99)), address: address, upload: upload,
+        #expect(try await !database.putUploadChunk(account, member: MemberID(unchecked: hex(99)), address: address, upload: upload, startedBy: account,
                                                     index: 0, data: Data([1])))
-        #expect(try await !database.putUploadChunk(account, member: member, address: "ca1.1.b", upload: upload, index: 0, data: Data([1])))
-        #expect(try await database.putUploadChunk(account, member: member, address: address, upload: upload, index: 1, data: Data([2, 2])))
-        #expect(try await database.completeUpload(account, member: member, address: address, upload: upload, replace: false,
+        #expect(try await !database.putUploadChunk(account, member: member, address: "ca1.1.b", upload: upload, startedBy: account, index: 0, data: Data([1])))
+        #expect(try await database.putUploadChunk(account, member: member, address: address, upload: upload, startedBy: account, index: 1, data: Data([2, 2])))
+        #expect(try await database.completeUpload(account, member: member, address: address, upload: upload, startedBy: account, replace: false,
                                                   objectSize: 99, device: phone.id) == .incomplete(have: 1, need: 2))
         #expect(try await database.attachment(account, member: member, address: address) == nil)
-        #expect(try await database.putUploadChunk(account, member: member, address: address, upload: upload, index: 0, data: Data([1, 1])))
-        guard case .stored(let info) = try await database.completeUpload(account, member: member, address: address, upload: upload,
+        #expect(try await database.putUploadChunk(account, member: member, address: address, upload: upload, startedBy: account, index: 0, data: Data([1, 1])))
+        guard case .stored(let info) = try await database.completeUpload(account, member: member, address: address, upload: upload, startedBy: account,
                                                                           replace: false, objectSize: 99, device: phone.id) else {
             Issue.record("not stored"); return
         }
@@ -45,8 +45,8 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
         #expect(try await database.attachmentChunk(upload: upload, index: 0) == Data([1, 1]))
         #expect(try await database.attachmentChunk(upload: upload, index: 1) == Data([2, 2]))
         // Complete now: no more chunks, no second completion.
-        #expect(try await !database.putUploadChunk(account, member: member, address: address, upload: upload, index: 0, data: Data([9])))
-        #expect(try await database.completeUpload(account, member: member, address: address, upload: upload, replace: false,
+        #expect(try await !database.putUploadChunk(account, member: member, address: address, upload: upload, startedBy: account, index: 0, data: Data([9])))
+        #expect(try await database.completeUpload(account, member: member, address: address, upload: upload, startedBy: account, replace: false,
                                                   objectSize: 99, device: phone.id) == .unknown)
         #expect(try await database.attachments(account, member: member).map(\.size) == [99])
     }
@@ -57,10 +57,10 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
         try await createAccount(database)
         let address = "ca1.1.c"
         func upload(_ id: String, _ byte: UInt8, replace: Bool) async throws -> UploadOutcome {
-            try await database.beginUpload(account, member: member, address: address, upload: id, key: Data([byte]), chunkShift: 10,
+            try await database.beginUpload(account, member: member, address: address, upload: id, startedBy: account, key: Data([byte]), chunkShift: 10,
                                            size: 10, chunks: 1)
-            _ = try await database.putUploadChunk(account, member: member, address: address, upload: id, index: 0, data: Data([byte]))
-            return try await database.completeUpload(account, member: member, address: address, upload: id, replace: replace,
+            _ = try await database.putUploadChunk(account, member: member, address: address, upload: id, startedBy: account, index: 0, data: Data([byte]))
+            return try await database.completeUpload(account, member: member, address: address, upload: id, startedBy: account, replace: replace,
                                                      objectSize: 50, device: phone.id)
         }
         _ = try await upload(hex(1), 1, replace: false)
@@ -76,9 +76,9 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
         #expect(try await database.attachment(account, member: member, address: address) == StoredAttachment(key: Data([4]), data: Data([4])))
         #expect(try await database.attachmentChunk(upload: hex(3), index: 0) == nil)
         // The account deleted: every upload and chunk with it.
-        try await database.beginUpload(account, member: member, address: "ca1.1.d", upload: hex(4), key: Data([5]), chunkShift: 10,
+        try await database.beginUpload(account, member: member, address: "ca1.1.d", upload: hex(4), startedBy: account, key: Data([5]), chunkShift: 10,
                                        size: 10, chunks: 1)
-        _ = try await database.putUploadChunk(account, member: member, address: "ca1.1.d", upload: hex(4), index: 0, data: Data([5]))
+        _ = try await database.putUploadChunk(account, member: member, address: "ca1.1.d", upload: hex(4), startedBy: account, index: 0, data: Data([5]))
         try await database.deleteAccount(account)
         #expect(try await database.attachmentChunk(upload: hex(4), index: 0) == nil)
     }
@@ -92,7 +92,7 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
         try await createAccount(database)
         let limit = KeyVaultDatabase.maxUnfinishedUploads
         func begin(_ i: Int, upload: Int? = nil) async throws {
-            try await database.beginUpload(account, member: member, address: "ca1.1.\(i)", upload: hex(upload ?? 200 + i), key: Data([7]),
+            try await database.beginUpload(account, member: member, address: "ca1.1.\(i)", upload: hex(upload ?? 200 + i), startedBy: account, key: Data([7]),
                                            chunkShift: 10, size: 10, chunks: 1)
         }
         for i in 0..<(limit - 4) { try await begin(i) }
@@ -110,12 +110,42 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
         await #expect(throws: StoreError.tooManyUploads) { try await begin(99) }
         // An upload of content already begun replaces that one (given up on): no room is taken.
         try await begin(0, upload: 300)
-        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.0", upload: hex(200)) == nil)
-        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.0", upload: hex(300)) != nil)
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.0", upload: hex(200), startedBy: account) == nil)
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.0", upload: hex(300), startedBy: account) != nil)
         // One completes: room for one more.
-        #expect(try await database.putUploadChunk(account, member: member, address: "ca1.1.1", upload: hex(201), index: 0, data: Data(count: 26)))
-        _ = try await database.completeUpload(account, member: member, address: "ca1.1.1", upload: hex(201), replace: false,
+        #expect(try await database.putUploadChunk(account, member: member, address: "ca1.1.1", upload: hex(201), startedBy: account, index: 0, data: Data(count: 26)))
+        _ = try await database.completeUpload(account, member: member, address: "ca1.1.1", upload: hex(201), startedBy: account, replace: false,
                                               objectSize: 40, device: phone.id)
         try await begin(99)
+    }
+}
+
+/// An upload is its starter's: a grantee uploading through the relay (its own
+/// account as the starter) neither cancels, nor reaches, nor completes an upload the
+/// account's own devices began at the same address, nor the other way round; and its
+/// unfinished uploads count in an allowance of its own, not in the account's.
+@Test(arguments: Backend.all) func anUploadIsItsStartersAloneAndCountsInItsStartersAllowance(_ backend: Backend) async throws {
+    try await backend.withStore { database in
+        try await createAccount(database)
+        let grantee = AccountID(unchecked: hex(77)), address = "ca1.1.e"
+        func begin(_ id: String, by starter: AccountID, at address: String = address) async throws {
+            try await database.beginUpload(account, member: member, address: address, upload: id, startedBy: starter, key: Data([7]),
+                                           chunkShift: 10, size: 10, chunks: 1)
+        }
+        try await begin(hex(500), by: account)
+        try await begin(hex(501), by: grantee)
+        #expect(try await database.unfinishedUpload(account, member: member, address: address, upload: hex(500), startedBy: account) != nil,
+                "the grantee's upload of the same address did not cancel the account's own")
+        for (id, other) in [(hex(500), grantee), (hex(501), account)] {
+            #expect(try await database.unfinishedUpload(account, member: member, address: address, upload: id, startedBy: other) == nil)
+            #expect(try await !database.putUploadChunk(account, member: member, address: address, upload: id, startedBy: other, index: 0,
+                                                       data: Data(count: 26)))
+            #expect(try await database.completeUpload(account, member: member, address: address, upload: id, startedBy: other, replace: false,
+                                                      objectSize: 40, device: phone.id) == .unknown)
+        }
+        // The grantee's allowance full: the account's own devices still begin theirs.
+        for i in 1..<KeyVaultDatabase.maxUnfinishedUploads { try await begin(hex(600 + i), by: grantee, at: "ca1.1.g\(i)") }
+        await #expect(throws: StoreError.tooManyUploads) { try await begin(hex(700), by: grantee, at: "ca1.1.h") }
+        try await begin(hex(701), by: account, at: "ca1.1.h")
     }
 }

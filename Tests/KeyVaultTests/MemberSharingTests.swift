@@ -97,6 +97,16 @@ final class SentBoxes: Sendable {
 
 func code(_ error: (any Error)?) -> KeyVaultError.Code? { (error as? KeyVaultError)?.code }
 
+/// Grandma's account, verified with the parent's both ways, and the parent's member
+/// Alice shared with it: Alice as the parent has her, and as grandma sees her.
+func sharedAlice(_ fixture: Fixture, _ parent: Vault, readOnly: Bool) async throws -> (grandma: Vault, alice: Vault.Member, seen: Vault.Member) {
+    let grandma = try await grandparent(fixture)
+    let alice = try await parent.addMember(name: "Alice")
+    _ = await verifyContacts(parent, grandma)
+    try await parent.share(alice, with: grandma.account, readOnly: readOnly)
+    return (grandma, alice, try #require(try await grandma.sharedMembers().members.first))
+}
+
 @Test func aMemberSharedWithAVerifiedContactIsReadAndWrittenThereAndTakenBack() async throws {
     try await Fixture.run { fixture, parent in
         let sent = SentBoxes()
@@ -150,11 +160,7 @@ func code(_ error: (any Error)?) -> KeyVaultError.Code? { (error as? KeyVaultErr
             if path.contains("/chunks/") { chunked.withLock { $0.append(request.method) } }
             if path.hasSuffix("/attachments/" + (path.split(separator: "/").last ?? "")) { whole.withLock { $0.append(request.method) } }
         }
-        let grandma = try await grandparent(fixture)
-        let alice = try await parent.addMember(name: "Alice")
-        _ = await verifyContacts(parent, grandma)
-        try await parent.share(alice, with: grandma.account, readOnly: false)
-        let seen = try #require(try await grandma.sharedMembers().members.first)
+        let (grandma, alice, seen) = try await sharedAlice(fixture, parent, readOnly: false)
 
         let directory = try TemporaryDirectory("kv-shared-stream")
         let content = SystemRandom.bytes(count: 2 << 20 | 4321)
@@ -175,13 +181,30 @@ func code(_ error: (any Error)?) -> KeyVaultError.Code? { (error as? KeyVaultErr
     }
 }
 
+/// A server whose relay takes no chunks yet (it says no `maxSharedAttachmentBytes`):
+/// a grantee's content goes whole, within what the server takes whole, as before.
+@Test func aGranteeOnAServerWhoseRelayTakesNoChunksPutsWhole() async throws {
+    try await Fixture.run { fixture, parent in
+        let (grandma, alice, seen) = try await sharedAlice(fixture, parent, readOnly: false)
+        let uploads = Locked(0)
+        fixture.transport.tamper { request, _ in
+            if request.target.contains("/shared/"), request.target.contains("/uploads") { uploads.withLock { $0 += 1 } }
+        }
+        fixture.transport.answer { request in
+            request.target == "/v1/limits" ? HTTPReply(status: 200, body: Array(#"{"maxAttachmentBytes":100000,"maxWholeAttachmentBytes":3000}"#.utf8)) : nil
+        }
+        let note = try await grandma.put(Array("from grandma".utf8), member: seen)
+        #expect(uploads.withLock { $0 } == 0, "put whole")
+        #expect(try await parent.get(note.address, member: alice).unprotectedCopy() == Array("from grandma".utf8))
+        await expectRefusal("payload_too_large", kind: .rejected) {
+            _ = try await grandma.put(SystemRandom.bytes(count: 5000), member: seen)
+        }
+    }
+}
+
 @Test func aReadOnlyGrantCannotPut() async throws {
     try await Fixture.run { fixture, parent in
-        let grandma = try await grandparent(fixture)
-        let alice = try await parent.addMember(name: "Alice")
-        _ = await verifyContacts(parent, grandma)
-        try await parent.share(alice, with: grandma.account, readOnly: true)
-        let seen = try #require(try await grandma.sharedMembers().members.first)
+        let (grandma, _, seen) = try await sharedAlice(fixture, parent, readOnly: true)
         #expect(seen.readOnly)
         let put = await Result(catching: { try await grandma.put(Array("no".utf8), member: seen) })
         #expect(code(put.failure) == .readOnlyGrant)
@@ -504,11 +527,7 @@ func withholdingIdentityRenewals(of account: AccountID) -> @Sendable (HTTPExchan
 /// server holds and replaces it, and the grantee can replace nothing.
 @Test func anObjectAGranteePlantsAtAPredictableAddressDoesNotSwallowTheOwnersUpload() async throws {
     try await Fixture.run { fixture, parent in
-        let grandma = try await grandparent(fixture)
-        let alice = try await parent.addMember(name: "Alice")
-        _ = await verifyContacts(parent, grandma)
-        try await parent.share(alice, with: grandma.account, readOnly: false)
-        let seen = try #require(try await grandma.sharedMembers().members.first)
+        let (grandma, alice, seen) = try await sharedAlice(fixture, parent, readOnly: false)
 
         // Grandma predicts the address of the scan the parent will upload, and puts another object of hers there.
         let scan = Array("the x-ray of Tuesday".utf8)

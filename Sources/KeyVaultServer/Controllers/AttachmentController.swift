@@ -163,28 +163,34 @@ struct AttachmentController: Sendable {
 
     @Sendable func beginUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        return try await beginUpload(context.account, member: member, address: address, body: context.body, replace: try replacing(request))
+        return try await beginUpload(context.account, member: member, address: address, startedBy: context.account, body: context.body,
+                                     replace: try replacing(request))
     }
 
     @Sendable func putChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
         return try await putChunk(context.account, member: member, address: address, upload: try context.parameters.upload(),
-                                  index: try context.parameters.chunkIndex(), body: context.body)
+                                  startedBy: context.account, index: try context.parameters.chunkIndex(), body: context.body)
     }
 
     @Sendable func uploadStatus(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        return try await uploadStatus(context.account, member: member, address: address, upload: try context.parameters.upload())
+        return try await uploadStatus(context.account, member: member, address: address, upload: try context.parameters.upload(),
+                                      startedBy: context.account)
     }
 
     @Sendable func completeUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
         return try await completeUpload(context.account, member: member, address: address, upload: try context.parameters.upload(),
-                                        replace: try replacing(request), by: context.device.id)
+                                        startedBy: context.account, replace: try replacing(request), by: context.device.id)
     }
 
+    // The steps of an upload in `account`, begun by a device of `starter`'s (the account
+    // itself, or a grantee through the relay): an upload is found only with its starter.
+
     /// Begins an upload in chunks; an address already there (unless replacing) needs none.
-    func beginUpload(_ account: AccountID, member: MemberID, address: String, body: [UInt8], replace: Bool = false) async throws -> Response {
+    func beginUpload(_ account: AccountID, member: MemberID, address: String, startedBy starter: AccountID, body: [UInt8],
+                     replace: Bool = false) async throws -> Response {
         let body = try decodeBody(BeginUploadRequest.self, from: body)
         guard let key = Data(base64Encoded: body.key) else { throw APIError.badRequest("key is standard base64") }
         try AttachmentObject.checkKey([UInt8](key))
@@ -204,15 +210,17 @@ struct AttachmentController: Sendable {
             return try .json(UploadStarted(upload: nil, chunks: chunks, existed: true))
         }
         let upload = Hex.encode(SystemRandom.bytes(count: 16))
-        try await service.database.beginUpload(account, member: member, address: address, upload: upload, key: key,
+        try await service.database.beginUpload(account, member: member, address: address, upload: upload, startedBy: starter, key: key,
                                                chunkShift: Int(shift), size: body.size, chunks: chunks)
         return try .json(UploadStarted(upload: upload, chunks: chunks, existed: false), status: .created)
     }
 
     /// Stores one sealed chunk: its index within the upload, and exactly the length
     /// its place takes (2^s + 16 bytes, the last what remains).
-    func putChunk(_ account: AccountID, member: MemberID, address: String, upload: String, index: Int, body: [UInt8]) async throws -> Response {
-        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload) else {
+    func putChunk(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID, index: Int,
+                  body: [UInt8]) async throws -> Response {
+        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload,
+                                                                     startedBy: starter) else {
             throw APIError.notFound("upload")
         }
         guard index < info.chunks else { throw APIError.badRequest("the upload has \(info.chunks) chunks, 0 to \(info.chunks - 1)") }
@@ -220,7 +228,7 @@ struct AttachmentController: Sendable {
         guard body.count == expected else {
             throw APIError(.malformedAttachment, "chunk \(index) is \(expected) bytes sealed, not \(body.count)")
         }
-        guard try await service.database.putUploadChunk(account, member: member, address: address, upload: upload,
+        guard try await service.database.putUploadChunk(account, member: member, address: address, upload: upload, startedBy: starter,
                                                         index: index, data: Data(body)) else {
             throw APIError.notFound("upload")
         }
@@ -229,8 +237,9 @@ struct AttachmentController: Sendable {
 
     /// Where an unfinished upload stands, for a device resuming it: its chunk count and
     /// how many chunks are stored from index 0 on. 404 once it completed or was dropped.
-    func uploadStatus(_ account: AccountID, member: MemberID, address: String, upload: String) async throws -> Response {
-        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload) else {
+    func uploadStatus(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID) async throws -> Response {
+        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload,
+                                                                     startedBy: starter) else {
             throw APIError.notFound("upload")
         }
         let stored = try await service.database.storedChunkPrefix(upload: upload)
@@ -240,13 +249,14 @@ struct AttachmentController: Sendable {
     /// Makes a complete upload the attachment at its address.
     ///
     /// - Parameter device: the device that sent it, for the audit log of `account`.
-    func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, replace: Bool = false,
-                        by device: DeviceID) async throws -> Response {
-        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload) else {
+    func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
+                        replace: Bool = false, by device: DeviceID) async throws -> Response {
+        guard let info = try await service.database.unfinishedUpload(account, member: member, address: address, upload: upload,
+                                                                     startedBy: starter) else {
             throw APIError.notFound("upload")
         }
         let objectSize = AttachmentObject.streamedSize(ofContent: info.size, chunkShift: UInt8(clamping: info.chunkShift), keyLength: info.keyLength)
-        switch try await service.database.completeUpload(account, member: member, address: address, upload: upload,
+        switch try await service.database.completeUpload(account, member: member, address: address, upload: upload, startedBy: starter,
                                                           replace: replace, objectSize: objectSize, device: device) {
         case .stored(let stored): return try .json(stored, status: stored.existed == true ? .ok : .created)
         case .unknown: throw APIError.notFound("upload")

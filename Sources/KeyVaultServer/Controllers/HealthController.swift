@@ -40,7 +40,10 @@ struct HealthController: Sendable {
     /// limit is no secret, and grants nothing). A dishonest server could say less than
     /// it takes, which only refuses what it could refuse anyway.
     @Sendable func limits(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
-        try .json(["maxAttachmentBytes": maxAttachmentBytes, "maxWholeAttachmentBytes": maxWholeAttachmentBytes])
+        // maxSharedAttachmentBytes: what a grantee puts through its sharer's relay, in
+        // chunks (a server that does not say it takes a grantee's whole only).
+        try .json(["maxAttachmentBytes": maxAttachmentBytes, "maxWholeAttachmentBytes": maxWholeAttachmentBytes,
+                   "maxSharedAttachmentBytes": maxAttachmentBytes])
     }
 
     /// The process answers: nothing else is checked (a liveness probe must not fail

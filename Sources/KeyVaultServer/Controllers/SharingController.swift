@@ -230,32 +230,34 @@ struct SharingController: Sendable {
     }
 
     // An upload in chunks under a grant that writes: each step checks the grant again,
-    // so one begun before a revocation goes no further than the revocation. Counted in
-    // the sharer's unfinished uploads; completing it is logged with the grantee's device.
+    // so one begun before a revocation goes no further than the requests already past
+    // that check. The grantee is its starter: it finds only its own uploads, has its own
+    // allowance of unfinished ones in the sharer's account (never the sharer's), and
+    // cancels none of the sharer's. Completing one is logged with the grantee's device.
 
     @Sendable func beginSharedUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (sharer, member) = try await writableGrant(context)
         return try await attachments.beginUpload(sharer, member: member, address: try context.parameters.address().description,
-                                                 body: context.body)
+                                                 startedBy: context.account, body: context.body)
     }
 
     @Sendable func putSharedChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (sharer, member) = try await writableGrant(context)
         return try await attachments.putChunk(sharer, member: member, address: try context.parameters.address().description,
-                                              upload: try context.parameters.upload(), index: try context.parameters.chunkIndex(),
-                                              body: context.body)
+                                              upload: try context.parameters.upload(), startedBy: context.account,
+                                              index: try context.parameters.chunkIndex(), body: context.body)
     }
 
     @Sendable func sharedUploadStatus(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (sharer, member) = try await writableGrant(context)
         return try await attachments.uploadStatus(sharer, member: member, address: try context.parameters.address().description,
-                                                  upload: try context.parameters.upload())
+                                                  upload: try context.parameters.upload(), startedBy: context.account)
     }
 
     @Sendable func completeSharedUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (sharer, member) = try await writableGrant(context)
         return try await attachments.completeUpload(sharer, member: member, address: try context.parameters.address().description,
-                                                    upload: try context.parameters.upload(), by: context.device.id)
+                                                    upload: try context.parameters.upload(), startedBy: context.account, by: context.device.id)
     }
 
     /// The grant in force, when it lets this account add attachments (403 `read_only_grant` otherwise).
