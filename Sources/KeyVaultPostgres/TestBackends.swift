@@ -71,6 +71,37 @@ extension PostgresKeyVaultDatabase {
 }
 
 extension PostgresKeyVaultDatabase {
+    /// For the durability test: from now on, every write to one of `tables` (in this
+    /// store's schema) records the table and the `synchronous_commit` its transaction
+    /// commits with, as PostgreSQL reports it inside that transaction.
+    package func recordCommitModes(of tables: [String]) async throws {
+        try await client.query("CREATE TABLE commit_modes (tbl TEXT NOT NULL, mode TEXT NOT NULL)", logger: logger)
+        try await client.query("""
+            CREATE FUNCTION record_commit_mode() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO commit_modes VALUES (TG_TABLE_NAME, current_setting('synchronous_commit'));
+                RETURN NULL;
+            END $$
+            """, logger: logger)
+        for table in tables {
+            try await client.query("""
+                CREATE TRIGGER record_commit_mode AFTER INSERT OR UPDATE OR DELETE ON \(unescaped: table)
+                FOR EACH STATEMENT EXECUTE FUNCTION record_commit_mode()
+                """, logger: logger)
+        }
+    }
+
+    /// What ``recordCommitModes(of:)`` recorded: per table, the modes its writes committed with.
+    package func commitModes() async throws -> [String: Set<String>] {
+        var modes: [String: Set<String>] = [:]
+        for try await (table, mode) in try await client.query("SELECT tbl, mode FROM commit_modes", logger: logger).decode((String, String).self) {
+            modes[table, default: []].insert(mode)
+        }
+        return modes
+    }
+}
+
+extension PostgresKeyVaultDatabase {
     /// For the lock tests: runs `body` while a transaction of its own holds device `id`'s row
     /// (`FOR UPDATE`, as a revocation or a deletion in progress does).
     package func holdingDeviceRow<T: Sendable>(_ id: DeviceID, _ body: () async throws -> T) async throws -> T {

@@ -446,3 +446,30 @@ extension StoreFixture {
     #expect(rows.map { $0["sequence"] as Int64? } == [0, 1, nil, 12])
     #expect(rows.map { $0["detail"] as String? } == [nil, nil, "m a", nil])
 }
+
+/// Issue 21, item 5: on PostgreSQL every write a crash must not take back once it was
+/// acknowledged (the chain: an account made, a link appended, an account deleted; and
+/// recovery's single-use values and failure counts) commits waiting for its WAL flush,
+/// and the writes SQLite keeps at NORMAL (nonces, attachments) do not. Read inside each
+/// writing transaction by a trigger, through the store's own functions: a chain write
+/// moved out of its durable transaction fails here.
+@Test(.enabled(if: Backend.all.contains(where: \.isShared), "needs KEYVAULT_TEST_DATABASE_URL"))
+func onPostgreSQLEveryChainWriteCommitsDurablyAndNoncesAndAttachmentsDoNot() async throws {
+    guard case .postgres(let url)? = Backend.all.first(where: \.isShared) else { return }
+    try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
+        try await database.recordCommitModes(of: ["links", "deleted_accounts", "used_once", "failures", "request_nonces", "attachments"])
+        let store = try await StoreFixture(database)
+        try await database.append(store.account, store.write(1, after: "h0"))
+        #expect(try await database.useOnce("token", kind: "test", expires: KeyVaultDatabase.now() + 60, forgetBefore: 0))
+        _ = try await database.recordFailure(["key"], at: KeyVaultDatabase.now(), since: 0, limit: 5, cap: 10)
+        #expect(try await database.useNonce(hex(50), device: store.phone.id, timestamp: KeyVaultDatabase.now(), forgetBefore: 0))
+        _ = try await database.putAttachment(store.account, member: MemberID(unchecked: hex(60)), address: "ca1.1.a", key: Data([1]),
+                                             data: Data([2]), device: store.phone.id)
+        let modes = try await database.commitModes()
+        #expect(modes == ["links": ["on"], "used_once": ["on"], "failures": ["on"], "request_nonces": ["off"], "attachments": ["off"]],
+                "\(modes)")
+        // The deletion (its attachments go with it, in its transaction).
+        try await database.deleteAccount(store.account, expectedHead: "h1", by: store.phone.id)
+        #expect(try await database.commitModes()["deleted_accounts"] == ["on"])
+    }
+}
