@@ -37,8 +37,9 @@ extension PostgresKeyVaultDatabase {
         try await insertAudit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
     }
 
+    /// Durable as every chain write, by the swap's own statement (``append(_:_:_:)``).
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
-        try await durableTransaction { db in try await append(account, write, db) }
+        try await transaction { db in try await append(account, write, db) }
     }
 
     package func importAccount(_ account: AccountID, create: AccountGenesis?, writes: [ChainWrite]) async throws {
@@ -54,14 +55,24 @@ extension PostgresKeyVaultDatabase {
     private func append(_ account: AccountID, _ write: ChainWrite, _ db: PostgresConnection) async throws {
         // The compare-and-swap: the row lock makes a second writer wait for the first,
         // then find the head moved. (account, sequence) is also the links' primary key.
-        // The link goes in in the same statement, only if the swap happened.
+        // In the same statement, one round trip, and only if the swap happened: the link,
+        // the commit made durable (`synchronous_commit` on for this transaction, as
+        // ``durableTransaction(_:)`` sets it: the WHERE evaluates it for the one row), and
+        // the link's audit row, under the per-account audit lock taken after the swap and
+        // before the row's id is drawn (as ``insertAudit(_:account:event:device:sequence:detail:)``).
         let link = write.link
         let swapped = try await db.query("""
             WITH swapped AS (
                 UPDATE accounts SET head = \(link.hash), sequence = \(Int64(link.sequence))
-                WHERE id = \(account.rawValue) AND head = \(write.expectedHead) RETURNING 1)
-            INSERT INTO links (account, sequence, hash, json)
-            SELECT \(account.rawValue), \(Int64(link.sequence)), \(link.hash), \(link.json) FROM swapped RETURNING 1
+                WHERE id = \(account.rawValue) AND head = \(write.expectedHead) RETURNING 1),
+            linked AS (
+                INSERT INTO links (account, sequence, hash, json)
+                SELECT \(account.rawValue), \(Int64(link.sequence)), \(link.hash), \(link.json) FROM swapped RETURNING 1)
+            INSERT INTO audit (account, time, event, device, sequence, detail)
+            SELECT \(account.rawValue), \(KeyVaultDatabase.now()), \(write.audit.event.rawValue), \(write.audit.device), \(Int64(link.sequence)), NULL
+            FROM (SELECT pg_advisory_xact_lock(hashtextextended(\("audit " + account.rawValue), 0)) FROM linked
+                  WHERE set_config('synchronous_commit', 'on', true) = 'on') AS locked
+            RETURNING 1
             """, logger: logger).collect().count == 1
         guard swapped else {
             let rows = try await db.query("SELECT head FROM accounts WHERE id = \(account.rawValue)", logger: logger).collect()
@@ -112,8 +123,6 @@ extension PostgresKeyVaultDatabase {
             try await db.query("DELETE FROM link_requests WHERE account = \(account.rawValue)", logger: logger).collect()
         }
         if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
-        try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
-                              detail: nil)
     }
 
     package func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
