@@ -113,6 +113,12 @@ extension PostgresKeyVaultDatabase {
                                    logger: logger).collect()
             }
         }
+        for (member, grantee) in write.endedGrants {
+            try await db.query("""
+                DELETE FROM attachment_uploads
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND started_by = \(grantee.rawValue) AND NOT complete
+                """, logger: logger).collect()
+        }
         if let generation = write.dropsKeysBefore {
             try await db.query("DELETE FROM key_boxes WHERE account = \(account.rawValue) AND generation < \(Int64(generation))", logger: logger).collect()
             try await db.query("DELETE FROM identity_wraps WHERE account = \(account.rawValue)", logger: logger).collect()
@@ -153,6 +159,8 @@ extension PostgresKeyVaultDatabase {
             if let expectedHead, head != expectedHead { throw StoreError.staleChain(currentHead: head) }
             try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue)", logger: logger)
             try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)
+            // Its uploads in flight through a sharer's relay, in the sharer's account.
+            try await db.query("DELETE FROM attachment_uploads WHERE started_by = \(account.rawValue) AND NOT complete", logger: logger)
             try await db.query("""
                 INSERT INTO deleted_accounts (id, sequence, head, device, deleted)
                 VALUES (\(account.rawValue), \(sequence), \(head), \(device?.rawValue), \(KeyVaultDatabase.now()))

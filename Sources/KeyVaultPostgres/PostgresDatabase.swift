@@ -320,8 +320,21 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
         // As SQLite's v12: the head a deleted account had, and the device that deleted it.
         ("v8 deleted accounts", ["CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, head TEXT NOT NULL, device TEXT, deleted BIGINT NOT NULL)"]),
         // As SQLite's v13: the account whose device began an upload (itself, or a grantee through the relay).
+        // A replica not upgraded yet inserts no starter: the trigger makes it the account.
         ("v9 upload starters", ["ALTER TABLE attachment_uploads ADD COLUMN started_by TEXT NOT NULL DEFAULT ''",
-                                "UPDATE attachment_uploads SET started_by = account"]),
+                                "UPDATE attachment_uploads SET started_by = account",
+                                "CREATE INDEX attachment_uploads_unfinished_by_starter ON attachment_uploads (started_by) WHERE NOT complete",
+                                """
+                                CREATE FUNCTION keyvault_upload_starter() RETURNS trigger LANGUAGE plpgsql AS $$
+                                BEGIN
+                                    IF NEW.started_by = '' THEN NEW.started_by := NEW.account; END IF;
+                                    RETURN NEW;
+                                END $$
+                                """,
+                                """
+                                CREATE TRIGGER keyvault_upload_starter BEFORE INSERT ON attachment_uploads
+                                FOR EACH ROW EXECUTE FUNCTION keyvault_upload_starter()
+                                """]),
     ]
 
     /// Advisory lock keys (64-bit, this application's own).

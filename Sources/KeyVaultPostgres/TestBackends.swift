@@ -91,6 +91,15 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
+    /// For the rolling-upgrade test: begins an upload as a replica from before the
+    /// upload starter (migration v9) wrote one, naming no starter.
+    package func beginUploadAsAnOlderReplica(_ account: AccountID, member: MemberID, address: String, upload: String) async throws {
+        try await client.query("""
+            INSERT INTO attachment_uploads (upload, account, member, address, key, chunk_shift, size, chunks, created)
+            VALUES (\(upload), \(account.rawValue), \(member.rawValue), \(address), \(Data([7])), 10, 10, 1, \(KeyVaultDatabase.now()))
+            """, logger: logger)
+    }
+
     /// What ``recordCommitModes(of:)`` recorded: per table, the modes its writes committed with.
     package func commitModes() async throws -> [String: Set<String>] {
         var modes: [String: Set<String>] = [:]

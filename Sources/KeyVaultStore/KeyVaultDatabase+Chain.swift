@@ -98,6 +98,10 @@ extension KeyVaultDatabase {
                 try db.execute(sql: "DELETE FROM \(table) WHERE account = ? AND member = ?", arguments: [account.rawValue, member.rawValue])
             }
         }
+        for (member, grantee) in write.endedGrants {
+            try db.execute(sql: "DELETE FROM attachment_uploads WHERE account = ? AND member = ? AND started_by = ? AND complete = 0",
+                           arguments: [account.rawValue, member.rawValue, grantee.rawValue])
+        }
         if let generation = write.dropsKeysBefore {
             try db.execute(sql: "DELETE FROM key_boxes WHERE account = ? AND generation < ?", arguments: [account.rawValue, generation])
             try db.execute(sql: "DELETE FROM identity_wraps WHERE account = ?", arguments: [account.rawValue])
@@ -138,6 +142,8 @@ extension KeyVaultDatabase {
             if let expectedHead, head != expectedHead { throw StoreError.staleChain(currentHead: head) }
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
             try db.execute(sql: "DELETE FROM share_boxes WHERE grantee = ?", arguments: [account.rawValue])
+            // Its uploads in flight through a sharer's relay, in the sharer's account.
+            try db.execute(sql: "DELETE FROM attachment_uploads WHERE started_by = ? AND complete = 0", arguments: [account.rawValue])
             try db.execute(sql: "INSERT OR REPLACE INTO deleted_accounts (id, sequence, head, device, deleted) VALUES (?, ?, ?, ?, ?)",
                            arguments: [account.rawValue, sequence, head, device?.rawValue, Self.now()])
         }

@@ -66,6 +66,10 @@ package struct ChainWrite: Sendable {
     /// Members the link removes (`member.remove`): their wraps, attachments, uploads and
     /// share boxes are deleted with it.
     package var removedMembers: [MemberID] = []
+    /// Grants the link ends or makes read-only (`share.revoke`, a reset, a re-grant):
+    /// the grantee's unfinished uploads of the member, begun through the relay, are
+    /// deleted with it.
+    package var endedGrants: [(member: MemberID, grantee: AccountID)] = []
     /// An `account.reset`: the master key boxes of generations before this one, every
     /// identity wrap and every share box of the account are deleted with it.
     package var dropsKeysBefore: UInt32?

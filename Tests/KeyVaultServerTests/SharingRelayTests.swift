@@ -383,6 +383,10 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
             #expect(response.status == .notFound && errorCode(response) == "not_found", "\(method) \(path)")
         }
         #expect(try await client.signed(sharer.device, .get, uri(writable, late, sharer)).status == .notFound, "never completed")
+        // Gone, not only refused: shared again, the upload begun before the revocation is not there.
+        try await client.share(writable, of: &sharer, with: grantee, readOnly: false)
+        response = try await client.signed(grantee.device, .get, lateURI)
+        #expect(response.status == .notFound && errorCode(response) == "not_found", "\(String(buffer: response.body))")
     }
 }
 

@@ -1,9 +1,11 @@
 import Foundation
+import GRDB
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultPostgres
+import KeyVaultTestSupport
 import Testing
-import KeyVaultStore
+@testable import KeyVaultStore
 
 // Issue 21: attachments uploaded in chunks, on both backends. Nothing is readable
 // before the upload completes; a complete upload does not overwrite an attachment
@@ -143,9 +145,60 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
             #expect(try await database.completeUpload(account, member: member, address: address, upload: id, startedBy: other, replace: false,
                                                       objectSize: 40, device: phone.id) == .unknown)
         }
+        // Nor the other way round: the account's own begun after the grantee's.
+        try await begin(hex(502), by: account, at: "ca1.1.f")
+        try await begin(hex(503), by: grantee, at: "ca1.1.f")
+        try await begin(hex(504), by: account, at: "ca1.1.f")
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.f", upload: hex(503), startedBy: grantee) != nil)
         // The grantee's allowance full: the account's own devices still begin theirs.
-        for i in 1..<KeyVaultDatabase.maxUnfinishedUploads { try await begin(hex(600 + i), by: grantee, at: "ca1.1.g\(i)") }
+        for i in 2..<KeyVaultDatabase.maxUnfinishedUploads { try await begin(hex(600 + i), by: grantee, at: "ca1.1.g\(i)") }
         await #expect(throws: StoreError.tooManyUploads) { try await begin(hex(700), by: grantee, at: "ca1.1.h") }
         try await begin(hex(701), by: account, at: "ca1.1.h")
+    }
+}
+
+/// A grantee's account deleted: its uploads in flight in other accounts go with it
+/// (they could never complete: no device of it signs any more).
+@Test(arguments: Backend.all) func aDeletedAccountsUploadsInOtherAccountsGoWithIt(_ backend: Backend) async throws {
+    try await backend.withStore { database in
+        try await createAccount(database)
+        let grantee = AccountID(unchecked: hex(78))
+        try await database.createAccount(grantee, genesis: StoredLink(sequence: 0, hash: "g0", json: Data("{}".utf8)),
+                                         device: StoredDevice(id: DeviceID(unchecked: hex(79)), account: grantee, name: "g", signingKey: [5],
+                                                              boxKey: [6], added: 0),
+                                         boxes: [], recovery: nil)
+        try await database.beginUpload(account, member: member, address: "ca1.1.k", upload: hex(800), startedBy: grantee, key: Data([7]),
+                                       chunkShift: 10, size: 10, chunks: 1)
+        try await database.beginUpload(account, member: member, address: "ca1.1.k", upload: hex(801), startedBy: account, key: Data([7]),
+                                       chunkShift: 10, size: 10, chunks: 1)
+        try await database.deleteAccount(grantee)
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.k", upload: hex(800), startedBy: grantee) == nil)
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.k", upload: hex(801), startedBy: account) != nil)
+    }
+}
+
+/// Uploads begun before the starter was kept are the account's own after the migration.
+@Test func theUploadStarterMigrationMakesEarlierUploadsTheAccountsOwn() throws {
+    let directory = try TemporaryDirectory("kv-migrate")
+    let queue = try database(in: directory, migratedUpTo: "v12 deleted accounts")
+    try queue.write { db in
+        try db.execute(sql: """
+            INSERT INTO attachment_uploads (upload, account, member, address, key, chunk_shift, size, chunks, created)
+            VALUES ('u', 'a', 'm', 'ca1.1.x', x'07', 10, 10, 1, 1)
+            """)
+    }
+    try KeyVaultDatabase.migrator.migrate(queue)
+    #expect(try queue.read { db in try String.fetchAll(db, sql: "SELECT started_by FROM attachment_uploads") } == ["a"])
+}
+
+/// On PostgreSQL, a replica not upgraded yet inserts uploads without a starter while an
+/// upgraded one serves the same account: they are the account's own.
+@Test(.enabled(if: Backend.all.contains(where: \.isShared), "needs KEYVAULT_TEST_DATABASE_URL"))
+func onPostgreSQLAnUploadAnOlderReplicaBeganIsTheAccountsOwn() async throws {
+    guard case .postgres(let url)? = Backend.all.first(where: \.isShared) else { return }
+    try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
+        try await createAccount(database)
+        try await database.beginUploadAsAnOlderReplica(account, member: member, address: "ca1.1.o", upload: hex(900))
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.o", upload: hex(900), startedBy: account) != nil)
     }
 }

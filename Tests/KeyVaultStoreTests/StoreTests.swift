@@ -430,12 +430,19 @@ extension StoreFixture {
 
 /// A database audited before the typed sequence keeps its links' sequences: migration
 /// v9 moves "sequence N" out of the detail into the number, and leaves other details.
+/// A database file in `directory` migrated up to `migration`, without foreign keys (a
+/// migration test writes rows of accounts it does not make).
+func database(in directory: TemporaryDirectory, migratedUpTo migration: String) throws -> DatabaseQueue {
+    var configuration = Configuration()
+    configuration.foreignKeysEnabled = false
+    let queue = try DatabaseQueue(path: directory.path("old.sqlite"), configuration: configuration)
+    try KeyVaultDatabase.migrator.migrate(queue, upTo: migration)
+    return queue
+}
+
 @Test func theAuditSequenceMigrationKeepsEveryLoggedLink() throws {
     let directory = try TemporaryDirectory("kv-migrate")
-    var configuration = Configuration()
-    configuration.foreignKeysEnabled = false  // audit rows of an account this test does not make
-    let queue = try DatabaseQueue(path: directory.path("old.sqlite"), configuration: configuration)
-    try KeyVaultDatabase.migrator.migrate(queue, upTo: "v8 head statements")
+    let queue = try database(in: directory, migratedUpTo: "v8 head statements")
     try queue.write { db in
         for (event, detail) in [("link.genesis", nil), ("link.member.add", "sequence 1"), ("attachment.put", "m a"), ("link.master.rotate", "sequence 12")] {
             try db.execute(sql: "INSERT INTO audit (account, time, event, device, detail) VALUES ('a', 1, ?, 'd', ?)", arguments: [event, detail])

@@ -7,6 +7,8 @@ import KeyVaultProtocol
 /// A member's attachments: content-addressed objects whose data key can be re-wrapped.
 struct AttachmentController: Sendable {
     let service: ServiceState
+    /// An upload's begin: its key part and two numbers (the relay's takes the same).
+    static let beginBodyLimit = 16 << 10
 
     func addRoutes(to routes: RouteBuilder) {
         let attachment = "/v1/accounts/{account}/members/{member}/attachments/{address}"
@@ -19,7 +21,7 @@ struct AttachmentController: Sendable {
         routes.signed(.put, attachment + "/meta", bodyLimit: AttachmentObject.maximumMetaBytes, use: putMeta)
         routes.signed(.delete, attachment, acceptsSessions: false, use: delete)
         // Attachments in chunks: any size through a bounded amount of memory (docs/api.md).
-        routes.signed(.post, attachment + "/uploads", bodyLimit: 16 << 10, use: beginUpload)
+        routes.signed(.post, attachment + "/uploads", bodyLimit: Self.beginBodyLimit, use: beginUpload)
         routes.signed(.put, attachment + "/uploads/{upload}/chunks/{index}",
                       bodyLimit: ChunkLayout.maximumSealedChunkBytes, use: putChunk)
         routes.signed(.post, attachment + "/uploads/{upload}/complete", use: completeUpload)

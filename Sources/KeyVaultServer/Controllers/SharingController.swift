@@ -43,7 +43,7 @@ struct SharingController: Sendable {
         routes.signed(.get, attachment + "/key", use: sharedAttachmentKey)
         routes.signed(.get, attachment + "/chunks", use: sharedChunks)
         routes.signed(.get, attachment + "/chunks/{index}", use: sharedChunk)
-        routes.signed(.post, attachment + "/uploads", bodyLimit: 16 << 10, use: beginSharedUpload)
+        routes.signed(.post, attachment + "/uploads", bodyLimit: AttachmentController.beginBodyLimit, use: beginSharedUpload)
         routes.signed(.put, attachment + "/uploads/{upload}/chunks/{index}", bodyLimit: ChunkLayout.maximumSealedChunkBytes,
                       use: putSharedChunk)
         routes.signed(.get, attachment + "/uploads/{upload}", use: sharedUploadStatus)
@@ -200,73 +200,72 @@ struct SharingController: Sendable {
     }
 
     @Sendable func sharedAttachment(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member, _) = try await grant(context)
-        return try await attachments.get(sharer, member: member, address: try context.parameters.address().description)
+        let (sharer, member, address) = try await sharedAttachment(context)
+        return try await attachments.get(sharer, member: member, address: address)
     }
 
     /// Stored under the sharer's account and member; its audit log names the grantee's
     /// device. A grantee never replaces: what is at the address stays (its sharer's
     /// devices check it and replace it when it does not open).
     @Sendable func putSharedAttachment(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member) = try await writableGrant(context)
-        return try await attachments.put(sharer, member: member, address: try context.parameters.address().description,
-                                         body: context.body, by: context.device.id)
+        let (sharer, member, address) = try await sharedAttachment(context, writing: true)
+        return try await attachments.put(sharer, member: member, address: address, body: context.body, by: context.device.id)
     }
 
     @Sendable func sharedAttachmentKey(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member, _) = try await grant(context)
-        return try await attachments.getKey(sharer, member: member, address: try context.parameters.address().description)
+        let (sharer, member, address) = try await sharedAttachment(context)
+        return try await attachments.getKey(sharer, member: member, address: address)
     }
 
     @Sendable func sharedChunks(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member, _) = try await grant(context)
-        return try await attachments.listChunks(sharer, member: member, address: try context.parameters.address().description)
+        let (sharer, member, address) = try await sharedAttachment(context)
+        return try await attachments.listChunks(sharer, member: member, address: address)
     }
 
     @Sendable func sharedChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member, _) = try await grant(context)
-        return try await attachments.getChunk(sharer, member: member, address: try context.parameters.address().description,
-                                              index: try context.parameters.chunkIndex())
+        let (sharer, member, address) = try await sharedAttachment(context)
+        return try await attachments.getChunk(sharer, member: member, address: address, index: try context.parameters.chunkIndex())
     }
 
     // An upload in chunks under a grant that writes: each step checks the grant again,
     // so one begun before a revocation goes no further than the requests already past
-    // that check. The grantee is its starter: it finds only its own uploads, has its own
-    // allowance of unfinished ones in the sharer's account (never the sharer's), and
-    // cancels none of the sharer's. Completing one is logged with the grantee's device.
+    // that check (and the revoking link deletes it). The grantee is its starter: it finds
+    // only its own uploads, has its own allowance of unfinished ones in the sharer's
+    // account (never the sharer's), and cancels none of the sharer's. Completing one is
+    // logged with the grantee's device.
 
     @Sendable func beginSharedUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member) = try await writableGrant(context)
-        return try await attachments.beginUpload(sharer, member: member, address: try context.parameters.address().description,
-                                                 startedBy: context.account, body: context.body)
+        let (sharer, member, address) = try await sharedAttachment(context, writing: true)
+        return try await attachments.beginUpload(sharer, member: member, address: address, startedBy: context.account, body: context.body)
     }
 
     @Sendable func putSharedChunk(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member) = try await writableGrant(context)
-        return try await attachments.putChunk(sharer, member: member, address: try context.parameters.address().description,
-                                              upload: try context.parameters.upload(), startedBy: context.account,
-                                              index: try context.parameters.chunkIndex(), body: context.body)
+        let (sharer, member, address) = try await sharedAttachment(context, writing: true)
+        return try await attachments.putChunk(sharer, member: member, address: address, upload: try context.parameters.upload(),
+                                              startedBy: context.account, index: try context.parameters.chunkIndex(), body: context.body)
     }
 
     @Sendable func sharedUploadStatus(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member) = try await writableGrant(context)
-        return try await attachments.uploadStatus(sharer, member: member, address: try context.parameters.address().description,
-                                                  upload: try context.parameters.upload(), startedBy: context.account)
+        let (sharer, member, address) = try await sharedAttachment(context, writing: true)
+        return try await attachments.uploadStatus(sharer, member: member, address: address, upload: try context.parameters.upload(),
+                                                  startedBy: context.account)
     }
 
     @Sendable func completeSharedUpload(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let (sharer, member) = try await writableGrant(context)
-        return try await attachments.completeUpload(sharer, member: member, address: try context.parameters.address().description,
-                                                    upload: try context.parameters.upload(), startedBy: context.account, by: context.device.id)
+        let (sharer, member, address) = try await sharedAttachment(context, writing: true)
+        return try await attachments.completeUpload(sharer, member: member, address: address, upload: try context.parameters.upload(),
+                                                    startedBy: context.account, by: context.device.id)
     }
 
-    /// The grant in force, when it lets this account add attachments (403 `read_only_grant` otherwise).
-    private func writableGrant(_ context: SignedRequestContext) async throws -> (sharer: AccountID, member: MemberID) {
+    /// The sharer, member and address in the path, while a grant of the member to this
+    /// account is in force (and, `writing`, lets it add attachments: 403 `read_only_grant` otherwise).
+    private func sharedAttachment(_ context: SignedRequestContext, writing: Bool = false) async throws
+        -> (sharer: AccountID, member: MemberID, address: String) {
         let (sharer, member, grant) = try await grant(context)
-        guard !grant.readOnly else {
+        guard !writing || !grant.readOnly else {
             throw APIError(.readOnlyGrant, "this member is shared with this account read-only: it may read the attachments, not add any")
         }
-        return (sharer, member)
+        return (sharer, member, try context.parameters.address().description)
     }
 
     /// The grant in force of the member in the path to this account, on the sharer's chain.

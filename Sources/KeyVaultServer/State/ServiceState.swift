@@ -138,6 +138,10 @@ struct ServiceState: Sendable {
             write.newDevices.append(stored(added, of: after.account))
         }
         write.removedMembers = before.members.keys.filter { after.members[$0] == nil }
+        // A grant that let its grantee write and no longer does: the grantee's uploads in flight go.
+        write.endedGrants = before.grants.filter { key, grant in !grant.readOnly && after.grants[key]?.readOnly != false }
+            .keys.sorted { ($0.member.rawValue, $0.grantee.rawValue) < ($1.member.rawValue, $1.grantee.rawValue) }
+            .map { ($0.member, $0.grantee) }
         // A reset keeps no key of before: the boxes of older master generations, the identity's wraps, the share boxes.
         if link.type == .accountReset { write.dropsKeysBefore = after.masterGeneration }
         write.revokedDevices = after.devices.values.filter { !$0.isActive && before.devices[$0.id]?.isActive == true }.map(\.id)
