@@ -53,27 +53,13 @@ extension PostgresKeyVaultDatabase {
     }
 
     private func append(_ account: AccountID, _ write: ChainWrite, _ db: PostgresConnection) async throws {
-        // The compare-and-swap: the row lock makes a second writer wait for the first,
-        // then find the head moved. (account, sequence) is also the links' primary key.
-        // In the same statement, one round trip, and only if the swap happened: the link,
-        // the commit made durable (`synchronous_commit` on for this transaction, as
-        // ``durableTransaction(_:)`` sets it: the WHERE evaluates it for the one row), and
-        // the link's audit row, under the per-account audit lock taken after the swap and
-        // before the row's id is drawn (as ``insertAudit(_:account:event:device:sequence:detail:)``).
+        // The compare-and-swap, the link, the durable commit and the audit row: one
+        // prepared statement (``SwapLinkAudit``).
         let link = write.link
-        let swapped = try await db.query("""
-            WITH swapped AS (
-                UPDATE accounts SET head = \(link.hash), sequence = \(Int64(link.sequence))
-                WHERE id = \(account.rawValue) AND head = \(write.expectedHead) RETURNING 1),
-            linked AS (
-                INSERT INTO links (account, sequence, hash, json)
-                SELECT \(account.rawValue), \(Int64(link.sequence)), \(link.hash), \(link.json) FROM swapped RETURNING 1)
-            INSERT INTO audit (account, time, event, device, sequence, detail)
-            SELECT \(account.rawValue), \(KeyVaultDatabase.now()), \(write.audit.event.rawValue), \(write.audit.device), \(Int64(link.sequence)), NULL
-            FROM (SELECT pg_advisory_xact_lock(hashtextextended(\("audit " + account.rawValue), 0)) FROM linked
-                  WHERE set_config('synchronous_commit', 'on', true) = 'on') AS locked
-            RETURNING 1
-            """, logger: logger).collect().count == 1
+        var swapped = false
+        for try await _ in try await db.execute(SwapLinkAudit(account: account, write: write, time: KeyVaultDatabase.now()), logger: logger) {
+            swapped = true
+        }
         guard swapped else {
             let rows = try await db.query("SELECT head FROM accounts WHERE id = \(account.rawValue)", logger: logger).collect()
             guard let row = rows.first else { throw StoreError.notFound }
@@ -131,21 +117,77 @@ extension PostgresKeyVaultDatabase {
         if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
     }
 
+    /// An append's compare-and-swap: the row lock makes a second writer wait for the
+    /// first, then find the head moved; (account, sequence) is also the links' primary
+    /// key. In the same statement, one round trip, and only if the swap happened: the
+    /// link; the commit made durable (`synchronous_commit` on for this transaction, as
+    /// ``durableTransaction(_:)`` sets it: the WHERE evaluates it for the one row); and the
+    /// link's audit row, under the per-account audit lock taken after the swap and before
+    /// the row's id is drawn (as ``insertAudit(_:account:event:device:sequence:detail:)``).
+    /// Prepared, as the request path's reads: PostgreSQL plans it once per connection.
+    struct SwapLinkAudit: PostgresPreparedStatement {
+        static let name = "keyvault_swap_link_audit"
+        static let sql = """
+            WITH swapped AS (
+                UPDATE accounts SET head = $2, sequence = $3 WHERE id = $1 AND head = $4 RETURNING 1),
+            linked AS (
+                INSERT INTO links (account, sequence, hash, json) SELECT $1, $3, $2, $5 FROM swapped RETURNING 1)
+            INSERT INTO audit (account, time, event, device, sequence, detail)
+            SELECT $1, $6, $7, $8, $3, NULL
+            FROM (SELECT pg_advisory_xact_lock(hashtextextended('audit ' || $1, 0)) FROM linked
+                  WHERE set_config('synchronous_commit', 'on', true) = 'on') AS locked
+            RETURNING true
+            """
+        typealias Row = Bool
+        let account: AccountID, write: ChainWrite, time: Int64
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(account.rawValue)
+            bindings.append(write.link.hash)
+            bindings.append(Int64(write.link.sequence))
+            bindings.append(write.expectedHead)
+            try bindings.append(write.link.json)
+            bindings.append(time)
+            bindings.append(write.audit.event.rawValue)
+            bindings.append(write.audit.device)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+    }
+
     package func links(_ account: AccountID, after: UInt64?) async throws -> (links: [StoredLink], head: String)? {
-        // One statement: the head and the links from one snapshot.
-        let rows = try await client.query("""
-            SELECT a.head, l.sequence, l.hash, l.json FROM accounts a
-            LEFT JOIN links l ON l.account = a.id AND l.sequence > \(after.map { Int64(clamping: $0) } ?? -1)
-            WHERE a.id = \(account.rawValue) ORDER BY l.sequence
-            """, logger: logger).collect()
-        guard let first = rows.first else { return nil }
-        let head = try first.decode((String, Int64?, String?, Data?).self).0
+        var head: String?
         var links: [StoredLink] = []
-        for row in rows {
-            let (_, sequence, hash, json) = try row.decode((String, Int64?, String?, Data?).self)
+        for try await (rowHead, sequence, hash, json)
+            in try await client.execute(LinksAfter(account: account.rawValue, after: after.map { Int64(clamping: $0) } ?? -1), logger: logger) {
+            head = rowHead
             if let sequence, let hash, let json { links.append(StoredLink(sequence: UInt64(sequence), hash: hash, json: json)) }
         }
-        return (links, head)
+        return head.map { (links, $0) }
+    }
+
+    /// The head and the links after one, from one snapshot (one statement): what a
+    /// replica's chain cache reads, prepared.
+    struct LinksAfter: PostgresPreparedStatement {
+        static let name = "keyvault_links_after"
+        static let sql = """
+            SELECT a.head, l.sequence, l.hash, l.json FROM accounts a
+            LEFT JOIN links l ON l.account = a.id AND l.sequence > $2
+            WHERE a.id = $1 ORDER BY l.sequence
+            """
+        typealias Row = (String, Int64?, String?, Data?)
+        let account: String, after: Int64
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(account)
+            bindings.append(after)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// Everything of the account goes by its foreign keys, but the share boxes naming
@@ -207,7 +249,24 @@ extension PostgresKeyVaultDatabase {
     // MARK: Devices and nonces
 
     package func device(_ id: DeviceID) async throws -> StoredDevice? {
-        try await devices(client.query("\(unescaped: Self.deviceColumns) WHERE id = \(id.rawValue)", logger: logger)).first
+        for try await row in try await client.execute(DeviceByID(id: id.rawValue), logger: logger) { return Self.device(row) }
+        return nil
+    }
+
+    /// A device by its id: the request path's read when the cache has no copy, prepared.
+    struct DeviceByID: PostgresPreparedStatement {
+        static let name = "keyvault_device_by_id"
+        static let sql = PostgresKeyVaultDatabase.deviceColumns + " WHERE id = $1"
+        typealias Row = DeviceRow
+        let id: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(id)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     package func devices(_ account: AccountID) async throws -> [StoredDevice] {
