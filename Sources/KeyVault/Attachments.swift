@@ -215,7 +215,6 @@ extension Vault {
                 try UploadJournal(creating: $0, header: .init(upload: id, key: base64Encode(key), chunkShift: Int(shift), size: size))
             }
         }
-        let journalKey = try sealer.journalKey()
         var hasher = try ContentAddressHasher(key: keys.contentAddressKey)
         let reader = try chunks(1 << Int(shift))
         var index = 0
@@ -230,22 +229,21 @@ extension Vault {
                 defer { secureWipe(&chunk) }
                 guard index < count else { throw ContentChanged() }
                 try hasher.update(chunk)
+                // Sealed, then journaled before it leaves: a chunk sealed before under this data
+                // key may only ever go again with the same content, which its tag says.
+                let sealed = try sealer.seal(chunk, last: last)
                 if let journal {
-                    // Written before the chunk leaves; a chunk sealed before under this data
-                    // key may only ever be sealed again with the same content.
-                    let record = try HMACSHA256.authenticationCode(for: chunk, using: journalKey)
+                    let tag = Array(sealed.suffix(UploadJournal.recordBytes))
                     if index < journal.count {
-                        guard constantTimeEquals(record, try journal.record(index)) else { throw ContentChanged() }
+                        guard constantTimeEquals(tag, try journal.record(index)) else { throw ContentChanged() }
                     } else {
-                        try journal.append(record)
+                        try journal.append(tag)
                     }
                 }
                 if index < stored {
-                    sealer.skip(last: last)
                     sent += 1
                     progress(.sendingAttachment(done: sent, of: count))
                 } else {
-                    let sealed = try sealer.seal(chunk, last: last)
                     if sending.isFull {
                         try await sending.next()
                         sent += 1

@@ -9,16 +9,19 @@ import KeyVaultCrypto
 ///
 /// One file per upload in the device's transfer directory, mode 0600:
 ///
-///     {"version":1,"upload":"…","key":"<base64 key part>","chunkShift":20,"size":N}\n
-///     record 0 ‖ record 1 ‖ …      (32 bytes each)
+///     {"version":2,"upload":"…","key":"<base64 key part>","chunkShift":20,"size":N}\n
+///     record 0 ‖ record 1 ‖ …      (16 bytes each)
 ///
-/// Record i is HMAC-SHA256 of chunk i's content under a key derived from the data key
-/// (``AttachmentSealer/journalKey()``), written before chunk i is sealed and sent. The
+/// Record i is the tag of sealed chunk i (its last 16 bytes: Poly1305 under a one-time
+/// key of the data key's, its index and its last flag), written once chunk i is sealed
+/// and before it is sent. Sealing chunk i again gives the same tag only for the same
+/// content, so a resumption seals each chunk and compares before anything leaves. The
 /// key part is the server's ciphertext already (the data key wrapped for the member);
-/// the records say nothing about the file to anyone without the member's key.
+/// the records are tags the server holds too, and say nothing about the file to anyone
+/// without the member's key. A journal of version 1 (HMAC records) is not resumed.
 final class UploadJournal {
     struct Header: Codable, Equatable {
-        var version = 1
+        var version = 2
         var upload: String
         /// The key part, base64: the wrapped data key, which opens only for this
         /// account, member and address.
@@ -27,7 +30,7 @@ final class UploadJournal {
         var size: Int
     }
 
-    static let recordBytes = 32
+    static let recordBytes = 16
     /// Journals older than the server keeps unfinished uploads are of no use.
     static let maximumAge: TimeInterval = 24 * 3600
 
@@ -74,7 +77,7 @@ final class UploadJournal {
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
               let head = Self.read(fd, at: 0, count: min(Int(info.st_size), Self.maximumHeaderBytes)),
               let newline = head.firstIndex(of: 0x0A),
-              let header = try? JSONDecoder().decode(Header.self, from: Data(head[..<newline])), header.version == 1
+              let header = try? JSONDecoder().decode(Header.self, from: Data(head[..<newline])), header.version == 2
         else {
             close(fd)
             unlink(path)

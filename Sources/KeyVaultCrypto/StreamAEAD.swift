@@ -29,14 +29,6 @@ package enum StreamAEAD {
             self.aad = aad
         }
 
-        /// Passes over the next chunk without sealing it: it was sealed before, by a
-        /// transfer this one resumes, and the server holds it. No nonce is used here.
-        package mutating func skip(last: Bool) {
-            precondition(!finished, "a chunk skipped after the last one")
-            index += 1
-            finished = last
-        }
-
         /// Seals the next chunk: ciphertext ‖ tag.
         package mutating func seal(_ chunk: some RawBytes, last: Bool) throws -> [UInt8] {
             precondition(!finished, "a chunk sealed after the last one")

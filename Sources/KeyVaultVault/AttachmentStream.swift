@@ -128,7 +128,8 @@ package struct AttachmentSealer: ~Copyable {
     }
 
     /// Resumes an upload under the data key its key part wraps. The caller answers for
-    /// never sealing other content at an index sealed before (the upload journal).
+    /// never sending other content at an index sent before (the upload journal: the
+    /// tag of each chunk sealed again is compared before it leaves).
     package init(resuming dataKey: SymmetricKey, chunkShift: UInt8) throws {
         try self.init(dataKey: dataKey, chunkShift: chunkShift)
     }
@@ -140,16 +141,6 @@ package struct AttachmentSealer: ~Copyable {
         stream = StreamAEAD.Sealer(key: try AttachmentCrypto.payloadKey(dataKey),
                                    authenticating: AttachmentCrypto.chunkAAD(chunkShift: chunkShift))
     }
-
-    /// The key of the upload journal's records: HMAC-SHA256 under it of each chunk's
-    /// content, so the journal on the device says whether a chunk is the one sealed
-    /// before without holding a fingerprint of the file anyone could check.
-    package func journalKey() throws -> SymmetricKey {
-        try HKDF.deriveKey(from: dataKey, info: Array("keyvault/v2/upload-journal".utf8))
-    }
-
-    /// Passes over a chunk the server holds from the upload this one resumes.
-    package mutating func skip(last: Bool) { stream.skip(last: last) }
 
     /// Seals the next chunk: 2^chunkShift bytes, but for the last (1 to 2^chunkShift
     /// bytes, or empty when it is the only one).

@@ -8,15 +8,15 @@ import Testing
 // Issue 21, item 4: a transfer cut off resumes from the last stored chunk, and never
 // seals other content at an index it sealed before.
 
-/// What the chunk PUTs carried: (upload, index, a digest of the sealed chunk).
+/// What the chunk PUTs carried: (upload, index, a digest of the sealed chunk, its tag).
 private final class ChunkLog: Sendable {
-    private let entries = Locked<[(upload: String, index: Int, digest: String)]>([])
+    private let entries = Locked<[(upload: String, index: Int, digest: String, tag: [UInt8])]>([])
     private let begins = Locked(0)
-    var all: [(upload: String, index: Int, digest: String)] { entries.withLock { $0 } }
+    var all: [(upload: String, index: Int, digest: String, tag: [UInt8])] { entries.withLock { $0 } }
     var uploadsBegun: Int { begins.withLock { $0 } }
     func record(_ upload: String, _ index: Int, _ body: [UInt8]) {
         let digest = "\(body.count) \(Data(body).hashValue)"  // within one run
-        entries.withLock { $0.append((upload, index, digest)) }
+        entries.withLock { $0.append((upload, index, digest, Array(body.suffix(16)))) }
     }
     func begun() { begins.withLock { $0 += 1 } }
 }
@@ -112,7 +112,16 @@ func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent()
     let journal = story.path("laptop") + "/transfers/" + (try #require(journals(story).first))
     var bytes = try #require(FileManager.default.contents(atPath: journal))
     let header = try #require(bytes.firstIndex(of: 0x0A)) + 1
-    bytes[header + 2 * 32] ^= 1  // record 2: other content than what is read now
+    // Version 2 (docs/formats/attachment.md, "Resuming an upload"): record i is the tag of
+    // sealed chunk i, written before the chunk went out.
+    let fields = try #require(try JSONSerialization.jsonObject(with: bytes.prefix(header)) as? [String: Any])
+    #expect(fields["version"] as? Int == 2)
+    let records = Array(bytes.dropFirst(header))
+    #expect(records.count % 16 == 0 && records.count / 16 >= 2, "\(records.count) bytes of records")
+    for sent in log.all {
+        #expect(Array(records[(sent.index * 16)..<(sent.index * 16 + 16)]) == sent.tag, "record \(sent.index)")
+    }
+    bytes[header + 2 * 16] ^= 1  // record 2: other content than what is read now
     try bytes.write(to: URL(fileURLWithPath: journal))
     let sentBefore = log.all.count
     let refused = await put(story, file, log)

@@ -119,19 +119,16 @@ func streamedObjectsOfEverySizeAroundAChunkBoundaryRoundTrip(_ size: Int) throws
     }
 }
 
-/// docs/formats/attachment.md, "Resuming an upload": the journal key derives from the
-/// data key, and each record is HMAC-SHA256 of a chunk's content under it, as the
-/// independent implementation computed them.
-@Test func uploadJournalRecordsAreWhatTheIndependentImplementationComputed() throws {
+/// docs/formats/attachment.md, "Resuming an upload" (journal version 2): record i is the
+/// tag of sealed chunk i under the data key, as the independent implementation sealed it.
+@Test func uploadJournalRecordsAreTheTagsTheIndependentImplementationSealed() throws {
     struct File: Decodable {
-        struct Record: Decodable { let chunk: String, record: String }
-        let dataKey: String, journalKey: String, records: [Record]
+        struct Record: Decodable { let chunk: String, last: Bool, record: String }
+        let dataKey: String, chunkShift: UInt8, records: [Record]
     }
-    let v = try vectors.load("upload-journal-v1", as: File.self)
-    let sealer = try AttachmentSealer(resuming: try SymmetricKey(SecureBytes(copying: Hex.decode(v.dataKey))), chunkShift: 20)
-    let journalKey = try sealer.journalKey()
-    #expect(journalKey.withUnsafeBytes { Hex.encode(Array($0)) } == v.journalKey)
+    let v = try vectors.load("upload-journal-v2", as: File.self)
+    var sealer = try AttachmentSealer(resuming: try SymmetricKey(SecureBytes(copying: Hex.decode(v.dataKey))), chunkShift: v.chunkShift)
     for record in v.records {
-        #expect(Hex.encode(try HMACSHA256.authenticationCode(for: try Hex.decode(record.chunk), using: journalKey)) == record.record)
+        #expect(Hex.encode(Array(try sealer.seal(try Hex.decode(record.chunk), last: record.last).suffix(16))) == record.record)
     }
 }
