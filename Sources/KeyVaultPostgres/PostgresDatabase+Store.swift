@@ -53,11 +53,10 @@ extension PostgresKeyVaultDatabase {
     }
 
     private func append(_ account: AccountID, _ write: ChainWrite, _ db: PostgresConnection) async throws {
-        // The compare-and-swap, the link, the durable commit and the audit row: one
-        // prepared statement (``SwapLinkAudit``).
+        // The compare-and-swap, the link and the durable commit: one prepared statement (``SwapLink``).
         let link = write.link
         var swapped = false
-        for try await _ in try await db.execute(SwapLinkAudit(account: account, write: write, time: KeyVaultDatabase.now()), logger: logger) {
+        for try await _ in try await db.execute(SwapLink(account: account, link: link, expectedHead: write.expectedHead), logger: logger) {
             swapped = true
         }
         guard swapped else {
@@ -115,42 +114,37 @@ extension PostgresKeyVaultDatabase {
             try await db.query("DELETE FROM link_requests WHERE account = \(account.rawValue)", logger: logger).collect()
         }
         if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
+        try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
+                              detail: nil)
     }
 
     /// An append's compare-and-swap: the row lock makes a second writer wait for the
     /// first, then find the head moved; (account, sequence) is also the links' primary
-    /// key. In the same statement, one round trip, and only if the swap happened: the
-    /// link; the commit made durable (`synchronous_commit` on for this transaction, as
-    /// ``durableTransaction(_:)`` sets it: the WHERE evaluates it for the one row); and the
-    /// link's audit row, under the per-account audit lock taken after the swap and before
-    /// the row's id is drawn (as ``insertAudit(_:account:event:device:sequence:detail:)``).
+    /// key. In the same statement, one round trip, and only if the swap happened: the link,
+    /// and the commit made durable (`synchronous_commit` on for this transaction, as
+    /// ``durableTransaction(_:)`` sets it: the WHERE evaluates it for the one row). The
+    /// link's audit row comes last in the append, as in every write: its lock after the
+    /// rows the write touches (``insertAudit(_:account:event:device:sequence:detail:)``).
     /// Prepared, as the request path's reads: PostgreSQL plans it once per connection.
-    struct SwapLinkAudit: PostgresPreparedStatement {
-        static let name = "keyvault_swap_link_audit"
+    struct SwapLink: PostgresPreparedStatement {
+        static let name = "keyvault_swap_link"
         static let sql = """
             WITH swapped AS (
-                UPDATE accounts SET head = $2, sequence = $3 WHERE id = $1 AND head = $4 RETURNING 1),
-            linked AS (
-                INSERT INTO links (account, sequence, hash, json) SELECT $1, $3, $2, $5 FROM swapped RETURNING 1)
-            INSERT INTO audit (account, time, event, device, sequence, detail)
-            SELECT $1, $6, $7, $8, $3, NULL
-            FROM (SELECT pg_advisory_xact_lock(hashtextextended('audit ' || $1, 0)) FROM linked
-                  WHERE set_config('synchronous_commit', 'on', true) = 'on') AS locked
+                UPDATE accounts SET head = $2, sequence = $3 WHERE id = $1 AND head = $4 RETURNING 1)
+            INSERT INTO links (account, sequence, hash, json)
+            SELECT $1, $3, $2, $5 FROM swapped WHERE set_config('synchronous_commit', 'on', true) = 'on'
             RETURNING true
             """
         typealias Row = Bool
-        let account: AccountID, write: ChainWrite, time: Int64
+        let account: AccountID, link: StoredLink, expectedHead: String
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings()
             bindings.append(account.rawValue)
-            bindings.append(write.link.hash)
-            bindings.append(Int64(write.link.sequence))
-            bindings.append(write.expectedHead)
-            try bindings.append(write.link.json)
-            bindings.append(time)
-            bindings.append(write.audit.event.rawValue)
-            bindings.append(write.audit.device)
+            bindings.append(link.hash)
+            bindings.append(Int64(link.sequence))
+            bindings.append(expectedHead)
+            try bindings.append(link.json)
             return bindings
         }
 
@@ -200,9 +194,10 @@ extension PostgresKeyVaultDatabase {
             let (sequence, head) = try row.decode((Int64, String).self)
             if let expectedHead, head != expectedHead { throw StoreError.staleChain(currentHead: head) }
             try await db.query("DELETE FROM accounts WHERE id = \(account.rawValue)", logger: logger)
-            try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)
-            // Its uploads in flight through a sharer's relay, in the sharer's account.
+            // Its uploads in flight through a sharer's relay, in the sharer's account (before the
+            // share boxes naming it: the order a sharer's reset or member removal takes them in).
             try await db.query("DELETE FROM attachment_uploads WHERE started_by = \(account.rawValue) AND NOT complete", logger: logger)
+            try await db.query("DELETE FROM share_boxes WHERE grantee = \(account.rawValue)", logger: logger)
             try await db.query("""
                 INSERT INTO deleted_accounts (id, sequence, head, device, deleted)
                 VALUES (\(account.rawValue), \(sequence), \(head), \(device?.rawValue), \(KeyVaultDatabase.now()))
@@ -522,17 +517,43 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    /// An audit row, inside the caller's transaction. The per-account lock, held to commit,
+    /// An audit row, inside the caller's transaction, and its last statement: the
+    /// per-account lock it takes, held to commit, comes after every row the write locks,
+    /// in every write, so that two writes never wait for each other in a circle
+    /// (`onPostgreSQLALinkEndingAGrantNeverDeadlocksWithTheGranteesCompletion`). The lock
     /// makes ids within an account commit in order: a reader that saw id n has seen every
     /// smaller id of that account, so paging with `after` never skips an entry.
     func insertAudit(_ db: PostgresConnection, account: AccountID, event: AuditEvent, device: String?, sequence: UInt64? = nil,
                              detail: String?) async throws {
-        // One statement: the lock is taken as the row is made, before its id is drawn.
-        try await db.query("""
+        let row = AuditRow(account: account.rawValue, time: KeyVaultDatabase.now(), event: event.rawValue, device: device,
+                           sequence: sequence.map(Int64.init), detail: detail)
+        for try await _ in try await db.execute(row, logger: logger) {}
+    }
+
+    /// One statement: the lock is taken as the row is made, before its id is drawn.
+    /// Prepared (every audited write makes one); the casts fix the types a first NULL would not.
+    struct AuditRow: PostgresPreparedStatement {
+        static let name = "keyvault_audit_row"
+        static let sql = """
             INSERT INTO audit (account, time, event, device, sequence, detail)
-            SELECT \(account.rawValue), \(KeyVaultDatabase.now()), \(event.rawValue), \(device), \(sequence.map(Int64.init)), \(detail)
-            FROM (SELECT pg_advisory_xact_lock(hashtextextended(\("audit " + account.rawValue), 0))) AS locked
-            """, logger: logger)
+            SELECT $1::TEXT, $2::BIGINT, $3::TEXT, $4::TEXT, $5::BIGINT, $6::TEXT
+            FROM (SELECT pg_advisory_xact_lock(hashtextextended('audit ' || $1::TEXT, 0))) AS locked
+            """
+        typealias Row = Void
+        let account: String, time: Int64, event: String, device: String?, sequence: Int64?, detail: String?
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(account)
+            bindings.append(time)
+            bindings.append(event)
+            bindings.append(device)
+            bindings.append(sequence)
+            bindings.append(detail)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
     }
 
     private func insert(_ link: StoredLink, account: AccountID, _ db: PostgresConnection) async throws {

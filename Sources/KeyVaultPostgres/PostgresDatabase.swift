@@ -320,9 +320,13 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
         // As SQLite's v12: the head a deleted account had, and the device that deleted it.
         ("v8 deleted accounts", ["CREATE TABLE deleted_accounts (id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, head TEXT NOT NULL, device TEXT, deleted BIGINT NOT NULL)"]),
         // As SQLite's v13: the account whose device began an upload (itself, or a grantee through the relay).
-        // A replica not upgraded yet inserts no starter: the trigger makes it the account.
         ("v9 upload starters", ["ALTER TABLE attachment_uploads ADD COLUMN started_by TEXT NOT NULL DEFAULT ''",
-                                "UPDATE attachment_uploads SET started_by = account",
+                                "UPDATE attachment_uploads SET started_by = account"]),
+        // A replica not upgraded yet inserts no starter: the trigger makes it the account
+        // (and those it inserted before this migration are the account's too). The index:
+        // a deleted account's uploads in flight in other accounts go with it.
+        ("v10 upload starters of older replicas", [
+                                "UPDATE attachment_uploads SET started_by = account WHERE started_by = ''",
                                 "CREATE INDEX attachment_uploads_unfinished_by_starter ON attachment_uploads (started_by) WHERE NOT complete",
                                 """
                                 CREATE FUNCTION keyvault_upload_starter() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -111,6 +111,18 @@ extension PostgresKeyVaultDatabase {
 }
 
 extension PostgresKeyVaultDatabase {
+    /// For the lock-order test: in a transaction of its own, locks upload `upload`'s row
+    /// (as a completion does), runs `during` (which starts writes that may wait for that
+    /// row), then takes `account`'s audit lock (as the completion's audit row does) and
+    /// commits. A write that took the audit lock before that row deadlocks with it.
+    package func lockingUploadRowThenAudit(_ upload: String, account: AccountID, during: () async throws -> Void) async throws {
+        try await transaction { db in
+            _ = try await db.query("SELECT 1 FROM attachment_uploads WHERE upload = \(upload) FOR UPDATE", logger: logger).collect()
+            try await during()
+            try await insertAudit(db, account: account, event: .attachmentPut, device: nil, detail: "lock order")
+        }
+    }
+
     /// For the lock tests: runs `body` while a transaction of its own holds device `id`'s row
     /// (`FOR UPDATE`, as a revocation or a deletion in progress does).
     package func holdingDeviceRow<T: Sendable>(_ id: DeviceID, _ body: () async throws -> T) async throws -> T {

@@ -141,9 +141,10 @@ extension KeyVaultDatabase {
             let sequence: Int64 = row["sequence"], head: String = row["head"]
             if let expectedHead, head != expectedHead { throw StoreError.staleChain(currentHead: head) }
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account.rawValue])
-            try db.execute(sql: "DELETE FROM share_boxes WHERE grantee = ?", arguments: [account.rawValue])
-            // Its uploads in flight through a sharer's relay, in the sharer's account.
+            // Its uploads in flight through a sharer's relay, in the sharer's account (before the
+            // share boxes naming it: the order a sharer's reset takes them in).
             try db.execute(sql: "DELETE FROM attachment_uploads WHERE started_by = ? AND complete = 0", arguments: [account.rawValue])
+            try db.execute(sql: "DELETE FROM share_boxes WHERE grantee = ?", arguments: [account.rawValue])
             try db.execute(sql: "INSERT OR REPLACE INTO deleted_accounts (id, sequence, head, device, deleted) VALUES (?, ?, ?, ?, ?)",
                            arguments: [account.rawValue, sequence, head, device?.rawValue, Self.now()])
         }

@@ -230,6 +230,8 @@ extension KeyVaultDatabase {
             // uploading through the relay. An upload is its starter's alone.
             try db.execute(sql: "ALTER TABLE attachment_uploads ADD COLUMN started_by TEXT NOT NULL DEFAULT ''")
             try db.execute(sql: "UPDATE attachment_uploads SET started_by = account")
+        }
+        migrator.registerMigration("v14 unfinished uploads by starter") { db in
             // A deleted account's uploads in flight in other accounts go with it.
             try db.execute(sql: "CREATE INDEX attachment_uploads_unfinished_by_starter ON attachment_uploads (started_by) WHERE complete = 0")
         }

@@ -202,3 +202,26 @@ func onPostgreSQLAnUploadAnOlderReplicaBeganIsTheAccountsOwn() async throws {
         #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.o", upload: hex(900), startedBy: account) != nil)
     }
 }
+
+/// The audit lock comes last in every write, after the rows it touches: a link that ends
+/// a grant (deleting the grantee's upload row) while the grantee's completion holds that
+/// row and then takes the audit lock waits for it, and never deadlocks with it.
+@Test(.enabled(if: Backend.all.contains(where: \.isShared), "needs KEYVAULT_TEST_DATABASE_URL"))
+func onPostgreSQLALinkEndingAGrantNeverDeadlocksWithTheGranteesCompletion() async throws {
+    guard case .postgres(let url)? = Backend.all.first(where: \.isShared) else { return }
+    try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
+        try await createAccount(database)
+        let grantee = AccountID(unchecked: hex(81))
+        try await database.beginUpload(account, member: member, address: "ca1.1.l", upload: hex(810), startedBy: grantee, key: Data([7]),
+                                       chunkShift: 10, size: 10, chunks: 1)
+        var revoke = ChainWrite(link: StoredLink(sequence: 1, hash: "h1", json: Data("{}".utf8)), expectedHead: "h0",
+                                audit: (.link(.shareRevoke), phone.id.rawValue))
+        revoke.endedGrants = [(member, grantee)]
+        let append = Task { try await database.append(account, revoke) }
+        try await database.lockingUploadRowThenAudit(hex(810), account: account) {
+            try await Task.sleep(for: .milliseconds(300))  // the append is under way, waiting for the row
+        }
+        try await append.value
+        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.l", upload: hex(810), startedBy: grantee) == nil)
+    }
+}
