@@ -140,6 +140,28 @@ func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent()
     #expect(sent.values.allSatisfy { Set($0.map(\.digest)).count == 1 })
 }
 
+/// A journal of version 1 (an older build's: HMAC records) is not resumed: the upload
+/// starts afresh under a new data key, once, and completes.
+@Test(.timeLimit(.minutes(10)))
+func anUploadJournalOfVersionOneIsNotResumed() async throws {
+    let story = try Story("resume-v1")
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+    let file = story.path("scan.bin")
+    try Data((0..<(3 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 5 &+ 1) }).write(to: URL(fileURLWithPath: file))
+    let log = ChunkLog()
+    #expect(await put(story, file, log, cutAt: 2).code != 0)
+    let journal = story.path("laptop") + "/transfers/" + (try #require(journals(story).first))
+    var bytes = try #require(FileManager.default.contents(atPath: journal))
+    let version = try #require(bytes.range(of: Data(#""version":2"#.utf8)))
+    bytes[version.upperBound - 1] = UInt8(ascii: "1")
+    try bytes.write(to: URL(fileURLWithPath: journal))
+    let answered = await put(story, file, log)
+    #expect(answered.code == 0, "\(answered.err)")
+    #expect(log.uploadsBegun == 2, "a version 1 journal was resumed")
+    #expect(journals(story).isEmpty)
+}
+
 /// The real transport, failing the GET of chunk `cutAt` and logging which chunks were fetched.
 private struct CuttingReads: HTTPTransport {
     let inner: any HTTPTransport
