@@ -14,10 +14,12 @@ extension PostgresKeyVaultDatabase {
                               recovery: RecoverySlot?) async throws {
         try await durableTransaction { db in
             try await createAccount(account, genesis: genesis, device: device, boxes: boxes, recovery: recovery, hashes: [genesis.hash], db)
+            try await insertAudit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
         }
     }
 
     /// `hashes`: of every link the account is created with (the genesis, then an import's).
+    /// Its audit row is the caller's, last (``insertAudit(_:account:event:device:sequence:detail:)``).
     private func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
                                recovery: RecoverySlot?, hashes: [String], importedBy: DeviceID? = nil, _ db: PostgresConnection) async throws {
         // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
@@ -34,12 +36,15 @@ extension PostgresKeyVaultDatabase {
         try await insert(genesis, account: account, db)
         for box in boxes { try await insert(box, account: account, db) }
         if let recovery { try await upsert(recovery, account: account, db) }
-        try await insertAudit(db, account: account, event: .link(.genesis), device: device.id.rawValue, sequence: 0, detail: nil)
     }
 
     /// Durable as every chain write, by the swap's own statement (``append(_:_:_:)``).
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
-        try await transaction { db in try await append(account, write, db) }
+        try await transaction { db in
+            try await append(account, write, db)
+            try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device,
+                                  sequence: write.link.sequence, detail: nil)
+        }
     }
 
     package func importAccount(_ account: AccountID, create: AccountGenesis?, writes: [ChainWrite]) async throws {
@@ -49,6 +54,14 @@ extension PostgresKeyVaultDatabase {
                                         hashes: [create.genesis.hash] + writes.map(\.link.hash), importedBy: create.importedBy, db)
             }
             for write in writes { try await append(account, write, db) }
+            // The audit rows last, in the chain's order: the audit lock after every row lock.
+            if let create {
+                try await insertAudit(db, account: account, event: .link(.genesis), device: create.device.id.rawValue, sequence: 0, detail: nil)
+            }
+            for write in writes {
+                try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device,
+                                      sequence: write.link.sequence, detail: nil)
+            }
         }
     }
 
@@ -93,7 +106,8 @@ extension PostgresKeyVaultDatabase {
         try await insertSharing(write, account: account, db)
         for member in write.removedMembers {
             // Chunks go with their uploads (foreign key); nothing of the member is left.
-            for table in ["member_wraps", "attachments", "attachment_uploads", "share_boxes"] {
+            // Uploads before attachments: a completion locks them in that order.
+            for table in ["member_wraps", "attachment_uploads", "attachments", "share_boxes"] {
                 try await db.query("DELETE FROM \(unescaped: table) WHERE account = \(account.rawValue) AND member = \(member.rawValue)",
                                    logger: logger).collect()
             }
@@ -114,8 +128,7 @@ extension PostgresKeyVaultDatabase {
             try await db.query("DELETE FROM link_requests WHERE account = \(account.rawValue)", logger: logger).collect()
         }
         if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
-        try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
-                              detail: nil)
+        // Its audit row is the caller's, last.
     }
 
     /// An append's compare-and-swap: the row lock makes a second writer wait for the
@@ -520,7 +533,7 @@ extension PostgresKeyVaultDatabase {
     /// An audit row, inside the caller's transaction, and its last statement: the
     /// per-account lock it takes, held to commit, comes after every row the write locks,
     /// in every write, so that two writes never wait for each other in a circle
-    /// (`onPostgreSQLALinkEndingAGrantNeverDeadlocksWithTheGranteesCompletion`). The lock
+    /// (`onPostgreSQLNoChainWriteDeadlocksWithACompletion`). The lock
     /// makes ids within an account commit in order: a reader that saw id n has seen every
     /// smaller id of that account, so paging with `after` never skips an entry.
     func insertAudit(_ db: PostgresConnection, account: AccountID, event: AuditEvent, device: String?, sequence: UInt64? = nil,

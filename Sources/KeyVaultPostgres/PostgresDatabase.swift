@@ -324,17 +324,19 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
                                 "UPDATE attachment_uploads SET started_by = account"]),
         // A replica not upgraded yet inserts no starter: the trigger makes it the account
         // (and those it inserted before this migration are the account's too). The index:
-        // a deleted account's uploads in flight in other accounts go with it.
+        // a deleted account's uploads in flight in other accounts go with it. Idempotent: a
+        // database of a build of the same day may have them from its v9.
         ("v10 upload starters of older replicas", [
                                 "UPDATE attachment_uploads SET started_by = account WHERE started_by = ''",
-                                "CREATE INDEX attachment_uploads_unfinished_by_starter ON attachment_uploads (started_by) WHERE NOT complete",
+                                "CREATE INDEX IF NOT EXISTS attachment_uploads_unfinished_by_starter ON attachment_uploads (started_by) WHERE NOT complete",
                                 """
-                                CREATE FUNCTION keyvault_upload_starter() RETURNS trigger LANGUAGE plpgsql AS $$
+                                CREATE OR REPLACE FUNCTION keyvault_upload_starter() RETURNS trigger LANGUAGE plpgsql AS $$
                                 BEGIN
                                     IF NEW.started_by = '' THEN NEW.started_by := NEW.account; END IF;
                                     RETURN NEW;
                                 END $$
                                 """,
+                                "DROP TRIGGER IF EXISTS keyvault_upload_starter ON attachment_uploads",
                                 """
                                 CREATE TRIGGER keyvault_upload_starter BEFORE INSERT ON attachment_uploads
                                 FOR EACH ROW EXECUTE FUNCTION keyvault_upload_starter()

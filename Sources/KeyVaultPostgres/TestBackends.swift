@@ -111,14 +111,19 @@ extension PostgresKeyVaultDatabase {
 }
 
 extension PostgresKeyVaultDatabase {
-    /// For the lock-order test: in a transaction of its own, locks upload `upload`'s row
-    /// (as a completion does), runs `during` (which starts writes that may wait for that
-    /// row), then takes `account`'s audit lock (as the completion's audit row does) and
-    /// commits. A write that took the audit lock before that row deadlocks with it.
-    package func lockingUploadRowThenAudit(_ upload: String, account: AccountID, during: () async throws -> Void) async throws {
+    /// For the lock-order tests: takes the locks a completion of upload `upload` takes, in
+    /// its order, in a transaction of its own: the upload's row; then, after `during` (which
+    /// starts writes that may wait for that row), the row of the attachment at `address`
+    /// (when one is there) and `account`'s audit lock. A write that takes either of those
+    /// before the upload's row deadlocks with it.
+    package func completingUpload(_ upload: String, account: AccountID, member: MemberID, address: String,
+                                  during: () async throws -> Void) async throws {
         try await transaction { db in
             _ = try await db.query("SELECT 1 FROM attachment_uploads WHERE upload = \(upload) FOR UPDATE", logger: logger).collect()
             try await during()
+            _ = try await db.query("""
+                SELECT 1 FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) FOR UPDATE
+                """, logger: logger).collect()
             try await insertAudit(db, account: account, event: .attachmentPut, device: nil, detail: "lock order")
         }
     }

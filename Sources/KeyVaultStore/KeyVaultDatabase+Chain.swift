@@ -94,7 +94,8 @@ extension KeyVaultDatabase {
         try Self.insertSharing(write, account: account, db)
         for member in write.removedMembers {
             // Chunks go with their uploads (foreign key); nothing of the member is left.
-            for table in ["member_wraps", "attachments", "attachment_uploads", "share_boxes"] {
+            // Uploads before attachments, in PostgreSQL's order (there, a completion locks them so).
+            for table in ["member_wraps", "attachment_uploads", "attachments", "share_boxes"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE account = ? AND member = ?", arguments: [account.rawValue, member.rawValue])
             }
         }

@@ -233,7 +233,8 @@ extension KeyVaultDatabase {
         }
         migrator.registerMigration("v14 unfinished uploads by starter") { db in
             // A deleted account's uploads in flight in other accounts go with it.
-            try db.execute(sql: "CREATE INDEX attachment_uploads_unfinished_by_starter ON attachment_uploads (started_by) WHERE complete = 0")
+            // Idempotent: a database of a build of the same day may have it from its v13.
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS attachment_uploads_unfinished_by_starter ON attachment_uploads (started_by) WHERE complete = 0")
         }
         return migrator
     }

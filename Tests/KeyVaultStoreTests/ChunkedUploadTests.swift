@@ -203,25 +203,53 @@ func onPostgreSQLAnUploadAnOlderReplicaBeganIsTheAccountsOwn() async throws {
     }
 }
 
-/// The audit lock comes last in every write, after the rows it touches: a link that ends
-/// a grant (deleting the grantee's upload row) while the grantee's completion holds that
-/// row and then takes the audit lock waits for it, and never deadlocks with it.
+/// Every write takes its row locks in one order, the upload's before the attachment's,
+/// and the audit lock last: a write never deadlocks with a completion, which takes them
+/// in that order. Three writes that once broke it, each racing a completion of an upload
+/// that holds its row: a link ending the grant of the upload's grantee; an import of two
+/// links whose second ends it (the audit lock of the first link held); a link removing the
+/// member of an address already stored (its attachment row taken before the upload's).
 @Test(.enabled(if: Backend.all.contains(where: \.isShared), "needs KEYVAULT_TEST_DATABASE_URL"))
-func onPostgreSQLALinkEndingAGrantNeverDeadlocksWithTheGranteesCompletion() async throws {
+func onPostgreSQLNoChainWriteDeadlocksWithACompletion() async throws {
     guard case .postgres(let url)? = Backend.all.first(where: \.isShared) else { return }
     try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
         try await createAccount(database)
         let grantee = AccountID(unchecked: hex(81))
-        try await database.beginUpload(account, member: member, address: "ca1.1.l", upload: hex(810), startedBy: grantee, key: Data([7]),
-                                       chunkShift: 10, size: 10, chunks: 1)
-        var revoke = ChainWrite(link: StoredLink(sequence: 1, hash: "h1", json: Data("{}".utf8)), expectedHead: "h0",
-                                audit: (.link(.shareRevoke), phone.id.rawValue))
-        revoke.endedGrants = [(member, grantee)]
-        let append = Task { try await database.append(account, revoke) }
-        try await database.lockingUploadRowThenAudit(hex(810), account: account) {
-            try await Task.sleep(for: .milliseconds(300))  // the append is under way, waiting for the row
+        var head = "h0", sequence: UInt64 = 0
+        func link(_ type: LinkType) -> ChainWrite {
+            sequence += 1
+            defer { head = "h\(sequence)" }
+            return ChainWrite(link: StoredLink(sequence: sequence, hash: "h\(sequence)", json: Data("{}".utf8)), expectedHead: head,
+                              audit: (.link(type), phone.id.rawValue))
         }
-        try await append.value
-        #expect(try await database.unfinishedUpload(account, member: member, address: "ca1.1.l", upload: hex(810), startedBy: grantee) == nil)
+        func race(_ upload: String, at address: String, _ write: @escaping @Sendable () async throws -> Void) async throws {
+            let writing = Task { try await write() }
+            try await database.completingUpload(upload, account: account, member: member, address: address) {
+                try await Task.sleep(for: .milliseconds(300))  // the write is under way, waiting for the upload's row
+            }
+            try await writing.value
+        }
+        func begin(_ upload: String, at address: String, by starter: AccountID) async throws {
+            try await database.beginUpload(account, member: member, address: address, upload: upload, startedBy: starter, key: Data([7]),
+                                           chunkShift: 10, size: 10, chunks: 1)
+        }
+
+        try await begin(hex(810), at: "ca1.1.l", by: grantee)
+        var revoke = link(.shareRevoke)
+        revoke.endedGrants = [(member, grantee)]
+        try await race(hex(810), at: "ca1.1.l") { [revoke] in try await database.append(account, revoke) }
+
+        try await begin(hex(811), at: "ca1.1.m", by: grantee)
+        let first = link(.masterRotate)
+        var second = link(.shareRevoke)
+        second.endedGrants = [(member, grantee)]
+        try await race(hex(811), at: "ca1.1.m") { [first, second] in try await database.importAccount(account, create: nil, writes: [first, second]) }
+
+        _ = try await database.putAttachment(account, member: member, address: "ca1.1.n", key: Data([1]), data: Data([2]), device: phone.id)
+        try await begin(hex(812), at: "ca1.1.n", by: account)
+        var remove = link(.memberRemove)
+        remove.removedMembers = [member]
+        try await race(hex(812), at: "ca1.1.n") { [remove] in try await database.append(account, remove) }
+        #expect(try await database.attachments(account, member: member).isEmpty)
     }
 }
