@@ -115,10 +115,12 @@ extension Vault {
             // In chunks when the server takes them (it says its limits), a shared member's
             // through its sharer's relay: a bounded amount of memory on both sides, whatever
             // the size. A relay that takes no chunks (an older server) takes it whole.
-            let limits = try await api.attachmentLimits()
-            let inChunks = limits.map { member.sharer == nil || $0.shared != nil } ?? false
-            if let limits, case let limit = member.sharer == nil ? limits.any : limits.shared ?? limits.whole,
-               AttachmentObject.streamedSize(ofContent: size) > limit {
+            let (inChunks, limit): (Bool, Int?) = switch (try await api.attachmentLimits(), member.sharer) {
+            case (nil, _): (false, nil)
+            case (let limits?, nil): (true, limits.any)
+            case (let limits?, _?): (limits.shared != nil, limits.shared ?? limits.whole)
+            }
+            if let limit, AttachmentObject.streamedSize(ofContent: size) > limit {
                 throw KeyVaultError(.payloadTooLarge, "\(what) is \(Vault.sizeText(size)), and this server takes attachments of up to about \(Vault.sizeText(limit))\(inChunks ? "" : " shared this way"): nothing was read or sent",
                                     kind: .rejected)
             }

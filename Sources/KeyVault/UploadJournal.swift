@@ -18,7 +18,8 @@ import KeyVaultCrypto
 /// content, so a resumption seals each chunk and compares before anything leaves. The
 /// key part is the server's ciphertext already (the data key wrapped for the member);
 /// the records are tags (the server holds those of the chunks it was sent), and say
-/// nothing about the file to anyone without the member's key. A journal of version 1 (HMAC records) is not resumed.
+/// nothing about the file to anyone without the member's key. A journal of version 1
+/// (HMAC records) is not resumed.
 final class UploadJournal {
     struct Header: Codable, Equatable {
         var version = 2

@@ -42,8 +42,7 @@ extension PostgresKeyVaultDatabase {
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
         try await transaction { db in
             try await append(account, write, db)
-            try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device,
-                                  sequence: write.link.sequence, detail: nil)
+            try await insertAudit(db, account: account, of: write)
         }
     }
 
@@ -58,10 +57,7 @@ extension PostgresKeyVaultDatabase {
             if let create {
                 try await insertAudit(db, account: account, event: .link(.genesis), device: create.device.id.rawValue, sequence: 0, detail: nil)
             }
-            for write in writes {
-                try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device,
-                                      sequence: write.link.sequence, detail: nil)
-            }
+            for write in writes { try await insertAudit(db, account: account, of: write) }
         }
     }
 
@@ -541,6 +537,12 @@ extension PostgresKeyVaultDatabase {
         let row = AuditRow(account: account.rawValue, time: KeyVaultDatabase.now(), event: event.rawValue, device: device,
                            sequence: sequence.map(Int64.init), detail: detail)
         for try await _ in try await db.execute(row, logger: logger) {}
+    }
+
+    /// The audit row of a chain write's link.
+    private func insertAudit(_ db: PostgresConnection, account: AccountID, of write: ChainWrite) async throws {
+        try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
+                              detail: nil)
     }
 
     /// One statement: the lock is taken as the row is made, before its id is drawn.

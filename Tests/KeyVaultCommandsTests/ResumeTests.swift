@@ -55,6 +55,12 @@ private func put(_ story: Story, _ file: String, _ log: ChunkLog, cutAt: Int? = 
     }) { await runKeyctl(arguments, terminal: true) }
 }
 
+/// The laptop's account, with member Emma, whose attachments these tests put and get.
+private func laptopWithEmma(_ story: Story) throws {
+    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try story.run(["member", "add", "Emma"], "laptop")
+}
+
 private func journals(_ story: Story) -> [String] {
     (try? FileManager.default.contentsOfDirectory(atPath: story.path("laptop") + "/transfers")) ?? []
 }
@@ -65,8 +71,7 @@ private func journals(_ story: Story) -> [String] {
 @Test(.timeLimit(.minutes(10)))
 func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOtherContent() async throws {
     let story = try Story("resume-upload")
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    try laptopWithEmma(story)
     let content = Data((0..<(5 << 20) + 1000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) })
     let file = story.path("scan.bin")
     try content.write(to: URL(fileURLWithPath: file))
@@ -100,8 +105,7 @@ func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOt
 @Test(.timeLimit(.minutes(10)))
 func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent() async throws {
     let story = try Story("resume-refused")
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    try laptopWithEmma(story)
     let content = Data((0..<(8 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
     let file = story.path("scan.bin")
     try content.write(to: URL(fileURLWithPath: file))
@@ -145,8 +149,7 @@ func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent()
 @Test(.timeLimit(.minutes(10)))
 func anUploadJournalOfVersionOneIsNotResumed() async throws {
     let story = try Story("resume-v1")
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    try laptopWithEmma(story)
     let file = story.path("scan.bin")
     try Data((0..<(3 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 5 &+ 1) }).write(to: URL(fileURLWithPath: file))
     let log = ChunkLog()
@@ -183,8 +186,7 @@ private struct CuttingReads: HTTPTransport {
 @Test(.timeLimit(.minutes(10)))
 func aDownloadCutOffGoesOnAfterTheChunksItHasAndChecksThemWithTheRest() async throws {
     let story = try Story("resume-download")
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    try laptopWithEmma(story)
     let content = Data((0..<(3 << 20) + 77).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) })
     try content.write(to: URL(fileURLWithPath: story.path("scan.bin")))
     let address = try #require(try story.run(["attachment", "put", "--member", "Emma", story.path("scan.bin")], "laptop")["address"] as? String)
@@ -240,8 +242,7 @@ private struct SlowChunks: HTTPTransport {
 @Test(.timeLimit(.minutes(10)))
 func aCancelledPutStopsSendingChunks() async throws {
     let story = try Story("cancel-put")
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    try laptopWithEmma(story)
     let file = story.path("scan.bin")
     try Data((0..<(9 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 5 &+ $0 >> 13) }).write(to: URL(fileURLWithPath: file))
     let puts = Locked(0)

@@ -27,8 +27,7 @@ func contentAddressMatchesIndependentImplementation(_ v: ContentAddressFile.Vect
     let large = try vectors.load("content-address-v1", as: ContentAddressFile.self).large
     let content = (0..<large.length).map { UInt8(($0 * 31 + 7) % 251) }
     let directory = try TemporaryDirectory("kv-ca")
-    let path = directory.path("content")
-    try Data(content).write(to: URL(fileURLWithPath: path))
+    let path = try directory.file("content", holding: content)
     let cak = try ContentAddressKey(memberKey: key(large.memberKey), generation: large.generation)
     var reports = [UInt64]()
     let address = try cak.address(ofFileAt: path) { reports.append($0) }
@@ -66,8 +65,7 @@ func contentAddressParserRefuses(_ text: String) {
 @Test func readAheadOfALargeFileGivesTheSameAddressAsMemory() throws {
     let content = SystemRandom.bytes(count: 9 << 20 | 123)  // over the 4 MiB read-ahead threshold
     let directory = try TemporaryDirectory("kv-ra")
-    let path = directory.path("content")
-    try Data(content).write(to: URL(fileURLWithPath: path))
+    let path = try directory.file("content", holding: content)
     let cak = try ContentAddressKey(memberKey: SymmetricKey(), generation: 2)
     var last: UInt64 = 0
     #expect(try cak.address(ofFileAt: path) { last = $0 } == cak.address(of: content))

@@ -164,8 +164,7 @@ func sharedAlice(_ fixture: Fixture, _ parent: Vault, readOnly: Bool) async thro
 
         let directory = try TemporaryDirectory("kv-shared-stream")
         let content = SystemRandom.bytes(count: 2 << 20 | 4321)
-        let path = directory.path("birthday.mp4")
-        try Data(content).write(to: URL(fileURLWithPath: path))
+        let path = try directory.file("birthday.mp4", holding: content)
         let put = try await grandma.put(fileAt: path, member: seen)
         #expect(put.size == content.count && !put.existed)
         #expect(chunked.withLock { $0 } == ["PUT", "PUT", "PUT"], "three chunks put through the relay")

@@ -19,5 +19,11 @@ package final class TemporaryDirectory: Sendable {
     /// The path of `name` inside the directory; nothing is created.
     package func path(_ name: String) -> String { url(name).path }
 
+    /// Writes `bytes` to `name` inside the directory; returns its path.
+    package func file(_ name: String, holding bytes: [UInt8]) throws -> String {
+        try Data(bytes).write(to: url(name))
+        return path(name)
+    }
+
     deinit { try? FileManager.default.removeItem(at: url) }
 }
