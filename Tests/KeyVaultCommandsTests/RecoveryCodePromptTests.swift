@@ -18,8 +18,11 @@ private func tokens(_ text: String) -> Set<String> {
     var words = code.words
     let account = String(repeating: "ab", count: 16)
     // An unknown word (closest words would be suggested) and a valid word that breaks
-    // the checksum (replacements that make the code valid would be suggested).
-    let replacement = words[4] == "zoo" ? "abandon" : "zoo"
+    // the checksum (replacements that make the code valid would be suggested). One list
+    // word in 256 keeps the checksum: the first of these that breaks it.
+    let replacement = try #require(["zoo", "abandon", "ability", "able", "about"].first { candidate in
+        candidate != words[4] && (try? Mnemonic(phrase: (words[..<4] + [candidate] + words[5...]).joined(separator: " "))) == nil
+    })
     for (position, typo) in [(5, String(words[4].dropLast()) + "qx"), (5, replacement)] {
         words = code.words
         words[position - 1] = typo
