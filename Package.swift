@@ -129,6 +129,7 @@ let package = Package(
         .testTarget(name: "KeyVaultServerTests", dependencies: [
             "KeyVaultServer", "KeyVaultProtocol", "KeyVaultCrypto", "KeyVaultPostgres", "KeyVaultTestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ], resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultTests", dependencies: [

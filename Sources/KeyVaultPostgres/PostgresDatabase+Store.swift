@@ -508,13 +508,26 @@ extension PostgresKeyVaultDatabase {
 
     /// One transaction on a connection of the pool: committed when `body` returns,
     /// rolled back when it throws, and then its error (a ``StoreError``) is what throws.
+    ///
+    /// A transaction PostgreSQL rolled back because it lost a race for a lock (a deadlock's
+    /// victim, a serialization failure: ``StoreContention``) kept nothing, and runs again
+    /// after a short random pause, ``transactionAttempts`` times in all; then its error
+    /// throws (the server answers 503). So `body` does nothing but its statements.
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        do {
-            return try await client.withTransaction(logger: logger) { try await body($0) }
-        } catch let error as PostgresTransactionError {
-            throw error.closureError ?? error
+        for attempt in 1... {
+            do {
+                return try await client.withTransaction(logger: logger) { try await body($0) }
+            } catch let error as PostgresTransactionError {
+                guard attempt < Self.transactionAttempts, error.isContention else { throw error.closureError ?? error }
+                reruns.add()
+                logger.notice("a transaction lost a race for a lock and runs again", metadata: ["error": .string(Self.describe(error))])
+                try await Task.sleep(for: .milliseconds(Int.random(in: 5...20) * attempt))
+            }
         }
+        preconditionFailure("unreachable")
     }
+
+    static let transactionAttempts = 3
 
     /// A ``transaction(_:)`` whose commit waits for its WAL record to be flushed (the
     /// connections' default is not to: see `startupParameters`): the chain writes, which a

@@ -23,6 +23,8 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     let logger: Logger
     /// When this process last swept each table of expired rows.
     let sweeps = SweepClock()
+    /// Transactions run again since start because they lost a race for a lock (``transaction(_:)``).
+    let reruns = SharedCount()
     /// Concurrent requests' nonces, and their reads of their boxes, sent together.
     let nonceBatches: StatementBatches<NonceBatches.Request, [String], NonceBatches.Answer>
     let boxBatches: StatementBatches<RecipientBoxes.Request, [String], [Data]>
@@ -494,6 +496,13 @@ extension PostgresURL {
     }
 }
 
+/// A count the copies of a store value share.
+final class SharedCount: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
+
 /// Amortised sweeps of expired rows: at most one a minute per table and process, not
 /// one per request (expired rows are refused by their timestamps before they are looked up).
 final class SweepClock: Sendable {
@@ -507,5 +516,20 @@ final class SweepClock: Sendable {
             last[table] = time
             return true
         }
+    }
+}
+
+/// PostgreSQL's refusals of a transaction that lost a race for a lock: a deadlock's victim
+/// (`40P01`), a serialization failure (`40001`), a lock not available (`55P03`).
+extension PSQLError: StoreContention {
+    package var isContention: Bool {
+        guard let state = serverInfo?[.sqlState] else { return false }
+        return ["40001", "40P01", "55P03"].contains(state)
+    }
+}
+
+extension PostgresTransactionError: StoreContention {
+    package var isContention: Bool {
+        ((closureError ?? commitError ?? beginError) as? any StoreContention)?.isContention ?? false
     }
 }

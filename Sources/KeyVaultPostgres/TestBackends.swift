@@ -137,3 +137,28 @@ extension PostgresKeyVaultDatabase {
         }
     }
 }
+
+extension PostgresKeyVaultDatabase {
+    /// For the lock-order tests (a transaction run again would hide a deadlock) and the
+    /// contention tests: how many transactions ran again after losing a race for a lock.
+    package var transactionsRunAgain: Int { reruns.value }
+
+    /// For the contention tests: the next `times` inserts into `table` fail as PostgreSQL
+    /// fails the victim of a deadlock (`40P01`) or a transaction it could not serialize
+    /// (`40001`), rolling back their transaction. (A sequence counts them: it is not
+    /// rolled back with the transaction.)
+    package func failingInserts(into table: String, sqlState: String, times: Int) async throws {
+        try await client.query("CREATE SEQUENCE contention_count", logger: logger)
+        try await client.query("""
+            CREATE FUNCTION contention() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF nextval('contention_count') <= \(unescaped: String(times)) THEN
+                    RAISE EXCEPTION 'contention injected by a test' USING ERRCODE = '\(unescaped: sqlState)';
+                END IF;
+                RETURN NEW;
+            END $$
+            """, logger: logger)
+        try await client.query("CREATE TRIGGER contention BEFORE INSERT ON \(unescaped: table) FOR EACH ROW EXECUTE FUNCTION contention()",
+                               logger: logger)
+    }
+}

@@ -21,16 +21,19 @@ package struct KeyVaultDatabase: KeyVaultRepository {
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
     ///
-    /// - Parameter syncChainWrites: sync the chain writes' commits (`synchronous = FULL`);
-    ///   false only to measure what that costs (keyvault-bench chain-appends).
-    package static func open(path: String, syncChainWrites: Bool = true) throws -> KeyVaultDatabase {
+    /// - Parameters:
+    ///   - syncChainWrites: sync the chain writes' commits (`synchronous = FULL`);
+    ///     false only to measure what that costs (keyvault-bench chain-appends).
+    ///   - busyTimeout: how long a write waits for another process's write to the file
+    ///     before it is refused (``StoreContention``); shorter only in tests.
+    package static func open(path: String, syncChainWrites: Bool = true, busyTimeout: TimeInterval = 5) throws -> KeyVaultDatabase {
         // A new file is its user's alone (SQLite makes its -wal and -shm files with the same mode).
         if path != ":memory:", !path.hasPrefix("file:"), !FileManager.default.fileExists(atPath: path) {
             let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd >= 0 { close(fd) }
         }
         var configuration = Configuration()
-        configuration.busyMode = .timeout(5)
+        configuration.busyMode = .timeout(busyTimeout)
         configuration.prepareDatabase { db in
             // WAL with NORMAL: a commit survives a crash of this process, and the file is
             // never corrupt; on power loss the last commits may be lost. Writes that are
@@ -41,7 +44,7 @@ package struct KeyVaultDatabase: KeyVaultRepository {
         // Not opened read-only: a read-only connection that closes last cannot checkpoint
         // and remove the WAL, and a cleanly stopped server leaves only its database file.
         var pointConfiguration = Configuration()
-        pointConfiguration.busyMode = .timeout(5)
+        pointConfiguration.busyMode = .timeout(busyTimeout)
         var database = try KeyVaultDatabase(writer: pool, pointReader: { try DatabaseQueue(path: path, configuration: pointConfiguration) })
         database.syncChainWrites = syncChainWrites
         return database
@@ -92,4 +95,9 @@ package struct KeyVaultDatabase: KeyVaultRepository {
     package func rowCount(of table: String) async throws -> Int {
         try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier)") ?? 0 }
     }
+}
+
+extension DatabaseError: StoreContention {
+    /// Busy: another connection (another process) held the write lock past the busy timeout.
+    package var isContention: Bool { resultCode == .SQLITE_BUSY || resultCode == .SQLITE_LOCKED }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultStore
 
@@ -45,6 +46,13 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case .linkRequestOutOfTurn: APIError(.linkRequestOutOfTurn, "this link request is not at that step (already answered, not answered yet, or not revealed yet)")
             }
             context.logger.info("refused", metadata: refusal(api.code.rawValue, request, context))
+            throw api
+        } catch let error as any StoreContention where error.isContention {
+            // Lost a race for a lock (PostgreSQL ran it again already): nothing was changed.
+            context.logger.notice("refused", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
+                .merging(["type": .string(String(describing: type(of: error)))]) { a, _ in a })
+            var api = APIError(.unavailable, "other writes held what this request needed, and it changed nothing: send it again")
+            api.headers[.retryAfter] = "1"
             throw api
         } catch is DecodingError {
             throw APIError.badRequest("the JSON body does not have the expected fields and types")

@@ -1,0 +1,90 @@
+import Foundation
+import GRDB
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import KeyVaultCrypto
+import KeyVaultModel
+import KeyVaultPostgres
+import KeyVaultProtocol
+import KeyVaultStore
+import KeyVaultTestSupport
+import Testing
+@testable import KeyVaultServer
+
+// A write that loses a race for a lock (PostgreSQL chose it as a deadlock's victim, or
+// could not serialize it; SQLite waited out its busy timeout for another process's write)
+// changed nothing. It is never a 500: PostgreSQL's transaction is run again, and what
+// still loses is 503 `unavailable` with Retry-After, which the client may send again.
+
+/// Puts a small attachment of a new member of a new account; returns the answer and the listing's URI.
+private func putAttachment(_ client: some TestClientProtocol, _ phone: TestDevice,
+                           before: () async throws -> Void) async throws -> (TestResponse, String) {
+    var state = try await client.createAccount(phone)
+    let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+    try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"])))
+    let base = "/v1/accounts/\(state.account)/members/\(member)/attachments"
+    let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
+    let content = try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1,
+                                    context: EnvelopeContext(purpose: "attachment-content")).bytes
+    try await before()
+    let uri = base + "/ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
+    return (try await client.signed(phone, .put, uri, body: AttachmentObject(key: key, content: content).bytes), base)
+}
+
+private func listed(_ client: some TestClientProtocol, _ phone: TestDevice, _ base: String) async throws -> Int {
+    try decode([String: [AttachmentInfo]].self, try await client.signed(phone, .get, base))["attachments"]?.count ?? -1
+}
+
+private func expectUnavailable(_ response: TestResponse) {
+    #expect(response.status == .serviceUnavailable, "\(response.status)")
+    #expect(errorCode(response) == "unavailable")
+    #expect(response.headers[.retryAfter] != nil)
+}
+
+@Test func onPostgreSQLATransactionThatLosesALockRaceIsRunAgainAndOneThatKeepsLosingIsAnswered503() async throws {
+    guard case .postgres(let url)? = StoreBackend.all.first(where: \.isShared) else { return }
+    // Lost once (a deadlock's victim): run again, stored once, audited once.
+    try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
+        try await buildApplication(testConfiguration { _ in }, database: database, logger: testLogger).test(.router) { client in
+            let phone = TestDevice("phone")
+            let (response, base) = try await putAttachment(client, phone) {
+                try await database.failingInserts(into: "audit", sqlState: "40P01", times: 1)
+            }
+            #expect(response.status == .created, "\(response.status)")
+            #expect(try await listed(client, phone, base) == 1)
+            #expect(database.transactionsRunAgain == 1)
+        }
+    }
+    // Lost every time (serialization failures): 503 with Retry-After, nothing stored.
+    try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
+        try await buildApplication(testConfiguration { _ in }, database: database, logger: testLogger).test(.router) { client in
+            let phone = TestDevice("phone")
+            let (response, base) = try await putAttachment(client, phone) {
+                try await database.failingInserts(into: "audit", sqlState: "40001", times: 1_000)
+            }
+            expectUnavailable(response)
+            #expect(try await listed(client, phone, base) == 0)
+        }
+    }
+}
+
+@Test func aSQLiteWriteThatWaitsOutItsBusyTimeoutIsAnswered503AndChangesNothing() async throws {
+    let directory = try TemporaryDirectory("contention")
+    let path = directory.path("kv.sqlite")
+    let database = try KeyVaultDatabase.open(path: path, busyTimeout: 0.2)
+    try await buildApplication(testConfiguration { _ in }, database: database, logger: testLogger).test(.router) { client in
+        let phone = TestDevice("phone")
+        // Another process holds the database's write lock (an operator's sqlite3, say).
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let other = try DatabaseQueue(path: path, configuration: configuration)
+        let (response, base) = try await putAttachment(client, phone) {
+            try await other.write { _ in }
+            try other.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        }
+        expectUnavailable(response)
+        try other.inDatabase { try $0.execute(sql: "ROLLBACK") }
+        #expect(try await listed(client, phone, base) == 0)
+    }
+}
