@@ -17,13 +17,15 @@ import KeyVaultStore
 /// - **Last seen.** The same statement sets the last-seen time of each active device that
 ///   took a fresh nonce, when it is more than a minute old (as `touch`): never for a replay
 ///   or a revoked device.
+/// - **The head.** Each device comes with its account's head in that snapshot: the key under
+///   which the request may read the replica's copy of its boxes (``BoxCopies``).
 ///
 /// And it never waits for a lock it could deadlock on: the nonces are inserted in one order,
 /// (device, nonce), on every replica, and a device row another transaction holds (a
 /// revocation, a deletion) is not touched this time (`SKIP LOCKED`: the request's own touch
 /// then goes as before, after it).
 enum NonceBatches {
-    typealias Answer = (fresh: Bool, device: StoredDevice?)
+    typealias Answer = (fresh: Bool, device: StoredDevice?, head: HeadSeen?)
 
     struct Request: Sendable {
         /// `now`: when the request was let in, its device's last-seen time if it is touched.
@@ -32,7 +34,7 @@ enum NonceBatches {
 
     /// A second request with a (device, nonce) pair in one batch is a replay.
     static func make(client: PostgresClient, logger: Logger) -> StatementBatches<Request, [String], Answer> {
-        StatementBatches(key: { [$0.device, $0.nonce] }, repeated: { (false, $0.device) },
+        StatementBatches(key: { [$0.device, $0.nonce] }, repeated: { (false, $0.device, $0.head) },
                          send: { try await use($0, client: client, logger: logger) })
     }
 
@@ -40,12 +42,13 @@ enum NonceBatches {
     /// statement and so one snapshot. A request whose device does not exist is not fresh. A
     /// device touched is returned with its new last-seen time.
     private static func use(_ requests: [Request], client: PostgresClient, logger: Logger) async throws -> [Answer] {
-        var answers = [Answer](repeating: (false, nil), count: requests.count)
-        for try await (position, fresh, id, account, name, signingKey, boxKey, added, revoked, lastSeen)
+        var answers = [Answer](repeating: (false, nil, nil), count: requests.count)
+        for try await (position, fresh, id, account, name, signingKey, boxKey, added, revoked, lastSeen, sequence, head)
             in try await client.execute(NoncesReadingDevices(requests), logger: logger) {
             let index = try StatementBatches<Request, [String], Answer>.index(position, among: requests.count)
             if let id, let account, let name, let signingKey, let boxKey, let added {
-                answers[index] = (fresh, PostgresKeyVaultDatabase.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)))
+                answers[index] = (fresh, PostgresKeyVaultDatabase.device((id, account, name, signingKey, boxKey, added, revoked, lastSeen)),
+                                  HeadSeen(sequence, head))
             }
         }
         return answers
@@ -68,10 +71,11 @@ enum NonceBatches {
                 RETURNING id)
             SELECT input.position, EXISTS (SELECT 1 FROM used WHERE used.device = input.device AND used.nonce = input.nonce),
                    d.id, d.account, d.name, d.signing_key, d.box_key, d.added, d.revoked,
-                   CASE WHEN EXISTS (SELECT 1 FROM touched WHERE touched.id = d.id) THEN $4 ELSE d.last_seen END
-            FROM input LEFT JOIN devices d ON d.id = input.device
+                   CASE WHEN EXISTS (SELECT 1 FROM touched WHERE touched.id = d.id) THEN $4 ELSE d.last_seen END,
+                   a.sequence, a.head
+            FROM input LEFT JOIN devices d ON d.id = input.device LEFT JOIN accounts a ON a.id = d.account
             """
-        typealias Row = (Int64, Bool, String?, String?, String?, Data?, Data?, Int64?, Int64?, Int64?)
+        typealias Row = (Int64, Bool, String?, String?, String?, Data?, Data?, Int64?, Int64?, Int64?, Int64?, String?)
         let requests: [Request]
         init(_ requests: [Request]) { self.requests = requests }
 

@@ -218,8 +218,8 @@ extension PostgresKeyVaultDatabase {
     // MARK: Boxes, wraps, recovery
 
     package func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data] {
-        if let recipient, generation == nil {  // a device's (or recovery's) read of its boxes: the request path, batched
-            return try await boxBatches.use(.init(account: account.rawValue, recipient: recipient))
+        if let recipient, generation == nil {  // a device's (or recovery's) read of its boxes, batched
+            return try await boxBatches.use(.init(account: account.rawValue, recipient: recipient)).boxes
         }
         // NULL parameters match everything: one statement whatever the filters.
         let rows = try await client.query("""
@@ -302,39 +302,54 @@ extension PostgresKeyVaultDatabase {
     /// the nonces of the last moments, as SQLite's `NORMAL` may. No device when there is no
     /// such device (then the nonce is not reported fresh). The touch goes in the same statement.
     package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64, touchingAt now: Int64,
-                                       forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
+                                       forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?, head: HeadSeen?) {
         try await sweepNonces(before: forgetBefore)
         return try await nonceBatches.use(.init(device: id.rawValue, nonce: nonce, time: timestamp, now: now))
+    }
+
+    /// A device's read of its own boxes on the request path: from this replica's copy when
+    /// the copy was read at the head this request's nonce statement saw (``BoxCopies``),
+    /// else from the store, in the batch's statement, which reads the head too.
+    package func deviceBoxesJSON(_ account: AccountID, recipient: String, seen: HeadSeen?) async throws -> [Data] {
+        if let seen, let boxes = boxCopies.boxes(account.rawValue, recipient, at: seen) { return boxes }
+        let read = try await boxBatches.use(.init(account: account.rawValue, recipient: recipient))
+        if let head = read.head { boxCopies.keep(read.boxes, account.rawValue, recipient, at: head) }
+        return read.boxes
     }
 
     /// Reads of one recipient's key boxes in one account (a device's own, or `recovery`'s:
     /// ``boxesJSON(_:recipient:generation:)``), the request path's other statement, for a batch
     /// (``StatementBatches``), prepared: PostgreSQL parses and plans it once per connection.
-    /// Each box comes with the position of the read it answers. The account is in the key
-    /// and the join: `recovery` is a recipient in every account.
+    /// Each box comes with the position of the read it answers, and the account's head in the
+    /// same snapshot (no head: no such account). The account is in the key and the join:
+    /// `recovery` is a recipient in every account.
     struct RecipientBoxes: PostgresPreparedStatement {
         struct Request: Sendable {
             let account: String, recipient: String
         }
+        typealias Answer = (boxes: [Data], head: HeadSeen?)
 
         /// The same read twice in one batch gets the same boxes.
-        static func batches(client: PostgresClient, logger: Logger) -> StatementBatches<Request, [String], [Data]> {
+        static func batches(client: PostgresClient, logger: Logger) -> StatementBatches<Request, [String], Answer> {
             StatementBatches(key: { [$0.account, $0.recipient] }, repeated: { $0 }) { requests in
-                var answers = [[Data]](repeating: [], count: requests.count)
-                for try await (position, box) in try await client.execute(RecipientBoxes(requests), logger: logger) {
-                    answers[try StatementBatches<Request, [String], [Data]>.index(position, among: requests.count)].append(box)
+                var answers = [Answer](repeating: ([], nil), count: requests.count)
+                for try await (position, sequence, head, box) in try await client.execute(RecipientBoxes(requests), logger: logger) {
+                    let index = try StatementBatches<Request, [String], Answer>.index(position, among: requests.count)
+                    answers[index].head = HeadSeen(sequence, head)
+                    if let box { answers[index].boxes.append(box) }
                 }
                 return answers
             }
         }
-        static let name = "keyvault_recipient_boxes"
+        static let name = "keyvault_recipient_boxes_at_head"
         static let sql = """
-            SELECT input.position, k.json
+            SELECT input.position, a.sequence, a.head, k.json
             FROM unnest($1::TEXT[], $2::TEXT[]) WITH ORDINALITY AS input(account, recipient, position)
-            JOIN key_boxes k ON k.account = input.account AND k.recipient = input.recipient
+            LEFT JOIN accounts a ON a.id = input.account
+            LEFT JOIN key_boxes k ON k.account = input.account AND k.recipient = input.recipient
             ORDER BY input.position, k.generation
             """
-        typealias Row = (Int64, Data)
+        typealias Row = (Int64, Int64?, String?, Data?)
         let requests: [Request]
         init(_ requests: [Request]) { self.requests = requests }
 

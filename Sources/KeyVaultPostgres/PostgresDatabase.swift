@@ -27,7 +27,9 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     let reruns = SharedCount()
     /// Concurrent requests' nonces, and their reads of their boxes, sent together.
     let nonceBatches: StatementBatches<NonceBatches.Request, [String], NonceBatches.Answer>
-    let boxBatches: StatementBatches<RecipientBoxes.Request, [String], [Data]>
+    let boxBatches: StatementBatches<RecipientBoxes.Request, [String], RecipientBoxes.Answer>
+    /// This replica's copies of the boxes its devices read, each under the head it was read at.
+    let boxCopies = BoxCopies()
 
     init(client: PostgresClient, logger: Logger) {
         self.client = client
@@ -492,6 +494,33 @@ extension PostgresURL {
         switch endpoint {
         case .tcp(let host, let port): tcp(host, port)
         case .socket(let directory, let port): socket((directory.hasSuffix("/") ? directory : directory + "/") + ".s.PGSQL.\(port)")
+        }
+    }
+}
+
+/// A replica's copies of the key boxes its devices read on the request path, each kept with
+/// the head of its account it was read at, in the same statement. Boxes change only with the
+/// head (every write of them is a chain write, which moves it), so a copy is the store's
+/// answer for a request whose own nonce statement saw that very head: a rotation through any
+/// replica moves the head, and the next request reads the store again. At most `capacity`
+/// copies; past that one is dropped (any: a copy dropped is a read from the store).
+final class BoxCopies: Sendable {
+    static let capacity = 10_000
+    private let copies = Mutex<[String: (head: HeadSeen, boxes: [Data])]>([:])
+
+    private static func key(_ account: String, _ recipient: String) -> String { account + " " + recipient }
+
+    func boxes(_ account: String, _ recipient: String, at head: HeadSeen) -> [Data]? {
+        copies.withLock { copies in
+            guard let copy = copies[Self.key(account, recipient)], copy.head == head else { return nil }
+            return copy.boxes
+        }
+    }
+
+    func keep(_ boxes: [Data], _ account: String, _ recipient: String, at head: HeadSeen) {
+        copies.withLock { copies in
+            if copies.count >= Self.capacity, copies[Self.key(account, recipient)] == nil { copies.remove(at: copies.startIndex) }
+            copies[Self.key(account, recipient)] = (head, boxes)
         }
     }
 }

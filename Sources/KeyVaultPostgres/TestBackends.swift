@@ -162,3 +162,22 @@ extension PostgresKeyVaultDatabase {
                                logger: logger)
     }
 }
+
+extension PostgresKeyVaultDatabase {
+    /// For the replica tests of the store: two stores on one fresh schema, each with its own
+    /// pool and caches, as two replicas have.
+    package static func withTwoReplicas<T: Sendable>(
+        _ url: PostgresURL, _ body: (PostgresKeyVaultDatabase, PostgresKeyVaultDatabase) async throws -> T
+    ) async throws -> T {
+        try await withEmptySchema(url) { schema in
+            let first = try await connect(url, logger: quietLogger, maximumConnections: 4, schema: schema)
+            let second = try await connect(url, logger: quietLogger, maximumConnections: 4, schema: schema)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await first.run() }
+                group.addTask { await second.run() }
+                defer { group.cancelAll() }
+                return try await body(first, second)
+            }
+        }
+    }
+}

@@ -56,6 +56,11 @@ package protocol KeyVaultRepository: Sendable {
     /// ordered by generation and recipient.
     func boxesJSON(_ account: AccountID, recipient: String?, generation: UInt32?) async throws -> [Data]
 
+    /// A device's read of its own boxes, on the request path: ``boxesJSON(_:recipient:generation:)``
+    /// of every generation. `seen`: the head this request's ``useNonceReadingDevice(_:device:timestamp:touchingAt:forgetBefore:)``
+    /// saw; a store shared by replicas may answer from a copy it read at that very head.
+    func deviceBoxesJSON(_ account: AccountID, recipient: String, seen: HeadSeen?) async throws -> [Data]
+
     func wraps(_ account: AccountID, member: MemberID?) async throws -> [MemberWrap]
 
     func recoverySlot(_ account: AccountID) async throws -> RecoverySlot?
@@ -118,9 +123,10 @@ package protocol KeyVaultRepository: Sendable {
     /// can fold them (PostgreSQL), for the request path of replicas, where a revocation
     /// another process committed must be seen by the very next request. When the nonce was
     /// fresh and the device is active, `touch(_:at:)` at `now` in the same round trip: the
-    /// device returned then has `now` as its last-seen time.
+    /// device returned then has `now` as its last-seen time. `head`: its account's head in
+    /// the same snapshot, where the store reads it (PostgreSQL), for ``deviceBoxesJSON(_:recipient:seen:)``.
     func useNonceReadingDevice(_ nonce: String, device: DeviceID, timestamp: Int64, touchingAt now: Int64,
-                               forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?)
+                               forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?, head: HeadSeen?)
 
     // MARK: Single use and failure counts (recovery), shared by replicas
 
@@ -250,15 +256,19 @@ extension KeyVaultRepository {
     package var isSharedWithOtherProcesses: Bool { false }
 
     package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64, touchingAt now: Int64,
-                                       forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?) {
+                                       forgetBefore: Int64) async throws -> (fresh: Bool, device: StoredDevice?, head: HeadSeen?) {
         let fresh = try await useNonce(nonce, device: id, timestamp: timestamp, forgetBefore: forgetBefore)
-        guard var device = try await device(id) else { return (fresh, nil) }
+        guard var device = try await device(id) else { return (fresh, nil, nil) }
         if fresh, device.revoked == nil, device.isDueSeen(at: now) {
             // As the request path's own touch: a failed one costs only the time.
             try? await touch(id, at: now)
             device = try await self.device(id) ?? device
         }
-        return (fresh, device)
+        return (fresh, device, nil)
+    }
+
+    package func deviceBoxesJSON(_ account: AccountID, recipient: String, seen: HeadSeen?) async throws -> [Data] {
+        try await boxesJSON(account, recipient: recipient, generation: nil)
     }
 
     /// Deletes the account whatever its head, keeping no deleting device (the store tests).

@@ -47,6 +47,24 @@ package struct StoredLink: Sendable, Equatable {
     }
 }
 
+/// An account's chain head as one statement of a shared store saw it. The key boxes change
+/// only with the head (every write of them is a chain write), so boxes read at one head are
+/// the boxes at that head: what a replica's copy of them is kept under.
+package struct HeadSeen: Sendable, Equatable {
+    package var sequence: Int64
+    package var hash: String
+    package init(sequence: Int64, hash: String) {
+        self.sequence = sequence
+        self.hash = hash
+    }
+
+    /// Both, or no head (a statement's outer join found no account).
+    package init?(_ sequence: Int64?, _ hash: String?) {
+        guard let sequence, let hash else { return nil }
+        self.init(sequence: sequence, hash: hash)
+    }
+}
+
 /// Everything one chain append writes, in one transaction.
 package struct ChainWrite: Sendable {
     package var link: StoredLink

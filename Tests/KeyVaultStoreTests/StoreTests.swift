@@ -52,6 +52,44 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
     try await backend.withStore { try await body(StoreFixture($0)) }
 }
 
+/// Issue 21, item 5: a replica keeps a copy of the key boxes its devices read, and answers
+/// a device's read from it only when the head that request's nonce statement saw is the head
+/// the copy was read at (boxes change only with the head). A rotation through another replica
+/// is read by the next request; a read that saw no head goes to the store.
+@Test func onPostgreSQLAReplicasCopyOfADevicesBoxesAnswersOnlyAtTheHeadItWasReadAt() async throws {
+    guard case .postgres(let url)? = Backend.all.first(where: \.isShared) else { return }
+    try await PostgresKeyVaultDatabase.withTwoReplicas(url) { first, second in
+        let store = try await StoreFixture(first)
+        let phone = store.phone.id
+        func rotation(to generation: UInt32, after head: String) -> ChainWrite {
+            var write = store.write(UInt64(generation), after: head)
+            write.boxes = [KeyBox(generation: generation, sequence: UInt64(generation), recipient: phone.rawValue, box: "g\(generation)",
+                                  signer: phone.rawValue, signature: "s")]
+            write.dropsKeysBefore = generation
+            return write
+        }
+        var nonces = 0
+        func read(_ replica: PostgresKeyVaultDatabase, seeing: Bool = true) async throws -> [String] {
+            nonces += 1
+            let use = try await replica.useNonceReadingDevice("n\(nonces)", device: phone, timestamp: 1000, touchingAt: 1000, forgetBefore: 0)
+            #expect(use.fresh && use.head != nil)
+            return try await replica.deviceBoxesJSON(store.account, recipient: phone.rawValue, seen: seeing ? use.head : nil)
+                .map { try JSONDecoder().decode(KeyBox.self, from: $0).box }
+        }
+        try await first.append(store.account, rotation(to: 1, after: "h0"))
+        #expect(try await read(first) == ["g1"])
+        #expect(try await read(first) == ["g1"])
+        // A rotation through the other replica: the next request here gets the new boxes.
+        try await second.append(store.account, rotation(to: 2, after: "h1"))
+        #expect(try await read(first) == ["g2"])
+        #expect(try await read(first) == ["g2"])
+        // A read that saw no head is answered from the store.
+        try await second.append(store.account, rotation(to: 3, after: "h2"))
+        #expect(try await read(first, seeing: false) == ["g3"])
+        #expect(try await read(second) == ["g3"])
+    }
+}
+
 @Test(arguments: Backend.all) func appendedLinksAreReadBackInOrderAfterAGivenSequence(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
         try await store.database.append(store.account, store.write(1, after: "h0"))
@@ -156,7 +194,7 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
         let database = try #require(store.database as? PostgresKeyVaultDatabase)
         // Polled for, so that a regression fails instead of hanging: a statement that waited for
         // the row would wait for this transaction, which would wait for it.
-        let answered = Locked<(fresh: Bool, device: StoredDevice?)?>(nil)
+        let answered = Locked<(fresh: Bool, device: StoredDevice?, head: HeadSeen?)?>(nil)
         let call = try await database.holdingDeviceRow(tablet.id) {
             let call = Task {
                 let taken = try await database.useNonceReadingDevice("n1", device: tablet.id, timestamp: 1000, touchingAt: 5000, forgetBefore: 0)

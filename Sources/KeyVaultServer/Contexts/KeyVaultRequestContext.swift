@@ -31,5 +31,7 @@ package struct KeyVaultRequestContext: RequestContext {
 struct SignedCaller: Sendable {
     let account: AccountID
     let device: StoredDevice
+    /// The account's head as the request's nonce statement saw it (a store shared by replicas).
+    let head: HeadSeen?
     let body: [UInt8]
 }

@@ -10,6 +10,9 @@ struct SignedRequestContext: ChildRequestContext {
     let account: AccountID
     /// The device that signed the request, not revoked.
     let device: StoredDevice
+    /// The account's head as the request's nonce statement saw it, when the store reads it
+    /// there (PostgreSQL): ``KeyVaultRepository/deviceBoxesJSON(_:recipient:seen:)``.
+    let head: HeadSeen?
     /// The body, read within the route's limit: the bytes the signature covers.
     let body: [UInt8]
 
@@ -19,6 +22,7 @@ struct SignedRequestContext: ChildRequestContext {
         coreContext = context.coreContext
         account = caller.account
         device = caller.device
+        head = caller.head
         body = caller.body
     }
 }

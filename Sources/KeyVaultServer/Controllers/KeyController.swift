@@ -15,7 +15,12 @@ struct KeyController: Sendable {
         let generation = try request.query("generation", as: UInt32.self, "a positive number")
         // A device reads the boxes sealed to it; `recipient=all` lists every box (for audit).
         let all = request.uri.queryParameters.get("recipient") == "all"
-        let boxes = try await service.database.boxesJSON(context.account, recipient: all ? nil : context.device.id.rawValue, generation: generation)
+        let boxes = if !all, generation == nil {
+            // The request path's read: a replica may answer it from its copy read at the head this request saw.
+            try await service.database.deviceBoxesJSON(context.account, recipient: context.device.id.rawValue, seen: context.head)
+        } else {
+            try await service.database.boxesJSON(context.account, recipient: all ? nil : context.device.id.rawValue, generation: generation)
+        }
         var body = Data(#"{"boxes":["#.utf8)
         for (i, box) in boxes.enumerated() {
             if i > 0 { body.append(UInt8(ascii: ",")) }

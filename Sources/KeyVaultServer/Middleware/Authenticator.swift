@@ -40,7 +40,13 @@ struct Authenticator: Sendable {
         return devices.get(id) ?? stored  // a revocation this process committed stays
     }
 
-    func authenticate(_ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
+    /// A request let in: its device, and its account's head as the nonce's statement saw it (a shared store).
+    struct Admitted {
+        let device: StoredDevice
+        let head: HeadSeen?
+    }
+
+    func authenticate(_ request: Request, body: [UInt8], account: AccountID) async throws -> Admitted {
         if let session = request.headers[Headers.session] {
             return try await authenticateSession(session, request, body: body, account: account)
         }
@@ -61,7 +67,7 @@ struct Authenticator: Sendable {
     }
 
     /// A MAC-authenticated request: known, unexpired session of this account's device.
-    private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> StoredDevice {
+    private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> Admitted {
         let now = Int64(Date().timeIntervalSince1970)
         guard let session = try sessions.get(id, now: now) else {
             throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
@@ -98,7 +104,7 @@ struct Authenticator: Sendable {
     /// `persistNonce`: record the nonce in the database, so that the request cannot
     /// be replayed after a restart either (Ed25519-signed requests).
     private func admit(_ device: inout StoredDevice, account: AccountID, timestamp: Int64, nonce: String,
-                       persistNonce: Bool) async throws -> StoredDevice {
+                       persistNonce: Bool) async throws -> Admitted {
         // Revocation is checked after the signature, so that only the device itself
         // (not anyone who knows its id) learns that it was revoked.
         try await refuseIfRevoked(device, account)
@@ -113,11 +119,12 @@ struct Authenticator: Sendable {
         // The device as it is now: a revocation that committed while this request was
         // suspended wins. A shared store reads it in the nonce's own round trip.
         var current: StoredDevice?
+        var head: HeadSeen?
         if persistNonce && shared {
             // The last-seen update goes in that round trip too: the device comes back with
             // `now` as its time, and the touch below is skipped.
-            (fresh, current) = try await database.useNonceReadingDevice(nonce, device: device.id, timestamp: timestamp,
-                                                                        touchingAt: now, forgetBefore: now - 2 * window)
+            (fresh, current, head) = try await database.useNonceReadingDevice(nonce, device: device.id, timestamp: timestamp,
+                                                                              touchingAt: now, forgetBefore: now - 2 * window)
         } else {
             fresh = persistNonce
                 ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
@@ -147,7 +154,7 @@ struct Authenticator: Sendable {
             let current = shared ? try await self.device(device.id) : devices.get(device.id)
             if let current { try await refuseIfRevoked(current, account) }
         }
-        return device
+        return Admitted(device: device, head: head)
     }
 
     /// A shared store's copy of the device, read after the first check: the one that counts

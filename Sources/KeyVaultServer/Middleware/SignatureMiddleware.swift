@@ -17,9 +17,9 @@ struct SignatureMiddleware: RouterMiddleware {
         }
         let account = try context.parameters.account()
         let body = try await request.collectBody(limit: bodyLimit)
-        let device = try await authenticator.authenticate(request, body: body, account: account)
+        let admitted = try await authenticator.authenticate(request, body: body, account: account)
         var context = context
-        context.caller = SignedCaller(account: account, device: device, body: body)
+        context.caller = SignedCaller(account: account, device: admitted.device, head: admitted.head, body: body)
         return try await next(request, context)
     }
 }
