@@ -535,8 +535,10 @@ extension PostgresKeyVaultDatabase {
             } catch let error as PostgresTransactionError {
                 guard attempt < Self.transactionAttempts, error.isContention else { throw error.closureError ?? error }
                 reruns.add()
-                logger.notice("a transaction lost a race for a lock and runs again", metadata: ["error": .string(Self.describe(error))])
-                try await Task.sleep(for: .milliseconds(Int.random(in: 5...20) * attempt))
+                logger.notice("a transaction lost a race for a lock and runs again", metadata: ["store": .string(error.contentionDetail)])
+                // Cancelled meanwhile (the client went): its own error, not the pause's.
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 5...20) * attempt))
+                if Task.isCancelled { throw error.closureError ?? error }
             }
         }
         preconditionFailure("unreachable")

@@ -502,25 +502,44 @@ extension PostgresURL {
 /// the head of its account it was read at, in the same statement. Boxes change only with the
 /// head (every write of them is a chain write, which moves it), so a copy is the store's
 /// answer for a request whose own nonce statement saw that very head: a rotation through any
-/// replica moves the head, and the next request reads the store again. At most `capacity`
-/// copies; past that one is dropped (any: a copy dropped is a read from the store).
-final class BoxCopies: Sendable {
-    static let capacity = 10_000
-    private let copies = Mutex<[String: (head: HeadSeen, boxes: [Data])]>([:])
+/// replica moves the head, and the next request reads the store again. Past `capacity`
+/// bytes, copies are dropped (any: a copy dropped is a read from the store).
+package final class BoxCopies: Sendable {
+    /// At most this many bytes of boxes in all, and none kept of a read above `largest`
+    /// (an account rotated many times without a reset): memory bounded whatever the accounts.
+    package static let capacity = 16 << 20, largest = 64 << 10
+    private struct Copies {
+        var byKey: [String: (head: HeadSeen, boxes: [Data], bytes: Int)] = [:]
+        var bytes = 0
+    }
+    private let copies = Mutex(Copies())
+
+    package init() {}
+
+    /// The bytes of boxes kept, for the test of the bound.
+    package var bytes: Int { copies.withLock { $0.bytes } }
 
     private static func key(_ account: String, _ recipient: String) -> String { account + " " + recipient }
 
-    func boxes(_ account: String, _ recipient: String, at head: HeadSeen) -> [Data]? {
+    package func boxes(_ account: String, _ recipient: String, at head: HeadSeen) -> [Data]? {
         copies.withLock { copies in
-            guard let copy = copies[Self.key(account, recipient)], copy.head == head else { return nil }
+            guard let copy = copies.byKey[Self.key(account, recipient)], copy.head == head else { return nil }
             return copy.boxes
         }
     }
 
-    func keep(_ boxes: [Data], _ account: String, _ recipient: String, at head: HeadSeen) {
+    package func keep(_ boxes: [Data], _ account: String, _ recipient: String, at head: HeadSeen) {
+        let bytes = boxes.reduce(0) { $0 + $1.count }
+        guard bytes <= Self.largest else { return }
         copies.withLock { copies in
-            if copies.count >= Self.capacity, copies[Self.key(account, recipient)] == nil { copies.remove(at: copies.startIndex) }
-            copies[Self.key(account, recipient)] = (head, boxes)
+            let key = Self.key(account, recipient)
+            copies.bytes -= copies.byKey.removeValue(forKey: key)?.bytes ?? 0
+            while copies.bytes + bytes > Self.capacity, let any = copies.byKey.first {
+                copies.byKey.removeValue(forKey: any.key)
+                copies.bytes -= any.value.bytes
+            }
+            copies.byKey[key] = (head, boxes, bytes)
+            copies.bytes += bytes
         }
     }
 }
@@ -555,10 +574,11 @@ extension PSQLError: StoreContention {
         guard let state = serverInfo?[.sqlState] else { return false }
         return ["40001", "40P01", "55P03"].contains(state)
     }
+    package var contentionDetail: String { serverInfo?[.sqlState].map { "SQLSTATE \($0)" } ?? "\(code)" }
 }
 
 extension PostgresTransactionError: StoreContention {
-    package var isContention: Bool {
-        ((closureError ?? commitError ?? beginError) as? any StoreContention)?.isContention ?? false
-    }
+    private var inner: (any StoreContention)? { (closureError ?? commitError ?? beginError) as? any StoreContention }
+    package var isContention: Bool { inner?.isContention ?? false }
+    package var contentionDetail: String { inner?.contentionDetail ?? "a transaction" }
 }

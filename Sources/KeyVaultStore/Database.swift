@@ -99,5 +99,7 @@ package struct KeyVaultDatabase: KeyVaultRepository {
 
 extension DatabaseError: StoreContention {
     /// Busy: another connection (another process) held the write lock past the busy timeout.
-    package var isContention: Bool { resultCode == .SQLITE_BUSY || resultCode == .SQLITE_LOCKED }
+    /// (Not `SQLITE_LOCKED`: without a shared cache, that is a conflict within one connection, a bug.)
+    package var isContention: Bool { resultCode == .SQLITE_BUSY }
+    package var contentionDetail: String { "SQLite result code \(resultCode.rawValue)" }
 }

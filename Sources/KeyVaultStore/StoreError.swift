@@ -37,9 +37,11 @@ package enum StoreError: Error, Sendable, Equatable {
 
 /// An error of a store that lost a race for a lock: another write held what this one
 /// needed (PostgreSQL chose it as a deadlock's victim or could not serialize it; SQLite
-/// waited out its busy timeout for another process's write). The write changed nothing,
-/// and the same request may succeed when it is sent again: the server answers it with
+/// waited out its busy timeout for another process's write). The write was not made,
+/// and the operation may succeed when it is tried again: the server answers it with
 /// 503 `unavailable` and Retry-After, never 500.
 package protocol StoreContention: Error {
     var isContention: Bool { get }
+    /// What the store said, for the log (a SQLSTATE, a SQLite result code): never a value of the write.
+    var contentionDetail: String { get }
 }

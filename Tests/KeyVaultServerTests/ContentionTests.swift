@@ -17,9 +17,10 @@ import Testing
 // changed nothing. It is never a 500: PostgreSQL's transaction is run again, and what
 // still loses is 503 `unavailable` with Retry-After, which the client may send again.
 
-/// Puts a small attachment of a new member of a new account; returns the answer and the listing's URI.
-private func putAttachment(_ client: some TestClientProtocol, _ phone: TestDevice,
-                           before: () async throws -> Void) async throws -> (TestResponse, String) {
+/// A new account with a new member, and a small attachment to put: its URI and body, and
+/// the member's listing URI.
+private func attachmentToPut(_ client: some TestClientProtocol, _ phone: TestDevice) async throws
+    -> (account: AccountID, uri: String, body: [UInt8], base: String) {
     var state = try await client.createAccount(phone)
     let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
     try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"])))
@@ -27,9 +28,15 @@ private func putAttachment(_ client: some TestClientProtocol, _ phone: TestDevic
     let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
     let content = try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1,
                                     context: EnvelopeContext(purpose: "attachment-content")).bytes
+    return (state.account, base + "/ca1.1." + Hex.encode(SystemRandom.bytes(count: 32)), AttachmentObject(key: key, content: content).bytes, base)
+}
+
+/// Puts it with a signed request after `before`.
+private func putAttachment(_ client: some TestClientProtocol, _ phone: TestDevice,
+                           before: () async throws -> Void) async throws -> (TestResponse, String) {
+    let put = try await attachmentToPut(client, phone)
     try await before()
-    let uri = base + "/ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
-    return (try await client.signed(phone, .put, uri, body: AttachmentObject(key: key, content: content).bytes), base)
+    return (try await client.signed(phone, .put, put.uri, body: put.body), put.base)
 }
 
 private func listed(_ client: some TestClientProtocol, _ phone: TestDevice, _ base: String) async throws -> Int {
@@ -75,16 +82,20 @@ private func expectUnavailable(_ response: TestResponse) {
     let database = try KeyVaultDatabase.open(path: path, busyTimeout: 0.2)
     try await buildApplication(testConfiguration { _ in }, database: database, logger: testLogger).test(.router) { client in
         let phone = TestDevice("phone")
+        let put = try await attachmentToPut(client, phone)
+        // A session of this process's own secret: its nonces are kept in memory, so the
+        // attachment's write is the request's first (its last-seen update is skipped when it fails).
+        let session = try await client.openSession(phone, account: put.account)
         // Another process holds the database's write lock (an operator's sqlite3, say).
         var configuration = Configuration()
         configuration.allowsUnsafeTransactions = true
         let other = try DatabaseQueue(path: path, configuration: configuration)
-        let (response, base) = try await putAttachment(client, phone) {
-            try await other.write { _ in }
-            try other.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
-        }
-        expectUnavailable(response)
+        try other.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        // A read passes meanwhile: the session's requests write nothing else.
+        #expect(try await client.macRequest(session, .get, put.base).status == .ok)
+        expectUnavailable(try await client.macRequest(session, .put, put.uri, body: put.body))
         try other.inDatabase { try $0.execute(sql: "ROLLBACK") }
-        #expect(try await listed(client, phone, base) == 0)
+        #expect(try await listed(client, phone, put.base) == 0)
+        #expect(try await client.macRequest(session, .put, put.uri, body: put.body).status == .created)
     }
 }

@@ -90,6 +90,25 @@ private func withFixture(_ backend: Backend, _ body: (StoreFixture) async throws
     }
 }
 
+/// The copies of boxes are bounded in bytes, whatever the accounts: past the capacity some
+/// are dropped, and a read larger than `largest` is not kept.
+@Test func aReplicasCopiesOfBoxesStayWithinTheirBytes() {
+    let copies = BoxCopies()
+    let head = HeadSeen(sequence: 1, hash: "h1")
+    let box = Data(repeating: 7, count: 1000)
+    for account in 0..<(BoxCopies.capacity / 1000 + 100) {
+        copies.keep([box], "\(account)", "d", at: head)
+        #expect(copies.bytes <= BoxCopies.capacity)
+    }
+    #expect(copies.boxes("\(BoxCopies.capacity / 1000 + 99)", "d", at: head) == [box])
+    copies.keep([box], "last", "d", at: head)
+    copies.keep([box], "last", "d", at: head)  // kept again: counted once
+    #expect(copies.bytes <= BoxCopies.capacity)
+    copies.keep([Data(repeating: 7, count: BoxCopies.largest + 1)], "large", "d", at: head)
+    #expect(copies.boxes("large", "d", at: head) == nil)
+    #expect(copies.boxes("last", "d", at: HeadSeen(sequence: 2, hash: "h2")) == nil)
+}
+
 @Test(arguments: Backend.all) func appendedLinksAreReadBackInOrderAfterAGivenSequence(_ backend: Backend) async throws {
     try await withFixture(backend) { store in
         try await store.database.append(store.account, store.write(1, after: "h0"))

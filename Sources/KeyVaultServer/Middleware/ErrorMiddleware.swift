@@ -49,9 +49,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw api
         } catch let error as any StoreContention where error.isContention {
             // Lost a race for a lock (PostgreSQL ran it again already): nothing was changed.
-            context.logger.notice("refused", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
-                .merging(["type": .string(String(describing: type(of: error)))]) { a, _ in a })
-            var api = APIError(.unavailable, "other writes held what this request needed, and it changed nothing: send it again")
+            context.logger.notice("refused: lost a race for a lock", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
+                .merging(["store": .string(error.contentionDetail)]) { a, _ in a })
+            var api = APIError(.unavailable, "other writes held what this request needed, and its write was not made: try again")
             api.headers[.retryAfter] = "1"
             throw api
         } catch is DecodingError {
