@@ -34,6 +34,10 @@ extension Vault {
         /// Chunks an upload cut off before had stored already, not sent again (0 for an
         /// upload that started afresh).
         public var resumedChunks = 0
+        /// Why the name given was not stored, when it was not: a shared member's attachment
+        /// that has a name already (only the sharer's devices rename), or a server that takes
+        /// no names from a grantee. The content is stored all the same.
+        public var nameNotStored: String?
     }
 
     /// Seals a file for a member and uploads it under its content address
@@ -173,11 +177,20 @@ extension Vault {
                     info = try await upload(replace: true)
                 }
             }
-            // Its name, sealed: the newest put's name is the one it has.
-            if let meta, member.sharer == nil {
-                try await api.putAttachmentMeta(member: member.id, address: address, meta: try meta.seal(account: account, address: address, keys: keys))
+            // Its name, sealed for the account that owns the member: the newest put's name is the
+            // one it has; a grantee's names only an attachment that has none.
+            var nameNotStored: String?
+            if let meta {
+                let sealed = try meta.seal(account: owner(of: member), address: address, keys: keys)
+                do {
+                    try await api.putAttachmentMeta(member: member.id, address: address, meta: sealed, sharer: member.sharer)
+                } catch let error as KeyVaultError where member.sharer != nil && error.code == .attachmentNamed {
+                    nameNotStored = "it has a name already, which only the sharer's devices change"
+                } catch let error as KeyVaultError where member.sharer != nil && error.code == .notFound {
+                    nameNotStored = "the server took no name for it (a server older than names from a grantee, or the share just ended)"
+                }
             }
-            return PutResult(address: address, size: size, existed: info.existed ?? false, resumedChunks: resumed)
+            return PutResult(address: address, size: size, existed: info.existed ?? false, resumedChunks: resumed, nameNotStored: nameNotStored)
         }
     }
 

@@ -137,6 +137,8 @@ public struct KeyVaultError: Error, Sendable, Equatable, CustomStringConvertible
         case contactRequestClosed = "contact_request_closed"
         /// A contact request step out of order (a reveal before the answer).
         case contactRequestOutOfTurn = "contact_request_out_of_turn"
+        /// A name for a shared member's attachment that has one: only the sharer's devices rename.
+        case attachmentNamed = "attachment_named"
         /// A body over the endpoint's limit.
         case payloadTooLarge = "payload_too_large"
         /// Too many failed recovery proofs (see Retry-After).

@@ -430,9 +430,10 @@ package struct ServerAPI: Sendable {
         }
     }
 
-    /// Stores an attachment's sealed name and details (this account's own member).
-    package func putAttachmentMeta(member: MemberID, address: ContentAddress, meta: [UInt8]) async throws {
-        _ = try await call("PUT", attachmentPath(member, address) + "/meta", body: meta, contentType: "application/octet-stream")
+    /// Stores an attachment's sealed name and details: of this account's own member, or
+    /// (`sharer`) of a member shared with it, where it names only one that has no name.
+    package func putAttachmentMeta(member: MemberID, address: ContentAddress, meta: [UInt8], sharer: AccountID? = nil) async throws {
+        _ = try await call("PUT", attachmentPath(member, address, sharer: sharer) + "/meta", body: meta, contentType: "application/octet-stream")
     }
 
     package func deleteAttachment(member: MemberID, address: ContentAddress) async throws {

@@ -64,8 +64,11 @@ struct Attachment: AsyncParsableCommand {
                 where it stopped when the same command runs again: the chunks the server
                 holds are checked against a journal in the device's home, not sent again.
                 The file's name, media type, modification time and size are stored with
-                it, sealed under the member key (the server sees none of them).
-                --json prints {"address", "size", "existed", "resumedChunks"}.
+                it, sealed under the member key (the server sees none of them). For a
+                member shared with this account, only where it has no name yet: the
+                sharer's devices alone rename.
+                --json prints {"address", "size", "existed", "resumedChunks"}, and
+                "nameNotStored" (why) when its name was not stored.
                 """#)
         @OptionGroup var member: MemberOption
         @Argument(help: "The file.") var file: String
@@ -74,9 +77,11 @@ struct Attachment: AsyncParsableCommand {
         func run() async throws {
             let vault = try await options.openVault()
             let result = try await vault.put(fileAt: file, member: try await vault.member(named: member.member))
-            options.result(["address": result.address.description, "size": result.size, "existed": result.existed,
-                            "resumedChunks": result.resumedChunks],
-                           "\(result.address)\n" + (result.existed ? "(the server already had it; nothing new was stored)\n" : ""))
+            var json: [String: any Sendable] = ["address": result.address.description, "size": result.size, "existed": result.existed,
+                                                "resumedChunks": result.resumedChunks]
+            json["nameNotStored"] = result.nameNotStored
+            options.result(json, "\(result.address)\n" + (result.existed ? "(the server already had it; nothing new was stored)\n" : "")
+                               + (result.nameNotStored.map { "(its name was not stored: \($0))\n" } ?? ""))
         }
     }
 

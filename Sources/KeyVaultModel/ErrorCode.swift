@@ -142,6 +142,8 @@ extension ErrorCode {
     package static let contactRequestClosed = ErrorCode(rawValue: "contact_request_closed")
     /// A contact request step out of order (a reveal before the answer).
     package static let contactRequestOutOfTurn = ErrorCode(rawValue: "contact_request_out_of_turn")
+    /// A grantee's name for an attachment that has one: only the sharer's devices rename.
+    package static let attachmentNamed = ErrorCode(rawValue: "attachment_named")
 
     // 413, 429, 500, 503
 
@@ -170,7 +172,7 @@ extension ErrorCode {
         .readOnlyGrant, .wrongServer,
         .notFound, .methodNotAllowed,
         .staleChain, .staleGeneration, .accountExists, .deviceExists, .memberExists, .noIdentity, .contactChanged, .grantExists,
-        .linkRequestClosed, .linkRequestOutOfTurn, .contactRequestClosed, .contactRequestOutOfTurn,
+        .linkRequestClosed, .linkRequestOutOfTurn, .contactRequestClosed, .contactRequestOutOfTurn, .attachmentNamed,
         .payloadTooLarge, .rateLimited, .tooManyLinkRequests, .tooManyContactRequests, .internalError, .unavailable,
     ]
 }

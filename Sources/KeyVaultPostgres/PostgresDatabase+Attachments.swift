@@ -219,11 +219,22 @@ extension PostgresKeyVaultDatabase {
         try await client.query("DELETE FROM attachment_uploads WHERE NOT complete AND created < \(before) RETURNING 1", logger: logger).collect().count
     }
 
-    package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool {
-        try await client.query("""
-            UPDATE attachments SET meta = \(meta)
-            WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) RETURNING 1
-            """, logger: logger).collect().count == 1
+    package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
+                                   renaming: Bool) async throws -> MetaWrite {
+        // One statement: the row as it was (locked), and the update where it may be made.
+        let rows = try await client.query("""
+            WITH target AS (
+                SELECT meta IS NOT NULL AS named FROM attachments
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) FOR UPDATE),
+            updated AS (
+                UPDATE attachments SET meta = \(meta)
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                  AND (\(renaming) OR NOT (SELECT named FROM target))
+                RETURNING 1)
+            SELECT (SELECT named FROM target), EXISTS (SELECT 1 FROM updated)
+            """, logger: logger).collect()
+        guard let (named, updated) = try rows.first?.decode((Bool?, Bool).self), named != nil else { return .noAttachment }
+        return updated ? .set : .named
     }
 
     package func deleteAttachment(_ account: AccountID, member: MemberID, address: String, device: DeviceID) async throws -> Bool {

@@ -195,11 +195,15 @@ extension KeyVaultDatabase {
         }
     }
 
-    package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool {
+    package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
+                                   renaming: Bool) async throws -> MetaWrite {
         try await writer.write { db in
-            try db.execute(sql: "UPDATE attachments SET meta = ? WHERE account = ? AND member = ? AND address = ?",
-                           arguments: [meta, account.rawValue, member.rawValue, address])
-            return db.changesCount == 1
+            let key: StatementArguments = [account.rawValue, member.rawValue, address]
+            guard let named = try Bool.fetchOne(db, sql: "SELECT meta IS NOT NULL FROM attachments WHERE account = ? AND member = ? AND address = ?",
+                                                arguments: key) else { return .noAttachment }
+            guard renaming || !named else { return .named }
+            try db.execute(sql: "UPDATE attachments SET meta = ? WHERE account = ? AND member = ? AND address = ?", arguments: [meta] + key)
+            return .set
         }
     }
 

@@ -206,9 +206,10 @@ package protocol KeyVaultRepository: Sendable {
 
     func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo]
 
-    /// Stores the sealed name and details of an attachment (replacing any before);
-    /// false when there is no such attachment.
-    func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data) async throws -> Bool
+    /// Stores the sealed name and details of an attachment, replacing any before when
+    /// `renaming` (the account's own devices), else only where it has none (a grantee).
+    func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
+                           renaming: Bool) async throws -> MetaWrite
 
     /// Deletes every account's uploads begun before `before` and not completed, with
     /// their chunks; returns how many went.

@@ -29,3 +29,12 @@ package enum UploadOutcome: Sendable, Equatable {
     /// Chunks are missing: `have` of `need` were stored.
     case incomplete(have: Int, need: Int)
 }
+
+/// What ``KeyVaultRepository/setAttachmentMeta(_:member:address:meta:renaming:)`` did.
+package enum MetaWrite: Sendable, Equatable {
+    case set
+    /// No attachment at that address.
+    case noAttachment
+    /// It has a name, and the write was not to rename: nothing changed.
+    case named
+}

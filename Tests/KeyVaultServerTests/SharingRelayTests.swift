@@ -390,6 +390,67 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
     }
 }
 
+/// A grantee whose grant lets it add attachments names one that has no name yet, through
+/// the relay (`…/meta`, sealed under the member's key: the server reads nothing); it never
+/// renames (the sharer's names, or its own), and a revocation stops it. The names it set stay.
+@Test(arguments: StoreBackend.all) func aGranteeNamesAnUnnamedAttachmentThroughTheRelayAndRenamesNone(_ backend: StoreBackend) async throws {
+    try await testApplication(backend).test(.router) { client in
+        var (sharer, grantee, stranger, writable, readable) = try await client.sharedTwoWays()
+        let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
+        func put(_ member: MemberID) async throws -> String {
+            let address = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
+            let content = try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1,
+                                            context: EnvelopeContext(purpose: "attachment-content")).bytes
+            let response = try await client.signed(sharer.device, .put, "/v1/accounts/\(sharer.account)/members/\(member)/attachments/\(address)",
+                                                   body: AttachmentObject(key: key, content: content).bytes)
+            #expect(response.status == .created)
+            return address
+        }
+        func meta(_ text: String) throws -> [UInt8] {
+            try Envelope.seal(Array(text.utf8), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-meta")).bytes
+        }
+        func name(_ member: MemberID, _ address: String, by account: SharingAccount, _ body: [UInt8]) async throws -> TestResponse {
+            try await client.signed(account.device, .put, "/v1/accounts/\(account.account)/shared/\(sharer.account)/members/\(member)/attachments/\(address)/meta",
+                                    body: body)
+        }
+        func listed(_ member: MemberID, _ address: String) async throws -> String? {
+            let response = try await client.signed(sharer.device, .get, "/v1/accounts/\(sharer.account)/members/\(member)/attachments")
+            return try decode([String: [AttachmentInfo]].self, response)["attachments"]?.first { $0.address == address }?.meta
+        }
+        let first = try await put(writable), second = try await put(writable), third = try await put(readable)
+        let a = try meta("a"), b = try meta("b"), c = try meta("c")
+
+        // Unnamed: the grantee names it, and the sharer lists the name.
+        #expect(try await name(writable, first, by: grantee, a).status == .noContent)
+        #expect(try await listed(writable, first) == Data(a).base64EncodedString())
+        // Named already, by the grantee or by the sharer: refused, the name kept.
+        var response = try await name(writable, first, by: grantee, b)
+        #expect(response.status == .conflict && errorCode(response) == "attachment_named", "\(response.status)")
+        #expect(try await listed(writable, first) == Data(a).base64EncodedString())
+        #expect(try await client.signed(sharer.device, .put, "/v1/accounts/\(sharer.account)/members/\(writable)/attachments/\(second)/meta",
+                                        body: c).status == .noContent)
+        response = try await name(writable, second, by: grantee, b)
+        #expect(response.status == .conflict && errorCode(response) == "attachment_named")
+        #expect(try await listed(writable, second) == Data(c).base64EncodedString())
+        // Not an envelope; no such attachment; a read-only grant; a stranger.
+        let unnamed = try await put(writable)
+        response = try await name(writable, unnamed, by: grantee, Array("scan.pdf".utf8))
+        #expect(response.status == .badRequest && errorCode(response) == "malformed_attachment")
+        #expect(try await name(writable, "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32)), by: grantee, a).status == .notFound)
+        response = try await name(readable, third, by: grantee, a)
+        #expect(response.status == .forbidden && errorCode(response) == "read_only_grant")
+        #expect(try await name(writable, unnamed, by: stranger, a).status == .notFound)
+        #expect(try await listed(writable, unnamed) == nil)
+        #expect(try await listed(readable, third) == nil)
+        // Unshared: refused as if nothing were there; the name it set stays the sharer's.
+        #expect(try await client.append(&sharer, .shareRevoke, ["member": writable.rawValue, "grantee": grantee.account.rawValue]).status == .created)
+        response = try await name(writable, unnamed, by: grantee, a)
+        #expect(response.status == .notFound && errorCode(response) == "not_found")
+        #expect(try await listed(writable, unnamed) == nil)
+        #expect(try await listed(writable, first) == Data(a).base64EncodedString())
+    }
+}
+
 // MARK: The contact exchange
 
 @Test(arguments: StoreBackend.all) func theContactExchangeRunsOnceAndInOrderBetweenTheTwoAccounts(_ backend: StoreBackend) async throws {

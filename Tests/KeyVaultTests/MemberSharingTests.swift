@@ -180,6 +180,24 @@ func sharedAlice(_ fixture: Fixture, _ parent: Vault, readOnly: Bool) async thro
     }
 }
 
+/// A grantee's file goes up with its name, sealed for the sharer's account: the sharer
+/// lists it by that name, and so does the grantee. Put again under another name, it keeps
+/// the name it has (a grantee never renames), and the put says so.
+@Test func aGranteesFileComesWithItsNameAndRenamesNone() async throws {
+    try await Fixture.run { fixture, parent in
+        let (grandma, alice, seen) = try await sharedAlice(fixture, parent, readOnly: false)
+        let directory = try TemporaryDirectory("kv-shared-name")
+        let content = Array("a drawing".utf8)
+        let put = try await grandma.put(fileAt: try directory.file("drawing.png", holding: content), member: seen)
+        #expect(put.nameNotStored == nil)
+        #expect(try await parent.attachments(member: alice).first { $0.address == put.address }?.name == "drawing.png")
+        #expect(try await grandma.attachments(member: seen).first { $0.address == put.address }?.name == "drawing.png")
+        let again = try await grandma.put(fileAt: try directory.file("renamed.png", holding: content), member: seen)
+        #expect(again.existed && again.nameNotStored != nil)
+        #expect(try await parent.attachments(member: alice).first { $0.address == put.address }?.name == "drawing.png")
+    }
+}
+
 /// A server whose relay takes no chunks yet (it says no `maxSharedAttachmentBytes`):
 /// a grantee's content goes whole, within what the server takes whole, as before.
 @Test func aGranteeOnAServerWhoseRelayTakesNoChunksPutsWhole() async throws {

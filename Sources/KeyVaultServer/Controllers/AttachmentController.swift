@@ -281,11 +281,18 @@ struct AttachmentController: Sendable {
     /// Grants nothing: an envelope only a holder of the member key made or opens.
     @Sendable func putMeta(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        try AttachmentObject.checkMeta(context.body)
-        guard try await service.database.setAttachmentMeta(context.account, member: member, address: address, meta: Data(context.body)) else {
-            throw APIError.notFound("attachment")
+        return try await putMeta(context.account, member: member, address: address, body: context.body, renaming: true)
+    }
+
+    /// - Parameter renaming: replace a name it has (the account's own devices), or name only
+    ///   an attachment that has none (a grantee: 409 `attachment_named` otherwise).
+    func putMeta(_ account: AccountID, member: MemberID, address: String, body: [UInt8], renaming: Bool) async throws -> Response {
+        try AttachmentObject.checkMeta(body)
+        switch try await service.database.setAttachmentMeta(account, member: member, address: address, meta: Data(body), renaming: renaming) {
+        case .set: return Response(status: .noContent)
+        case .noAttachment: throw APIError.notFound("attachment")
+        case .named: throw APIError(.attachmentNamed, "this attachment has a name already: only the sharer's devices rename it")
         }
-        return Response(status: .noContent)
     }
 
     /// Destroys: a device's own signature (``RouteBuilder`` refuses sessions here).

@@ -41,6 +41,7 @@ struct SharingController: Sendable {
         // In chunks, as the sharer's own (AttachmentController): any size through a bounded amount of memory.
         let attachment = shared + "/members/{member}/attachments/{address}"
         routes.signed(.get, attachment + "/key", use: sharedAttachmentKey)
+        routes.signed(.put, attachment + "/meta", bodyLimit: AttachmentObject.maximumMetaBytes, use: nameSharedAttachment)
         routes.signed(.get, attachment + "/chunks", use: sharedChunks)
         routes.signed(.get, attachment + "/chunks/{index}", use: sharedChunk)
         routes.signed(.post, attachment + "/uploads", bodyLimit: AttachmentController.beginBodyLimit, use: beginSharedUpload)
@@ -255,6 +256,14 @@ struct SharingController: Sendable {
         let (sharer, member, address) = try await sharedAttachment(context, writing: true)
         return try await attachments.completeUpload(sharer, member: member, address: address, upload: try context.parameters.upload(),
                                                     startedBy: context.account, by: context.device.id)
+    }
+
+    /// A name for an attachment of the shared member that has none, under a grant that is not
+    /// read-only: sealed under the member's key, which the grantee holds (the server reads
+    /// nothing). Never a rename: what the sharer named stays as named.
+    @Sendable func nameSharedAttachment(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
+        let (sharer, member, address) = try await sharedAttachment(context, writing: true)
+        return try await attachments.putMeta(sharer, member: member, address: address, body: context.body, renaming: false)
     }
 
     /// The sharer, member and address in the path, while a grant of the member to this
