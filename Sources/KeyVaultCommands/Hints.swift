@@ -71,7 +71,7 @@ enum Hints {
         case .tooManyConflicts:
             return "run the command again in a moment; if this repeats, do not trust this server"
         case .unavailable:
-            return "the server is up but its database does not answer: try again in a minute; if it lasts, tell the server's operator"
+            return "the server is up but its database is busy or does not answer: run the command again in a moment; if it lasts, tell the server's operator"
         case .inviteRequired:
             return "this server takes new accounts by invitation: ask its operator for the token, and run again with it in KEYCTL_INVITE (or --invite-file FILE)"
         case .payloadTooLarge:
