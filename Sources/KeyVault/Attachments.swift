@@ -54,8 +54,9 @@ extension Vault {
     /// The file's name (its last path component), media type (from its extension),
     /// modification time and size are stored with it, sealed under the member key
     /// (docs/formats/attachment-meta.md): ``attachments(member:)`` shows them, and
-    /// ``attachment(named:member:)`` finds it by name. A member another account shares
-    /// gets none (its sharer's relay takes the object alone).
+    /// ``attachment(named:member:)`` finds it by name. For a member another account shares
+    /// with this one, only when the attachment has no name yet (``PutResult/nameNotStored``
+    /// says why not): its sharer's devices alone rename.
     public func put(fileAt path: String, member: Member) async throws -> PutResult {
         var info = stat()
         guard stat(path, &info) == 0 else { throw KeyVaultError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
@@ -507,7 +508,8 @@ extension Vault {
         /// The plaintext's size in bytes.
         public internal(set) var plainSize: Int?
         /// Why a name stored with it is not shown: it does not open for this attachment
-        /// (the server moved or altered it). Nil when it opened or none was stored.
+        /// (moved from another attachment, or altered: by the server, or by a grantee of a shared
+        /// member). Nil when it opened or none was stored.
         public internal(set) var nameProblem: String?
         /// The sealed name as the server listed it.
         package var sealedMeta: [UInt8]?
@@ -557,15 +559,15 @@ extension Vault {
     ///   addresses in the message: give the one meant).
     public func attachment(named name: String, member: Member) async throws -> Attachment {
         let all = try await attachments(member: member)
-        // A name that does not open is the server's doing: by name, it could steer which one is found.
-        if let problem = all.first(where: { $0.nameProblem != nil }) {
-            throw KeyVaultError(.noSuchAttachment, "not looked up by name: the name stored with \(problem.address) does not open for it (the server moved or altered it); give the address",
-                                kind: .verification)
-        }
+        // A name that does not open counts for nothing: it names no attachment (the server, or
+        // a grantee of a shared member, could store one), and refusing every lookup over it would
+        // let either block them. The names that open are bound to their attachments.
         let matches = all.filter { $0.name == name }
         guard matches.count == 1 else {
+            let unopened = all.filter { $0.nameProblem != nil }.count
             throw KeyVaultError(.noSuchAttachment, matches.isEmpty
                 ? "\(member.name) has no attachment called \(name)"
+                    + (unopened == 0 ? "" : " (\(unopened) of its names do not open and are not shown: give the address)")
                 : "\(member.name) has \(matches.count) attachments called \(name): \(matches.map { "\($0.address)" }.joined(separator: ", "))")
         }
         return matches[0]

@@ -55,19 +55,40 @@ package struct ServerAPI: Sendable {
     func call(_ method: String, _ path: String, query: String = "", body: [UInt8] = [], signed: Bool = true,
               contentType: String = "application/json", maxReply: Int = maxJSONReplyBytes,
               extraHeaders: [(String, String)] = []) async throws -> (status: Int, body: [UInt8]) {
-        var headers: [(String, String)] = extraHeaders
-        if !body.isEmpty { headers.append(("Content-Type", contentType)) }
-        if signed {
-            guard let keys else { throw KeyVaultError(.notInitialized, "this request needs an enrolled device") }
-            headers += RequestSignature.headers(method: method, path: path, query: query, body: body, device: keys.id,
-                                                key: keys.signing, timestamp: Int64(Date().timeIntervalSince1970))
+        for attempt in 0... {
+            var headers: [(String, String)] = extraHeaders
+            if !body.isEmpty { headers.append(("Content-Type", contentType)) }
+            if signed {
+                guard let keys else { throw KeyVaultError(.notInitialized, "this request needs an enrolled device") }
+                headers += RequestSignature.headers(method: method, path: path, query: query, body: body, device: keys.id,
+                                                    key: keys.signing, timestamp: Int64(Date().timeIntervalSince1970))
+            }
+            let reply = try await transport.send(HTTPExchange(method: method, target: query.isEmpty ? path : path + "?" + query,
+                                                              headers: headers, body: body, maxReplyBytes: maxReply))
+            // Also here, for a transport that does not bound what it reads.
+            guard reply.body.count <= maxReply else { throw KeyVaultError.tooLarge(maxReply, "\(method) \(path)") }
+            if attempt < Self.busyRetries, let wait = Self.busyWait(reply) {
+                try await Task.sleep(for: .seconds(wait))
+                continue  // signed anew: a new nonce
+            }
+            guard (200..<300).contains(reply.status) else { throw Self.refusal(reply) }
+            return (reply.status, reply.body)
         }
-        let reply = try await transport.send(HTTPExchange(method: method, target: query.isEmpty ? path : path + "?" + query,
-                                                          headers: headers, body: body, maxReplyBytes: maxReply))
-        // Also here, for a transport that does not bound what it reads.
-        guard reply.body.count <= maxReply else { throw KeyVaultError.tooLarge(maxReply, "\(method) \(path)") }
-        guard (200..<300).contains(reply.status) else { throw Self.refusal(reply) }
-        return (reply.status, reply.body)
+        preconditionFailure("unreachable")
+    }
+
+    /// A 503 `unavailable` with a Retry-After of at most ``busyWaitLimit`` seconds is a write
+    /// that lost a race for a lock on the server and was not made (docs/api.md, "Errors"):
+    /// sent again after that wait, signed anew, up to ``busyRetries`` times. A longer wait
+    /// (its database is down) is the caller's to hear at once. (A server that says busy
+    /// every time costs at most 4 seconds.)
+    static let busyRetries = 2, busyWaitLimit = 2
+
+    static func busyWait(_ reply: HTTPReply) -> Int? {
+        guard reply.status == 503, let text = reply.headers["retry-after"], let seconds = Int(text), (0...busyWaitLimit).contains(seconds),
+              (try? JSONDecoder().decode(ErrorBody.self, from: Data(reply.body)))?.error.code == ErrorCode.unavailable.rawValue
+        else { return nil }
+        return seconds
     }
 
     static func refusal(_ reply: HTTPReply) -> KeyVaultError {
@@ -87,7 +108,7 @@ package struct ServerAPI: Sendable {
             return KeyVaultError(code, "the server refused the request time: \(message)", status: reply.status)
         case .unknownDevice:
             return KeyVaultError(code, "the server does not know this device: \(message)", status: reply.status)
-        case .rateLimited, .tooManyLinkRequests, .tooManyContactRequests:
+        case .rateLimited, .tooManyLinkRequests, .tooManyContactRequests, .unavailable:
             let wait = reply.headers["retry-after"].map { " (try again in \($0) seconds)" } ?? ""
             return KeyVaultError(code, "the server refused: \(message)\(wait)", status: reply.status)
         default:

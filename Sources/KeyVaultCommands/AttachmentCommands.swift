@@ -133,10 +133,12 @@ struct Attachment: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List a member's attachments.",
             discussion: #"""
-                Each with its name, date and size as the device that put it sealed them; an
+                Each with its name, date and size as the device that named it sealed them
+                (a device of the account, or of a grantee of a shared member); an
                 attachment put without one (by an older version, or from memory without a
                 name) shows its address alone. A name that does not open for its
-                attachment (the server moved or altered it) is not shown, and is reported.
+                attachment (moved or altered, by the server or a grantee) is not shown,
+                and is reported.
                 --json prints {"attachments": [{"address", "size", "created", "name",
                 "mediaType", "time", "plainSize", "nameProblem"}]} (size: of the sealed
                 object; plainSize: of the file; the last five only when known).

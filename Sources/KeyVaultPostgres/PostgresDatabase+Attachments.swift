@@ -220,21 +220,25 @@ extension PostgresKeyVaultDatabase {
     }
 
     package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
-                                   renaming: Bool) async throws -> MetaWrite {
-        // One statement: the row as it was (locked), and the update where it may be made.
-        let rows = try await client.query("""
-            WITH target AS (
-                SELECT meta IS NOT NULL AS named FROM attachments
-                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) FOR UPDATE),
-            updated AS (
+                                   renaming: Bool, auditedAs device: DeviceID?) async throws -> MetaWrite {
+        try await transaction { db in
+            // The update re-checks `meta IS NULL` on the row as committed by a concurrent writer
+            // (READ COMMITTED); when it changed nothing, whether the row is there says why.
+            guard try await db.query("""
                 UPDATE attachments SET meta = \(meta)
-                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
-                  AND (\(renaming) OR NOT (SELECT named FROM target))
-                RETURNING 1)
-            SELECT (SELECT named FROM target), EXISTS (SELECT 1 FROM updated)
-            """, logger: logger).collect()
-        guard let (named, updated) = try rows.first?.decode((Bool?, Bool).self), named != nil else { return .noAttachment }
-        return updated ? .set : .named
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) AND (\(renaming) OR meta IS NULL)
+                RETURNING 1
+                """, logger: logger).collect().isEmpty else {
+                if let device {
+                    try await insertAudit(db, account: account, event: .attachmentName, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+                }
+                return .set
+            }
+            let rows = try await db.query("""
+                SELECT 1 FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
+                """, logger: logger).collect()
+            return rows.isEmpty ? .noAttachment : .named
+        }
     }
 
     package func deleteAttachment(_ account: AccountID, member: MemberID, address: String, device: DeviceID) async throws -> Bool {

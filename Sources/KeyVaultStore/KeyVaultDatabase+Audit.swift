@@ -20,6 +20,8 @@ package struct AuditEvent: RawRepresentable, Hashable, Sendable, CustomStringCon
     package static let attachmentRewrap = AuditEvent(rawValue: "attachment.rewrap")
     package static let attachmentReplace = AuditEvent(rawValue: "attachment.replace")
     package static let attachmentDelete = AuditEvent(rawValue: "attachment.delete")
+    /// A grantee's device named an attachment of a shared member (through the relay).
+    package static let attachmentName = AuditEvent(rawValue: "attachment.name")
     package static let linkRequestRefused = AuditEvent(rawValue: "link_request.refused")
     /// An account was brought here from another server (its links each have their own row too).
     package static let accountImport = AuditEvent(rawValue: "account.import")

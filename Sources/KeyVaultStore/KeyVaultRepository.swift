@@ -208,8 +208,9 @@ package protocol KeyVaultRepository: Sendable {
 
     /// Stores the sealed name and details of an attachment, replacing any before when
     /// `renaming` (the account's own devices), else only where it has none (a grantee).
+    /// `auditedAs`: the device whose name it is, logged (`attachment.name`) when it is set.
     func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
-                           renaming: Bool) async throws -> MetaWrite
+                           renaming: Bool, auditedAs device: DeviceID?) async throws -> MetaWrite
 
     /// Deletes every account's uploads begun before `before` and not completed, with
     /// their chunks; returns how many went.

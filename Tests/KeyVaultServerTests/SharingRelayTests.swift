@@ -423,6 +423,9 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         // Unnamed: the grantee names it, and the sharer lists the name.
         #expect(try await name(writable, first, by: grantee, a).status == .noContent)
         #expect(try await listed(writable, first) == Data(a).base64EncodedString())
+        // In the sharer's audit log, with the grantee's device.
+        let audit = try decode([String: [AuditEntry]].self, try await client.signed(sharer.device, .get, "/v1/accounts/\(sharer.account)/audit"))["entries"] ?? []
+        #expect(audit.filter { $0.event == "attachment.name" }.map(\.device) == [grantee.device.id.rawValue])
         // Named already, by the grantee or by the sharer: refused, the name kept.
         var response = try await name(writable, first, by: grantee, b)
         #expect(response.status == .conflict && errorCode(response) == "attachment_named", "\(response.status)")

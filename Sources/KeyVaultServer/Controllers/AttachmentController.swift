@@ -281,14 +281,16 @@ struct AttachmentController: Sendable {
     /// Grants nothing: an envelope only a holder of the member key made or opens.
     @Sendable func putMeta(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (member, address) = try target(context)
-        return try await putMeta(context.account, member: member, address: address, body: context.body, renaming: true)
+        return try await putMeta(context.account, member: member, address: address, body: context.body, grantee: nil)
     }
 
-    /// - Parameter renaming: replace a name it has (the account's own devices), or name only
-    ///   an attachment that has none (a grantee: 409 `attachment_named` otherwise).
-    func putMeta(_ account: AccountID, member: MemberID, address: String, body: [UInt8], renaming: Bool) async throws -> Response {
+    /// - Parameter grantee: the grantee's device naming it, which names only an attachment that
+    ///   has none (409 `attachment_named` otherwise), in `account`'s audit log; nil: a device of
+    ///   the account, which replaces the name it has.
+    func putMeta(_ account: AccountID, member: MemberID, address: String, body: [UInt8], grantee: DeviceID?) async throws -> Response {
         try AttachmentObject.checkMeta(body)
-        switch try await service.database.setAttachmentMeta(account, member: member, address: address, meta: Data(body), renaming: renaming) {
+        switch try await service.database.setAttachmentMeta(account, member: member, address: address, meta: Data(body),
+                                                             renaming: grantee == nil, auditedAs: grantee) {
         case .set: return Response(status: .noContent)
         case .noAttachment: throw APIError.notFound("attachment")
         case .named: throw APIError(.attachmentNamed, "this attachment has a name already: only the sharer's devices rename it")

@@ -263,7 +263,7 @@ struct SharingController: Sendable {
     /// nothing). Never a rename: what the sharer named stays as named.
     @Sendable func nameSharedAttachment(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
         let (sharer, member, address) = try await sharedAttachment(context, writing: true)
-        return try await attachments.putMeta(sharer, member: member, address: address, body: context.body, renaming: false)
+        return try await attachments.putMeta(sharer, member: member, address: address, body: context.body, grantee: context.device.id)
     }
 
     /// The sharer, member and address in the path, while a grant of the member to this
