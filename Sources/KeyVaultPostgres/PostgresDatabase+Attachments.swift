@@ -220,18 +220,22 @@ extension PostgresKeyVaultDatabase {
     }
 
     package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
-                                   renaming: Bool, auditedAs device: DeviceID?) async throws -> MetaWrite {
-        try await transaction { db in
+                                   grantee: DeviceID?) async throws -> MetaWrite {
+        guard let grantee else {
+            return try await client.query("""
+                UPDATE attachments SET meta = \(meta)
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) RETURNING 1
+                """, logger: logger).collect().isEmpty ? .noAttachment : .set
+        }
+        return try await transaction { db in
             // The update re-checks `meta IS NULL` on the row as committed by a concurrent writer
             // (READ COMMITTED); when it changed nothing, whether the row is there says why.
             guard try await db.query("""
                 UPDATE attachments SET meta = \(meta)
-                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) AND (\(renaming) OR meta IS NULL)
+                WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) AND meta IS NULL
                 RETURNING 1
                 """, logger: logger).collect().isEmpty else {
-                if let device {
-                    try await insertAudit(db, account: account, event: .attachmentName, device: device.rawValue, detail: "\(member.rawValue) \(address)")
-                }
+                try await insertAudit(db, account: account, event: .attachmentName, device: grantee.rawValue, detail: "\(member.rawValue) \(address)")
                 return .set
             }
             let rows = try await db.query("""

@@ -505,8 +505,9 @@ extension PostgresURL {
 /// replica moves the head, and the next request reads the store again. Past `capacity`
 /// bytes, copies are dropped (any: a copy dropped is a read from the store).
 package final class BoxCopies: Sendable {
-    /// At most this many bytes of boxes in all, and none kept of a read above `largest`
-    /// (an account rotated many times without a reset): memory bounded whatever the accounts.
+    /// At most this many bytes in all (the boxes, their key and a fixed overhead per copy and
+    /// per box), and none kept of a read above `largest` (an account rotated many times
+    /// without a reset): memory bounded whatever the accounts.
     package static let capacity = 16 << 20, largest = 64 << 10
     private struct Copies {
         var byKey: [String: (head: HeadSeen, boxes: [Data], bytes: Int)] = [:]
@@ -516,7 +517,7 @@ package final class BoxCopies: Sendable {
 
     package init() {}
 
-    /// The bytes of boxes kept, for the test of the bound.
+    /// The bytes counted for the copies kept, for the test of the bound.
     package var bytes: Int { copies.withLock { $0.bytes } }
 
     private static func key(_ account: String, _ recipient: String) -> String { account + " " + recipient }
@@ -529,10 +530,10 @@ package final class BoxCopies: Sendable {
     }
 
     package func keep(_ boxes: [Data], _ account: String, _ recipient: String, at head: HeadSeen) {
-        let bytes = boxes.reduce(0) { $0 + $1.count }
+        let key = Self.key(account, recipient)
+        let bytes = boxes.reduce(0) { $0 + $1.count + 32 } + key.utf8.count + 128
         guard bytes <= Self.largest else { return }
         copies.withLock { copies in
-            let key = Self.key(account, recipient)
             copies.bytes -= copies.byKey.removeValue(forKey: key)?.bytes ?? 0
             while copies.bytes + bytes > Self.capacity, let any = copies.byKey.first {
                 copies.byKey.removeValue(forKey: any.key)

@@ -196,15 +196,15 @@ extension KeyVaultDatabase {
     }
 
     package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
-                                   renaming: Bool, auditedAs device: DeviceID?) async throws -> MetaWrite {
+                                   grantee: DeviceID?) async throws -> MetaWrite {
         try await writer.write { db in
             let key: StatementArguments = [account.rawValue, member.rawValue, address]
             guard let named = try Bool.fetchOne(db, sql: "SELECT meta IS NOT NULL FROM attachments WHERE account = ? AND member = ? AND address = ?",
                                                 arguments: key) else { return .noAttachment }
-            guard renaming || !named else { return .named }
+            guard grantee == nil || !named else { return .named }
             try db.execute(sql: "UPDATE attachments SET meta = ? WHERE account = ? AND member = ? AND address = ?", arguments: [meta] + key)
-            if let device {
-                try Self.audit(db, account: account, event: .attachmentName, device: device.rawValue, detail: "\(member.rawValue) \(address)")
+            if let grantee {
+                try Self.audit(db, account: account, event: .attachmentName, device: grantee.rawValue, detail: "\(member.rawValue) \(address)")
             }
             return .set
         }

@@ -206,11 +206,11 @@ package protocol KeyVaultRepository: Sendable {
 
     func attachments(_ account: AccountID, member: MemberID) async throws -> [AttachmentInfo]
 
-    /// Stores the sealed name and details of an attachment, replacing any before when
-    /// `renaming` (the account's own devices), else only where it has none (a grantee).
-    /// `auditedAs`: the device whose name it is, logged (`attachment.name`) when it is set.
+    /// Stores the sealed name and details of an attachment: from a device of the account
+    /// (`grantee` nil), replacing any before; from a grantee's device, only where it has none,
+    /// and then logged in the account's audit log (`attachment.name`, that device).
     func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
-                           renaming: Bool, auditedAs device: DeviceID?) async throws -> MetaWrite
+                           grantee: DeviceID?) async throws -> MetaWrite
 
     /// Deletes every account's uploads begun before `before` and not completed, with
     /// their chunks; returns how many went.

@@ -30,7 +30,7 @@ package enum UploadOutcome: Sendable, Equatable {
     case incomplete(have: Int, need: Int)
 }
 
-/// What ``KeyVaultRepository/setAttachmentMeta(_:member:address:meta:renaming:)`` did.
+/// What ``KeyVaultRepository/setAttachmentMeta(_:member:address:meta:grantee:)`` did.
 package enum MetaWrite: Sendable, Equatable {
     case set
     /// No attachment at that address.

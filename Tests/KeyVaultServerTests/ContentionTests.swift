@@ -53,7 +53,7 @@ private func expectUnavailable(_ response: TestResponse) {
     guard case .postgres(let url)? = StoreBackend.all.first(where: \.isShared) else { return }
     // Lost once (a deadlock's victim): run again, stored once, audited once.
     try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
-        try await buildApplication(testConfiguration { _ in }, database: database, logger: testLogger).test(.router) { client in
+        try await testApplication(database: database).test(.router) { client in
             let phone = TestDevice("phone")
             let (response, base) = try await putAttachment(client, phone) {
                 try await database.failingInserts(into: "audit", sqlState: "40P01", times: 1)
@@ -65,7 +65,7 @@ private func expectUnavailable(_ response: TestResponse) {
     }
     // Lost every time (serialization failures): 503 with Retry-After, nothing stored.
     try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
-        try await buildApplication(testConfiguration { _ in }, database: database, logger: testLogger).test(.router) { client in
+        try await testApplication(database: database).test(.router) { client in
             let phone = TestDevice("phone")
             let (response, base) = try await putAttachment(client, phone) {
                 try await database.failingInserts(into: "audit", sqlState: "40001", times: 1_000)
@@ -80,7 +80,7 @@ private func expectUnavailable(_ response: TestResponse) {
     let directory = try TemporaryDirectory("contention")
     let path = directory.path("kv.sqlite")
     let database = try KeyVaultDatabase.open(path: path, busyTimeout: 0.2)
-    try await buildApplication(testConfiguration { _ in }, database: database, logger: testLogger).test(.router) { client in
+    try await testApplication(database: database).test(.router) { client in
         let phone = TestDevice("phone")
         let put = try await attachmentToPut(client, phone)
         // A session of this process's own secret: its nonces are kept in memory, so the

@@ -289,8 +289,7 @@ struct AttachmentController: Sendable {
     ///   the account, which replaces the name it has.
     func putMeta(_ account: AccountID, member: MemberID, address: String, body: [UInt8], grantee: DeviceID?) async throws -> Response {
         try AttachmentObject.checkMeta(body)
-        switch try await service.database.setAttachmentMeta(account, member: member, address: address, meta: Data(body),
-                                                             renaming: grantee == nil, auditedAs: grantee) {
+        switch try await service.database.setAttachmentMeta(account, member: member, address: address, meta: Data(body), grantee: grantee) {
         case .set: return Response(status: .noContent)
         case .noAttachment: throw APIError.notFound("attachment")
         case .named: throw APIError(.attachmentNamed, "this attachment has a name already: only the sharer's devices rename it")

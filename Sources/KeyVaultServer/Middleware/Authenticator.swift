@@ -40,13 +40,8 @@ struct Authenticator: Sendable {
         return devices.get(id) ?? stored  // a revocation this process committed stays
     }
 
-    /// A request let in: its device, and its account's head as the nonce's statement saw it (a shared store).
-    struct Admitted {
-        let device: StoredDevice
-        let head: HeadSeen?
-    }
-
-    func authenticate(_ request: Request, body: [UInt8], account: AccountID) async throws -> Admitted {
+    /// The request let in: its device, and its account's head as the nonce's statement saw it (a shared store).
+    func authenticate(_ request: Request, body: [UInt8], account: AccountID) async throws -> SignedCaller {
         if let session = request.headers[Headers.session] {
             return try await authenticateSession(session, request, body: body, account: account)
         }
@@ -63,11 +58,11 @@ struct Authenticator: Sendable {
             await refused(.badSignature, device, account)
             throw ProtocolError(.badSignature, "the request signature does not verify")
         }
-        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true)
+        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true, body: body)
     }
 
     /// A MAC-authenticated request: known, unexpired session of this account's device.
-    private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> Admitted {
+    private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> SignedCaller {
         let now = Int64(Date().timeIntervalSince1970)
         guard let session = try sessions.get(id, now: now) else {
             throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
@@ -82,13 +77,14 @@ struct Authenticator: Sendable {
             throw ProtocolError(.badSignature, "the request MAC does not verify")
         }
         // Sessions of a secret of this process alone end with it, and so may their nonces.
-        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: sessions.outliveProcess)
+        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: sessions.outliveProcess,
+                               body: body)
     }
 
     /// The device, if it is enrolled in `account`: the copy its signature or MAC is checked with.
     ///
     /// A shared store's cached copy of an active device of this account is enough here, with no
-    /// read: its signing key is bound to its id, and ``admit(_:account:timestamp:nonce:persistNonce:)``
+    /// read: its signing key is bound to its id, and ``admit(_:account:timestamp:nonce:persistNonce:body:)``
     /// reads the device again, from the store, before the request is let through (in the nonce's
     /// own round trip). Anything else (not cached, another account, revoked) is decided by the store.
     private func enrolled(_ id: DeviceID, in account: AccountID) async throws -> StoredDevice {
@@ -104,7 +100,7 @@ struct Authenticator: Sendable {
     /// `persistNonce`: record the nonce in the database, so that the request cannot
     /// be replayed after a restart either (Ed25519-signed requests).
     private func admit(_ device: inout StoredDevice, account: AccountID, timestamp: Int64, nonce: String,
-                       persistNonce: Bool) async throws -> Admitted {
+                       persistNonce: Bool, body: [UInt8]) async throws -> SignedCaller {
         // Revocation is checked after the signature, so that only the device itself
         // (not anyone who knows its id) learns that it was revoked.
         try await refuseIfRevoked(device, account)
@@ -154,7 +150,7 @@ struct Authenticator: Sendable {
             let current = shared ? try await self.device(device.id) : devices.get(device.id)
             if let current { try await refuseIfRevoked(current, account) }
         }
-        return Admitted(device: device, head: head)
+        return SignedCaller(account: account, device: device, head: head, body: body)
     }
 
     /// A shared store's copy of the device, read after the first check: the one that counts

@@ -48,7 +48,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.info("refused", metadata: refusal(api.code.rawValue, request, context))
             throw api
         } catch let error as any StoreContention where error.isContention {
-            // Lost a race for a lock (PostgreSQL ran it again already): nothing was changed.
+            // Lost a race for a lock (a PostgreSQL transaction ran again first): its write was not made.
             context.logger.notice("refused: lost a race for a lock", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
                 .merging(["store": .string(error.contentionDetail)]) { a, _ in a })
             var api = APIError(.unavailable, "other writes held what this request needed, and its write was not made: try again")

@@ -17,9 +17,8 @@ struct SignatureMiddleware: RouterMiddleware {
         }
         let account = try context.parameters.account()
         let body = try await request.collectBody(limit: bodyLimit)
-        let admitted = try await authenticator.authenticate(request, body: body, account: account)
         var context = context
-        context.caller = SignedCaller(account: account, device: admitted.device, head: admitted.head, body: body)
+        context.caller = try await authenticator.authenticate(request, body: body, account: account)
         return try await next(request, context)
     }
 }
