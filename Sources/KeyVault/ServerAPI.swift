@@ -77,17 +77,17 @@ package struct ServerAPI: Sendable {
         preconditionFailure("unreachable")
     }
 
-    /// A 503 `unavailable` with a Retry-After of at most ``busyWaitLimit`` seconds is a write
+    /// A 503 `unavailable` with a Retry-After shorter than ``RetryAfter/down`` is a write
     /// that lost a race for a lock on the server and was not made (docs/api.md, "Errors"):
     /// sent again after that wait, signed anew, up to ``busyRetries`` times. A longer wait
     /// (its database is down) is the caller's to hear at once. (A server that says busy
-    /// every time costs at most 4 seconds.) Not a recovery enrollment (`retryBusy`): the
+    /// every time costs at most 8 seconds.) Not a recovery enrollment (`retryBusy`): the
     /// server spent its token before the write that lost, and the same token again would
     /// only be refused, hiding why.
-    static let busyRetries = 2, busyWaitLimit = 2
+    static let busyRetries = 2
 
     static func busyWait(_ reply: HTTPReply) -> Int? {
-        guard reply.status == 503, let text = reply.headers["retry-after"], let seconds = Int(text), (0...busyWaitLimit).contains(seconds),
+        guard reply.status == 503, let text = reply.headers["retry-after"], let seconds = Int(text), (0..<RetryAfter.down).contains(seconds),
               (try? JSONDecoder().decode(ErrorBody.self, from: Data(reply.body)))?.error.code == ErrorCode.unavailable.rawValue
         else { return nil }
         return seconds

@@ -176,3 +176,11 @@ extension ErrorCode {
         .payloadTooLarge, .rateLimited, .tooManyLinkRequests, .tooManyContactRequests, .internalError, .unavailable,
     ]
 }
+
+/// The `Retry-After` seconds of a 503 `unavailable`, which tell its two causes apart: a write
+/// that lost a race for a lock (not made: worth sending again soon) and a database that does
+/// not answer (the caller is told at once). A client sends again only what is shorter than `down`.
+package enum RetryAfter {
+    package static let busy = 1
+    package static let down = 5
+}

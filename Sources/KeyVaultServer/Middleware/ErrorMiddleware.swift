@@ -52,7 +52,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.notice("refused: lost a race for a lock", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
                 .merging(["store": .string(error.contentionDetail)]) { a, _ in a })
             var api = APIError(.unavailable, "other writes held what this request needed, and its write was not made: try again")
-            api.headers[.retryAfter] = "1"
+            api.headers[.retryAfter] = String(RetryAfter.busy)
             throw api
         } catch is DecodingError {
             throw APIError.badRequest("the JSON body does not have the expected fields and types")

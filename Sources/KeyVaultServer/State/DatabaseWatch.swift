@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import KeyVaultCrypto
+import KeyVaultModel
 import KeyVaultStore
 import Logging
 import ServiceLifecycle
@@ -77,7 +78,7 @@ struct DatabaseGateMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if watch.isDown, Self.needsDatabase(request.uri.path) {
             var error = APIError(.unavailable, "the service's database does not answer; try again shortly")
-            error.headers[.retryAfter] = "5"
+            error.headers[.retryAfter] = String(RetryAfter.down)
             throw error
         }
         return try await next(request, context)
