@@ -19,8 +19,7 @@ import Testing
     try await testApplication(backend).test(.router) { client in
         let phone = TestDevice("phone")
         var state = try await client.createAccount(phone)
-        let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
-        try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"])))
+        let member = try await client.addMember(phone, &state)
         let base = "/v1/accounts/\(state.account)/members/\(member)/attachments"
         let address = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
         let uri = base + "/" + address
@@ -37,9 +36,7 @@ import Testing
         var response = try await client.signed(phone, .put, uri + "/meta", body: Array("scan.pdf".utf8))
         #expect(response.status == .badRequest && errorCode(response) == "malformed_attachment")
         #expect(try await client.signed(phone, .put, uri + "/meta", body: meta + [UInt8](repeating: 0, count: 8192)).status == .contentTooLarge)
-        func listed() async throws -> [AttachmentInfo] {
-            try decode([String: [AttachmentInfo]].self, try await client.signed(phone, .get, base))["attachments"] ?? []
-        }
+        func listed() async throws -> [AttachmentInfo] { try await client.attachmentList(phone, base) }
         #expect(try await listed().first?.meta == nil)
         #expect(try await client.signed(phone, .put, uri + "/meta", body: meta).status == .noContent)
         #expect(try await listed().first?.meta == Data(meta).base64EncodedString())

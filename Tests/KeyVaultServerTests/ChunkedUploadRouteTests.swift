@@ -19,8 +19,7 @@ import Testing
     try await testApplication(backend) { $0.maxAttachmentBytes = 8192 }.test(.router) { client in
         let phone = TestDevice("phone")
         var state = try await client.createAccount(phone)
-        let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
-        try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"])))
+        let member = try await client.addMember(phone, &state)
         let address = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
         let uri = "/v1/accounts/\(state.account)/members/\(member)/attachments/\(address)"
         // Framing only (the server opens nothing): a key envelope, then 2 chunks of 2^10 and one of 300 + 16.
@@ -97,8 +96,7 @@ import Testing
         try await buildApplication(testConfiguration { _ in }, database: store, logger: testLogger).test(.router) { client in
             let phone = TestDevice("phone")
             var state = try await client.createAccount(phone)
-            let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
-            try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"])))
+            let member = try await client.addMember(phone, &state)
             let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
             func begin(_ address: String) async throws -> String {
                 let response = try await client.signed(phone, .post, "/v1/accounts/\(state.account)/members/\(member)/attachments/\(address)/uploads",

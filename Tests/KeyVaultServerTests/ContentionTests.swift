@@ -17,18 +17,15 @@ import Testing
 // changed nothing. It is never a 500: PostgreSQL's transaction is run again, and what
 // still loses is 503 `unavailable` with Retry-After, which the client may send again.
 
-/// A new account with a new member, and a small attachment to put: its URI and body, and
-/// the member's listing URI.
+/// A new account with a new member, and an attachment to put: its URI and body, and the
+/// member's listing URI.
 private func attachmentToPut(_ client: some TestClientProtocol, _ phone: TestDevice) async throws
     -> (account: AccountID, uri: String, body: [UInt8], base: String) {
     var state = try await client.createAccount(phone)
-    let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
-    try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state, body: ["member": member.rawValue, "memberGeneration": "1"])))
+    let member = try await client.addMember(phone, &state)
     let base = "/v1/accounts/\(state.account)/members/\(member)/attachments"
-    let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
-    let content = try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1,
-                                    context: EnvelopeContext(purpose: "attachment-content")).bytes
-    return (state.account, base + "/ca1.1." + Hex.encode(SystemRandom.bytes(count: 32)), AttachmentObject(key: key, content: content).bytes, base)
+    let (address, object) = try sealedAttachment()
+    return (state.account, base + "/" + address, object, base)
 }
 
 /// Puts it with a signed request after `before`.
@@ -40,7 +37,7 @@ private func putAttachment(_ client: some TestClientProtocol, _ phone: TestDevic
 }
 
 private func listed(_ client: some TestClientProtocol, _ phone: TestDevice, _ base: String) async throws -> Int {
-    try decode([String: [AttachmentInfo]].self, try await client.signed(phone, .get, base))["attachments"]?.count ?? -1
+    try await client.attachmentList(phone, base).count
 }
 
 private func expectUnavailable(_ response: TestResponse) {

@@ -126,17 +126,6 @@ private func grantFields(_ member: MemberID, _ grantee: AccountID, readOnly: Boo
     ["member": member.rawValue, "grantee": grantee.rawValue, "granteeIdentityGeneration": "1", "readOnly": String(readOnly)]
 }
 
-/// An attachment object of `member` (generation 1 of a fresh key) and its address.
-private func attachment() throws -> (address: String, bytes: [UInt8]) {
-    let memberKey = SymmetricKey(), dataKey = SymmetricKey()
-    let content = SystemRandom.bytes(count: 200)
-    let address = try ContentAddressKey(memberKey: memberKey, generation: 1).address(of: content)
-    let key = try Envelope.seal(dataKey, under: memberKey, generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
-    let sealed = try Envelope.seal(content, under: dataKey, generation: 1,
-                                   context: EnvelopeContext(purpose: "attachment-content", ["object": address.description])).bytes
-    return (address.description, AttachmentObject(key: key, content: sealed).bytes)
-}
-
 // MARK: Identity wraps
 
 @Test(arguments: StoreBackend.all) func anIdentityIsSetWithItsWrapAndEveryMasterRotationWrapsItAgain(_ backend: StoreBackend) async throws {
@@ -224,7 +213,7 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
     try await testApplication(backend).test(.router) { client in
         var (sharer, grantee, stranger, writable, readable) = try await client.sharedTwoWays()
         let own = try await client.addMember(&sharer)
-        let (address, object) = try attachment()
+        let (address, object) = try sealedAttachment()
         #expect(try await client.signed(sharer.device, .put, "/v1/accounts/\(sharer.account)/members/\(writable)/attachments/\(address)",
                                         body: object).status == .created)
 
@@ -246,7 +235,7 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
         #expect(response.status == .ok && [UInt8](response.body.readableBytesView) == object)
 
         // A write under a writable grant is stored as the sharer's, and logged with the grantee's device.
-        let (added, addedObject) = try attachment()
+        let (added, addedObject) = try sealedAttachment()
         response = try await client.signed(grantee.device, .put, base + "/members/\(writable)/attachments/\(added)", body: addedObject)
         #expect(response.status == .created, "\(String(buffer: response.body))")
         response = try await client.signed(sharer.device, .get, "/v1/accounts/\(sharer.account)/members/\(writable)/attachments/\(added)")
@@ -396,13 +385,10 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
 @Test(arguments: StoreBackend.all) func aGranteeNamesAnUnnamedAttachmentThroughTheRelayAndRenamesNone(_ backend: StoreBackend) async throws {
     try await testApplication(backend).test(.router) { client in
         var (sharer, grantee, stranger, writable, readable) = try await client.sharedTwoWays()
-        let key = try Envelope.seal(SymmetricKey(), under: SymmetricKey(), generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
         func put(_ member: MemberID) async throws -> String {
-            let address = "ca1.1." + Hex.encode(SystemRandom.bytes(count: 32))
-            let content = try Envelope.seal(SystemRandom.bytes(count: 100), under: SymmetricKey(), generation: 1,
-                                            context: EnvelopeContext(purpose: "attachment-content")).bytes
+            let (address, object) = try sealedAttachment()
             let response = try await client.signed(sharer.device, .put, "/v1/accounts/\(sharer.account)/members/\(member)/attachments/\(address)",
-                                                   body: AttachmentObject(key: key, content: content).bytes)
+                                                   body: object)
             #expect(response.status == .created)
             return address
         }
@@ -414,8 +400,8 @@ private func attachment() throws -> (address: String, bytes: [UInt8]) {
                                     body: body)
         }
         func listed(_ member: MemberID, _ address: String) async throws -> String? {
-            let response = try await client.signed(sharer.device, .get, "/v1/accounts/\(sharer.account)/members/\(member)/attachments")
-            return try decode([String: [AttachmentInfo]].self, response)["attachments"]?.first { $0.address == address }?.meta
+            try await client.attachmentList(sharer.device, "/v1/accounts/\(sharer.account)/members/\(member)/attachments")
+                .first { $0.address == address }?.meta
         }
         let first = try await put(writable), second = try await put(writable), third = try await put(readable)
         let a = try meta("a"), b = try meta("b"), c = try meta("c")

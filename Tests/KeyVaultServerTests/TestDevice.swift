@@ -156,6 +156,31 @@ extension TestClientProtocol {
         if response.status == .created { try state.apply(request.link) }
         return response
     }
+
+    /// Adds a new member (generation 1) to the account of `state`, by `device`.
+    func addMember(_ device: TestDevice, _ state: inout ChainState) async throws -> MemberID {
+        let member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))
+        let response = try await append(device, &state, AppendRequest(link: device.link(.memberAdd, after: state,
+                                                                                         body: ["member": member.rawValue, "memberGeneration": "1"])))
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+        return member
+    }
+
+    /// The attachments listed at `base` (`…/members/{member}/attachments`), asked by `device`.
+    func attachmentList(_ device: TestDevice, _ base: String) async throws -> [AttachmentInfo] {
+        try decode([String: [AttachmentInfo]].self, try await signed(device, .get, base))["attachments"] ?? []
+    }
+}
+
+/// An attachment object (generation 1 of a fresh member key) and its address.
+func sealedAttachment() throws -> (address: String, bytes: [UInt8]) {
+    let memberKey = SymmetricKey(), dataKey = SymmetricKey()
+    let content = SystemRandom.bytes(count: 200)
+    let address = try ContentAddressKey(memberKey: memberKey, generation: 1).address(of: content)
+    let key = try Envelope.seal(dataKey, under: memberKey, generation: 1, context: EnvelopeContext(purpose: "attachment-key")).bytes
+    let sealed = try Envelope.seal(content, under: dataKey, generation: 1,
+                                   context: EnvelopeContext(purpose: "attachment-content", ["object": address.description])).bytes
+    return (address.description, AttachmentObject(key: key, content: sealed).bytes)
 }
 
 extension TestClientProtocol {
