@@ -31,7 +31,7 @@ final class UploadJournal {
         var size: Int
     }
 
-    static let recordBytes = 16
+    static let recordBytes = StreamAEAD.tagByteCount
     /// Journals older than the server keeps unfinished uploads are of no use.
     static let maximumAge: TimeInterval = 24 * 3600
 
