@@ -54,7 +54,7 @@ package struct ServerAPI: Sendable {
     ///   `response_too_large` for an answer beyond `maxReply` bytes.
     func call(_ method: String, _ path: String, query: String = "", body: [UInt8] = [], signed: Bool = true,
               contentType: String = "application/json", maxReply: Int = maxJSONReplyBytes,
-              extraHeaders: [(String, String)] = [], retryBusy: Bool = true) async throws -> (status: Int, body: [UInt8]) {
+              extraHeaders: [(String, String)] = []) async throws -> (status: Int, body: [UInt8]) {
         for attempt in 0... {
             var headers: [(String, String)] = extraHeaders
             if !body.isEmpty { headers.append(("Content-Type", contentType)) }
@@ -67,7 +67,7 @@ package struct ServerAPI: Sendable {
                                                               headers: headers, body: body, maxReplyBytes: maxReply))
             // Also here, for a transport that does not bound what it reads.
             guard reply.body.count <= maxReply else { throw KeyVaultError.tooLarge(maxReply, "\(method) \(path)") }
-            if retryBusy, attempt < Self.busyRetries, let wait = Self.busyWait(reply) {
+            if attempt < Self.busyRetries, let wait = Self.busyWait(reply) {
                 try await Task.sleep(for: .seconds(wait))
                 continue  // signed anew: a new nonce
             }
@@ -81,9 +81,8 @@ package struct ServerAPI: Sendable {
     /// that lost a race for a lock on the server and was not made (docs/api.md, "Errors"):
     /// sent again after that wait, signed anew, up to ``busyRetries`` times. A longer wait
     /// (its database is down) is the caller's to hear at once. (A server that says busy
-    /// every time costs at most 8 seconds.) Not a recovery enrollment (`retryBusy`): the
-    /// server spent its token before the write that lost, and the same token again would
-    /// only be refused, hiding why.
+    /// every time costs at most 8 seconds.) A recovery enrollment too: the server spends its
+    /// token in the enrollment's own write, so a write that lost left it unspent.
     static let busyRetries = 2
 
     static func busyWait(_ reply: HTTPReply) -> Int? {
@@ -269,7 +268,7 @@ package struct ServerAPI: Sendable {
     }
 
     package func recoveryEnroll(_ request: RecoveryEnrollRequest) async throws {
-        _ = try await call("POST", accountPath + "/recovery/enroll", body: encode(request), signed: false, retryBusy: false)
+        _ = try await call("POST", accountPath + "/recovery/enroll", body: encode(request), signed: false)
     }
 
     // Device links

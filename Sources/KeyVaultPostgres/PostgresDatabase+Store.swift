@@ -81,6 +81,7 @@ extension PostgresKeyVaultDatabase {
                 RETURNING 1
                 """, logger: logger).collect().count == 1 else { throw StoreError.linkRequestClosed }
         }
+        if let use = write.spends, try await !spend(use, db) { throw StoreError.usedBefore }
         for device in write.newDevices {
             // The transaction rolls back: nothing of the link is written.
             guard try await insert(device, db, onConflictNothing: true) else { throw StoreError.deviceExists }
@@ -366,13 +367,18 @@ extension PostgresKeyVaultDatabase {
     /// Synced, as the chain (recovery only, so rare): a token a crash forgot could be used again.
     package func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
         try await durableTransaction { db in
-            try await db.query("DELETE FROM used_once WHERE expires < \(forgetBefore)", logger: logger)
-            // The primary key decides across replicas: one insert of a (kind, value) wins.
-            return try await db.query("""
-                INSERT INTO used_once (kind, value, expires) VALUES (\(kind), \(value), \(expires))
-                ON CONFLICT (kind, value) DO NOTHING RETURNING 1
-                """, logger: logger).collect().count == 1
+            try await spend(SingleUse(kind: kind, value: value, expires: expires, forgetBefore: forgetBefore), db)
         }
+    }
+
+    /// Records `use` as used, in `db`'s transaction: false if it already was.
+    private func spend(_ use: SingleUse, _ db: PostgresConnection) async throws -> Bool {
+        try await db.query("DELETE FROM used_once WHERE expires < \(use.forgetBefore)", logger: logger)
+        // The primary key decides across replicas: one insert of a (kind, value) wins.
+        return try await db.query("""
+            INSERT INTO used_once (kind, value, expires) VALUES (\(use.kind), \(use.value), \(use.expires))
+            ON CONFLICT (kind, value) DO NOTHING RETURNING 1
+            """, logger: logger).collect().count == 1
     }
 
     /// Synced, as the chain: failures a crash forgot would be recovery guesses given back.
@@ -544,7 +550,7 @@ extension PostgresKeyVaultDatabase {
         preconditionFailure("unreachable")
     }
 
-    static let transactionAttempts = 3
+    package static let transactionAttempts = 3
 
     /// A ``transaction(_:)`` whose commit waits for its WAL record to be flushed (the
     /// connections' default is not to: see `startupParameters`): the chain writes, which a

@@ -70,6 +70,7 @@ extension KeyVaultDatabase {
                                  approver.rawValue])
             guard db.changesCount == 1 else { throw StoreError.linkRequestClosed }
         }
+        if let use = write.spends, try !spend(use, db) { throw StoreError.usedBefore }
         try db.execute(sql: "UPDATE accounts SET head = ?, sequence = ? WHERE id = ?",
                        arguments: [write.link.hash, write.link.sequence, account.rawValue])
         try Self.insert(write.link, account: account, db)

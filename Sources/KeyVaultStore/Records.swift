@@ -93,6 +93,10 @@ package struct ChainWrite: Sendable {
     package var dropsKeysBefore: UInt32?
     /// A pending link request this write approves (single use: it must still be pending).
     package var approvesLinkRequest: (code: String, approver: DeviceID)?
+    /// A value this write uses up (a recovery enrollment's token): recorded as used in
+    /// the write's own transaction, so a write that is refused or lost spends nothing.
+    /// Refused with ``StoreError/usedBefore`` when it was used before.
+    package var spends: SingleUse?
     /// The audit row: its event and the device that signed (or `recovery`); the row
     /// carries the link's sequence.
     package var audit: (event: AuditEvent, device: String?)
@@ -101,6 +105,22 @@ package struct ChainWrite: Sendable {
         self.link = link
         self.expectedHead = expectedHead
         self.audit = audit
+    }
+}
+
+/// A value used once (a recovery challenge or token, an import's claim): recorded as used
+/// until `expires`. Entries that expired before `forgetBefore` may be forgotten.
+package struct SingleUse: Sendable, Equatable {
+    package var kind: String
+    package var value: String
+    package var expires: Int64
+    package var forgetBefore: Int64
+
+    package init(kind: String, value: String, expires: Int64, forgetBefore: Int64) {
+        self.kind = kind
+        self.value = value
+        self.expires = expires
+        self.forgetBefore = forgetBefore
     }
 }
 

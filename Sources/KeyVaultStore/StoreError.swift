@@ -33,6 +33,8 @@ package enum StoreError: Error, Sendable, Equatable {
     /// The link request is pending but not at the step this write needs (answered
     /// already, not answered yet, or not revealed yet).
     case linkRequestOutOfTurn
+    /// A value a write spends (``ChainWrite/spends``) was used before.
+    case usedBefore
 }
 
 /// An error of a store that lost a race for a lock: another write held what this one

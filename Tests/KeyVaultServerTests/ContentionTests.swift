@@ -73,6 +73,27 @@ private func expectUnavailable(_ response: TestResponse) {
     }
 }
 
+/// A recovery enrollment whose write keeps losing is 503 like any other, and its token
+/// was not spent: the same request sent again enrolls the device.
+@Test func onPostgreSQLARecoveryEnrollmentThatKeepsLosingALockRaceKeepsItsToken() async throws {
+    guard case .postgres(let url)? = StoreBackend.all.first(where: \.isShared) else { return }
+    try await PostgresKeyVaultDatabase.withTemporarySchema(url) { database in
+        try await testApplication(database: database).test(.router) { client in
+            let phone = TestDevice("phone"), laptop = TestDevice("laptop")
+            let fixture = RecoveryFixture()
+            let state = try await fixture.setUp(client, phone)
+            let enroll = "/v1/accounts/\(state.account)/recovery/enroll"
+            let session = try await fixture.prove(client, account: state.account)
+            let request = try jsonBody(try fixture.enrollment(of: laptop, after: state, token: session.token))
+            // Every attempt of the enrollment's transaction loses.
+            try await database.failingInserts(into: "audit", sqlState: "40001", times: PostgresKeyVaultDatabase.transactionAttempts)
+            expectUnavailable(try await client.execute(uri: enroll, method: .post, body: request))
+            let enrolled = try await client.execute(uri: enroll, method: .post, body: request)
+            #expect(enrolled.status == .created, "\(String(buffer: enrolled.body))")
+        }
+    }
+}
+
 @Test func aSQLiteWriteThatWaitsOutItsBusyTimeoutIsAnswered503AndChangesNothing() async throws {
     let directory = try TemporaryDirectory("contention")
     let path = directory.path("kv.sqlite")

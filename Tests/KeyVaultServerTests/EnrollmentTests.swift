@@ -43,6 +43,28 @@ struct RecoveryFixture {
         RecoveryProof(challenge: challenge, signature: base64Encode(authKey.signature(
             for: RecoveryProofFormat.signedBytes(account: account, challenge: challenge))))
     }
+
+    /// A challenge answered with this code: the recovery session (its token, the chain).
+    func prove(_ client: some TestClientProtocol, account: AccountID) async throws -> RecoverySession {
+        let base = "/v1/accounts/\(account)/recovery"
+        let challenge = try decode(RecoveryChallenge.self, try await client.execute(uri: base + "/challenge", method: .post))
+        let proven = try await client.execute(uri: base + "/proof", method: .post, body: jsonBody(proof(challenge.challenge, account: account)))
+        #expect(proven.status == .ok, "\(String(buffer: proven.body))")
+        return try decode(RecoverySession.self, proven)
+    }
+
+    /// The enrollment of `device` after `state` with this code's token `token`: its
+    /// device.add link signed with the recovery key, and its box of the master key.
+    func enrollment(of device: TestDevice, after state: ChainState, token: String) throws -> RecoveryEnrollRequest {
+        var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
+                             time: 1_700_000_200, body: device.deviceFields)
+        link.sign(with: authKey)
+        var box = KeyBox(generation: 1, sequence: link.sequence, recipient: device.id.rawValue,
+                         box: base64Encode(try device.boxKey.publicKey.sealedBox(for: masterKey)),
+                         signer: ChainLink.recoverySigner, signature: "")
+        box.sign(with: authKey, account: state.account)
+        return RecoveryEnrollRequest(token: token, link: link, boxes: [box])
+    }
 }
 
 @Test func aNewDeviceEnrolsWithTheRecoveryCode() async throws {
@@ -85,11 +107,41 @@ struct RecoveryFixture {
         // Now it signs requests like any device, and its box is there.
         let boxes = try decode([String: [KeyBox]].self, try await client.signed(laptop, .get, "/v1/accounts/\(state.account)/boxes"))["boxes"]
         #expect(boxes?.map(\.recipient) == [laptop.id.rawValue])
-        // The token and the challenge were single use.
+        // The token and the challenge were single use: the same request again is behind
+        // the chain, and another device's enrollment after the new head has no token.
         let again = try await client.execute(uri: base + "/enroll", method: .post, body: jsonBody(enroll))
-        #expect(again.status == .unauthorized && errorCode(again) == "bad_recovery_token")
+        #expect(again.status == .conflict && errorCode(again) == "stale_chain")
+        let another = try await client.execute(uri: base + "/enroll", method: .post,
+                                                body: jsonBody(try fixture.enrollment(of: TestDevice("tablet"), after: chain, token: session.token)))
+        #expect(another.status == .unauthorized && errorCode(another) == "bad_recovery_token", "\(String(buffer: another.body))")
         let replay = try await client.execute(uri: base + "/proof", method: .post, body: jsonBody(fixture.proof(challenge.challenge, account: state.account)))
         #expect(replay.status == .unauthorized && errorCode(replay) == "bad_recovery_proof")
+    }
+}
+
+/// The token is spent by the write that enrolls, in its transaction: an enrollment the
+/// store refuses (here its device is already another account's) leaves the token as it
+/// was, and the same token then enrolls a device once.
+@Test func aRecoveryTokenIsSpentOnlyByTheEnrollmentThatIsStored() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone"), laptop = TestDevice("laptop"), elsewhere = TestDevice("elsewhere")
+        _ = try await client.createAccount(elsewhere)
+        let fixture = RecoveryFixture()
+        let state = try await fixture.setUp(client, phone)
+        let enroll = "/v1/accounts/\(state.account)/recovery/enroll"
+        let session = try await fixture.prove(client, account: state.account)
+
+        let taken = try await client.execute(uri: enroll, method: .post,
+                                             body: jsonBody(try fixture.enrollment(of: elsewhere, after: state, token: session.token)))
+        #expect(taken.status == .conflict && errorCode(taken) == "device_exists", "\(String(buffer: taken.body))")
+        let request = try fixture.enrollment(of: laptop, after: state, token: session.token)
+        let enrolled = try await client.execute(uri: enroll, method: .post, body: jsonBody(request))
+        #expect(enrolled.status == .created, "\(String(buffer: enrolled.body))")
+        var after = state
+        try after.apply(request.link)
+        let again = try await client.execute(uri: enroll, method: .post,
+                                             body: jsonBody(try fixture.enrollment(of: TestDevice("tablet"), after: after, token: session.token)))
+        #expect(again.status == .unauthorized && errorCode(again) == "bad_recovery_token", "\(String(buffer: again.body))")
     }
 }
 

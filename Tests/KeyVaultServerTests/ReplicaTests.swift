@@ -201,21 +201,18 @@ func aReplicaThatCachedADeviceJudgesItsNextSessionRequestByTheStore(_ backend: S
             let replay = try await client.execute(uri: base + "/proof", method: .post, body: proof)
             #expect(replay.status == .unauthorized && errorCode(replay) == "bad_recovery_proof", "\(replay.status): \(String(buffer: replay.body))")
         }
-        var link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .deviceAdd, signer: ChainLink.recoverySigner,
-                             time: 1_700_000_200, body: laptop.deviceFields)
-        link.sign(with: fixture.authKey)
-        var box = KeyBox(generation: 1, sequence: link.sequence, recipient: laptop.id.rawValue,
-                         box: base64Encode(try laptop.boxKey.publicKey.sealedBox(for: fixture.masterKey)),
-                         signer: ChainLink.recoverySigner, signature: "")
-        box.sign(with: fixture.authKey, account: state.account)
-        let enroll = try jsonBody(RecoveryEnrollRequest(token: session.token, link: link, boxes: [box]))
+        let enroll = try fixture.enrollment(of: laptop, after: state, token: session.token)
         try await replicas[2].test(.router) { client in
-            let enrolled = try await client.execute(uri: base + "/enroll", method: .post, body: enroll)
+            let enrolled = try await client.execute(uri: base + "/enroll", method: .post, body: jsonBody(enroll))
             #expect(enrolled.status == .created, "\(String(buffer: enrolled.body))")
         }
+        // Another device's enrollment after the new head, with the same token.
+        var after = state
+        try after.apply(enroll.link)
+        let another = try jsonBody(try fixture.enrollment(of: TestDevice("tablet"), after: after, token: session.token))
         try await replicas[1].test(.router) { client in
-            let again = try await client.execute(uri: base + "/enroll", method: .post, body: enroll)
-            #expect(again.status == .unauthorized && errorCode(again) == "bad_recovery_token")
+            let again = try await client.execute(uri: base + "/enroll", method: .post, body: another)
+            #expect(again.status == .unauthorized && errorCode(again) == "bad_recovery_token", "\(String(buffer: again.body))")
         }
     }
     _ = directory

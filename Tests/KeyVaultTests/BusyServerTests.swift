@@ -47,3 +47,25 @@ private func unavailable(after seconds: String) -> HTTPReply {
         #expect(nonces.withLock { $0.count } == 1)
     }
 }
+
+/// A recovery enrollment refused as busy is sent again too: the server spends its token
+/// only in the write that enrolls, so the write that lost left it as it was.
+@Test func aRecoveryEnrollmentRefusedBecauseTheDatabaseWasBusyIsSentAgain() async throws {
+    try await Fixture.run { fixture, laptop in
+        let refusals = Locked(1), sent = Locked(0)
+        fixture.transport.answer { request in
+            guard request.method == "POST", request.target.hasSuffix("/recovery/enroll") else { return nil }
+            sent.withLock { $0 += 1 }
+            return refusals.withLock { left in
+                guard left > 0 else { return nil }
+                left -= 1
+                return unavailable(after: "0")
+            }
+        }
+        let phone = try await Vault.enrollWithRecoveryCode(home: fixture.home("phone"), server: "test", transport: fixture.transport,
+                                                           account: laptop.account, name: "phone", code: fixture.code)
+        #expect(sent.withLock { $0 } == 2)
+        try await laptop.sync()
+        #expect(try await laptop.devices().contains { $0.id == phone.device })
+    }
+}

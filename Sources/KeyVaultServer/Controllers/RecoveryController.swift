@@ -70,7 +70,7 @@ struct RecoveryController: Sendable {
     @Sendable func enroll(_ request: Request, _ context: KeyVaultRequestContext) async throws -> Response {
         let account = try context.parameters.account()
         let enroll = try decodeBody(RecoveryEnrollRequest.self, from: try await request.collectBody(limit: service.configuration.maxJSONBytes))
-        // What can be judged without the chain, before the single-use token is spent on it.
+        // What can be judged without the chain, before the single-use token is looked at.
         // malformed_link: what the route needs of the link and its boxes together, which no JSON schema states.
         guard enroll.link.type == .deviceAdd, enroll.link.signer == ChainLink.recoverySigner else {
             throw APIError(.malformedLink, "recovery enrollment appends one device.add link signed with the recovery key")
@@ -78,11 +78,13 @@ struct RecoveryController: Sendable {
         guard let added = enroll.link.body["device"], enroll.boxes.contains(where: { $0.recipient == added }) else {
             throw APIError(.malformedLink, "an enrollment's device.add comes with a box of the current master key for the device it adds")
         }
-        guard try await service.recoveryGate.take(token: enroll.token, for: account) else {
-            throw APIError(.badRecoveryToken, "the enrollment token is unknown, used or expired; prove the recovery code again")
-        }
-        return try await service.appendVerified(account, AppendRequest(link: enroll.link, boxes: enroll.boxes), by: nil)
+        // Spent by the enrollment's write, in its transaction: an enrollment refused or
+        // lost (a 503) leaves it as it was, for the same request sent again.
+        guard let token = service.recoveryGate.spending(token: enroll.token, for: account) else { throw Self.badToken }
+        return try await service.appendVerified(account, AppendRequest(link: enroll.link, boxes: enroll.boxes), by: nil, spending: token)
     }
+
+    static let badToken = APIError(.badRecoveryToken, "the enrollment token is unknown, used or expired; prove the recovery code again")
 
     /// A code whose origin device was revoked opens nothing more (docs/formats/account-chain.md, "History").
     static func refuseIfCompromised(_ recovery: ChainState.Recovery) throws {

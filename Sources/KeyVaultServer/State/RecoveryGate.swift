@@ -75,9 +75,10 @@ struct RecoveryGate: Sendable {
         try tokens.issue(for: account)
     }
 
-    /// Takes an enrollment token of `account` (single use, across replicas).
-    func take(token: String, for account: AccountID) async throws -> Bool {
-        try await tokens.use(token, for: account, in: database)
+    /// An enrollment token of `account`, if it is one (issued here, unexpired), as the
+    /// enrollment's write spends it (single use, across replicas): nil otherwise.
+    func spending(token: String, for account: AccountID) -> SingleUse? {
+        tokens.singleUse(token, for: account)
     }
 }
 
@@ -112,9 +113,15 @@ struct Ticket: Sendable {
 
     /// Uses it up: false if it is not valid for `account` or was used before.
     func use(_ text: String, for account: AccountID, in database: any KeyVaultRepository) async throws -> Bool {
+        guard let use = singleUse(text, for: account) else { return false }
+        return try await database.useOnce(use.value, kind: use.kind, expires: use.expires, forgetBefore: use.forgetBefore)
+    }
+
+    /// What using it up records, if it is valid for `account`.
+    func singleUse(_ text: String, for account: AccountID) -> SingleUse? {
         let now = RecoveryGate.now()
-        guard let expires = expiry(of: text, for: account, now: now) else { return false }
-        return try await database.useOnce(text, kind: kind, expires: expires, forgetBefore: now - Self.clockMargin)
+        guard let expires = expiry(of: text, for: account, now: now) else { return nil }
+        return SingleUse(kind: kind, value: text, expires: expires, forgetBefore: now - Self.clockMargin)
     }
 
     private func mac(_ body: [UInt8], _ account: AccountID) throws -> [UInt8] {

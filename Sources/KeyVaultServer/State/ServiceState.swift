@@ -72,7 +72,7 @@ struct ServiceState: Sendable {
     /// transaction, if the head has not moved. `device` is the authenticated sender
     /// (nil for recovery enrollment, where the recovery key signed the link).
     func appendVerified(_ account: AccountID, _ append: AppendRequest, by device: StoredDevice?,
-                        approving code: String? = nil) async throws -> Response {
+                        approving code: String? = nil, spending token: SingleUse? = nil) async throws -> Response {
         var before = try await chainState(account)
         var after = before
         do {
@@ -126,6 +126,7 @@ struct ServiceState: Sendable {
         write.shareBoxes = append.shareBoxes
         write.recovery = try append.recovery.map(checked)
         if let code, let device { write.approvesLinkRequest = (code, device.id) }
+        write.spends = token
         try await commit(write, of: account, after: after)
         return try .json(["head": after.head, "sequence": String(after.sequence)], status: .created)
     }
