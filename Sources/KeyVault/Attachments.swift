@@ -587,6 +587,50 @@ extension Vault {
         }
     }
 
+    /// Names the attachment at `address` of one of this account's members `name` (media
+    /// type `mediaType`, or the one its extension names), replacing the name it had: one
+    /// a device gave it, or one a grantee gave it or planted (docs/formats/attachment-meta.md).
+    /// Sealed for this account as a put seals it. The time and size stay those of the
+    /// name it had when that opens; otherwise the content is fetched and opened to count
+    /// its size (its time is then now).
+    ///
+    /// Authority: a device of the member's own account renames; a grantee's device only
+    /// names a file without a name, as it puts it. Nothing but the name changes.
+    ///
+    /// - Returns: the attachment as a list now shows it.
+    @discardableResult
+    public func renameAttachment(_ address: ContentAddress, member: Member, to name: String, mediaType: String? = nil) async throws -> Attachment {
+        guard member.sharer == nil else {
+            throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account renames its attachments")
+        }
+        let type = mediaType ?? AttachmentMeta.mediaType(forName: name)
+        if let problem = AttachmentMeta.problem(name: name, type: type) { throw KeyVaultError(.invalidInput, problem) }
+        return try await exclusively {
+            // As a put: the newest chain first (a revocation's rotation before anything is
+            // sealed), and the member's newest generation to seal under.
+            try await sync()
+            var member = member
+            if let now = try chain.members[member.id]?.generation, now > member.generation { member.generation = now }
+            guard var listed = try await attachments(member: member).first(where: { $0.address == address }) else {
+                throw KeyVaultError(.noSuchAttachment, "\(member.name) has no attachment \(address) on the server")
+            }
+            var time = Int64(Date().timeIntervalSince1970), size: UInt64
+            if let plainSize = listed.plainSize, let had = listed.time {
+                (time, size) = (Int64(had.timeIntervalSince1970), UInt64(plainSize))
+            } else {
+                var counted: UInt64 = 0
+                try await open(address, member: member) { counted += UInt64($0.count) }
+                size = counted
+            }
+            let keys = try await memberKeys(member, generation: member.generation)
+            let sealed = try AttachmentMeta(name: name, type: type, time: time, size: size).seal(account: account, address: address, keys: keys)
+            try await api.putAttachmentMeta(member: member.id, address: address, meta: sealed)
+            (listed.name, listed.mediaType, listed.time, listed.plainSize) = (name, type, Date(timeIntervalSince1970: TimeInterval(time)), Int(exactly: size))
+            (listed.nameProblem, listed.sealedMeta) = (nil, sealed)
+            return listed
+        }
+    }
+
     public struct RewrapResult: Sendable {
         public var rewrapped = 0
         public var current = 0

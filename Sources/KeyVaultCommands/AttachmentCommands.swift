@@ -10,9 +10,10 @@ struct Attachment: AsyncParsableCommand {
             content (ca1.<generation>.<64 hex>): the same file is stored once per
             member, and the server cannot tell what it is. Its file name, type, time
             and size are stored with it, sealed under the member key: `list` shows
-            them, and `get` and `delete` take the name as well as the address.
+            them, `rename` changes them, and `get` and `delete` take the name as
+            well as the address.
             """,
-        subcommands: [Address.self, Put.self, Get.self, List.self, Delete.self, Export.self, Rewrap.self])
+        subcommands: [Address.self, Put.self, Get.self, List.self, Rename.self, Delete.self, Export.self, Rewrap.self])
 
     struct MemberOption: ParsableArguments {
         @Option(name: .long, help: "The member's name or id.")
@@ -233,6 +234,37 @@ struct Attachment: AsyncParsableCommand {
                 number += 1
             }
             return candidate
+        }
+    }
+
+    struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give an attachment another name (its content stays as it is).",
+            discussion: #"""
+                Seals the new name under the member key, replacing the one it had: a name
+                given by another device, or by an account the member is shared with, or
+                one `list` says does not open (give the address then). Its time and size
+                stay; where it had no name that opens, the content is fetched and checked
+                to count its size. Only the member's own account renames.
+                --json prints {"address", "name", "mediaType"}.
+
+                  keyctl attachment rename --member Emma ca1.1.5e0c… "Vaccination record 2026.pdf"
+                """#)
+        @OptionGroup var member: MemberOption
+        @OptionGroup var target: Target
+        @Argument(help: ArgumentHelp("The new name: a file name, without '/'.", valueName: "new-name"))
+        var name: String
+        @Option(name: .long, help: "The media type (default: from the new name's extension).")
+        var type: String?
+        @OptionGroup var options: HomeOptions
+
+        func run() async throws {
+            let vault = try await options.openVault()
+            let owner = try await vault.member(named: member.member)
+            let address = try await target.address(in: vault, member: owner)
+            let renamed = try await vault.renameAttachment(address, member: owner, to: name, mediaType: type)
+            options.result(["address": address.description, "name": name, "mediaType": renamed.mediaType ?? ""],
+                           "Renamed \(address) to \(name) (\(renamed.mediaType ?? "")).\n")
         }
     }
 

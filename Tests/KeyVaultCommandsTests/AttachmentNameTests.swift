@@ -6,7 +6,8 @@ import Testing
 
 // Issue 22, item 2: attachments a person can tell apart. `put` records the file's
 // name, media type, time and size sealed under the member key (the server sees none
-// of them); `list` shows them; `get` and `delete` take a name as well as an address.
+// of them); `list` shows them; `rename` changes them; `get` and `delete` take a name as
+// well as an address.
 
 @Test(.timeLimit(.minutes(10)))
 func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
@@ -57,8 +58,15 @@ func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
     let ambiguous = try keyctl(["attachment", "get", "--member", "Emma", "Vaccination record 2026.pdf", "-o", out, "--home", story.path("laptop")])
     #expect(ambiguous.code != 0 && ambiguous.err.contains(String(second.prefix(14))), "\(ambiguous.err)")
 
-    // Deleted by address, then by name once the name is one attachment's again.
-    #expect(try story.run(["attachment", "delete", "--member", "Emma", second, "--yes"], "laptop")["deleted"] as? String == second)
+    // Renamed by address (its time and size stay), the name is one attachment's again.
+    let renamed = try story.run(["attachment", "rename", "--member", "Emma", second, "Vaccination record 2025.txt"], "laptop")
+    #expect(renamed["name"] as? String == "Vaccination record 2025.txt" && renamed["mediaType"] as? String == "text/plain")
+    let both = try #require(try story.run(["attachment", "list", "--member", "Emma"], "phone")["attachments"] as? [[String: Any]])
+    #expect(Set(both.compactMap { $0["name"] as? String }) == ["Vaccination record 2026.pdf", "Vaccination record 2025.txt"])
+    #expect(both.first { $0["address"] as? String == second }?["plainSize"] as? Int == 7)
+
+    // Deleted by the new name, then by the old one.
+    #expect(try story.run(["attachment", "delete", "--member", "Emma", "Vaccination record 2025.txt", "--yes"], "laptop")["deleted"] as? String == second)
     #expect(try story.run(["attachment", "delete", "--member", "Emma", "Vaccination record 2026.pdf", "--yes"], "phone")["deleted"] as? String == address)
     #expect((try story.run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [Any])?.isEmpty == true)
     let gone = try keyctl(["attachment", "get", "--member", "Emma", address, "-o", out, "--home", story.path("laptop")])

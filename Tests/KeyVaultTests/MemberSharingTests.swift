@@ -628,3 +628,33 @@ func withholdingIdentityRenewals(of account: AccountID) -> @Sendable (HTTPExchan
         #expect(try await parent.chain.identity?.generation == 2)
     }
 }
+
+/// The sharer renames: a name a grantee gave its attachment, and an attachment that had
+/// none. The time and size stay those of the name it had (counted from the content
+/// where it had none); a grantee renames nothing.
+@Test func theSharerRenamesWhatAGranteeNamedAndWhatHadNoName() async throws {
+    try await Fixture.run { fixture, parent in
+        let (grandma, alice, seen) = try await sharedAlice(fixture, parent, readOnly: false)
+        let directory = try TemporaryDirectory("kv-rename")
+        let drawing = try await grandma.put(fileAt: try directory.file("wrong.png", holding: Array("a drawing".utf8)), member: seen)
+        let before = try #require(try await parent.attachments(member: alice).first { $0.address == drawing.address })
+        #expect(before.name == "wrong.png")
+        try await parent.renameAttachment(drawing.address, member: alice, to: "portrait.png")
+        let after = try #require(try await grandma.attachments(member: seen).first { $0.address == drawing.address })
+        #expect(after.name == "portrait.png" && after.mediaType == "image/png")
+        #expect(after.time == before.time && after.plainSize == 9)
+
+        let note = try await parent.put(Array("a note without a name".utf8), member: alice)
+        try await parent.renameAttachment(note.address, member: alice, to: "note.txt")
+        let named = try #require(try await parent.attachments(member: alice).first { $0.address == note.address })
+        #expect(named.name == "note.txt" && named.mediaType == "text/plain" && named.plainSize == 21)
+
+        await expectRefusal("invalid_input", kind: .input) {
+            try await grandma.renameAttachment(note.address, member: seen, to: "mine.txt")
+        }
+        await expectRefusal("invalid_input", kind: .input) {
+            try await parent.renameAttachment(note.address, member: alice, to: "a/b.txt")
+        }
+        #expect(try await parent.attachments(member: alice).first { $0.address == note.address }?.name == "note.txt")
+    }
+}

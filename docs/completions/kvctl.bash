@@ -850,13 +850,13 @@ _kvctl_attachment() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    address|put|get|list|delete|export|rewrap)
+    address|put|get|list|rename|delete|export|rewrap)
         # Offer subcommand argument completions
         "_kvctl_attachment_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'address put get list delete export rewrap' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'address put get list rename delete export rewrap' -- "${cur}"))
         ;;
     esac
 }
@@ -937,6 +937,30 @@ _kvctl_attachment_list() {
     # Offer option value completions
     case "${prev}" in
     '--member')
+        return
+        ;;
+    '--home')
+        return
+        ;;
+    '--ca-cert')
+        return
+        ;;
+    esac
+}
+
+_kvctl_attachment_rename() {
+    repeating_flags=()
+    non_repeating_flags=(--json --insecure-http --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--member --type --home --ca-cert)
+    __kvctl_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--member')
+        return
+        ;;
+    '--type')
         return
         ;;
     '--home')
