@@ -95,9 +95,8 @@ extension Vault {
     public func put(_ plaintext: [UInt8], member given: Member, name: String? = nil, mediaType: String? = nil) async throws -> PutResult {
         // Checked before anything is read or sent: a name refused after the upload would leave it nameless.
         let meta = try name.map { name in
-            let type = mediaType ?? AttachmentMeta.mediaType(forName: name)
-            if let problem = AttachmentMeta.problem(name: name, type: type) { throw KeyVaultError(.invalidInput, problem) }
-            return AttachmentMeta(name: name, type: type, time: Int64(Date().timeIntervalSince1970), size: UInt64(plaintext.count))
+            AttachmentMeta(name: name, type: try Self.mediaType(mediaType, forName: name), time: Int64(Date().timeIntervalSince1970),
+                           size: UInt64(plaintext.count))
         }
         return try await put(size: plaintext.count, member: given, what: "the content", meta: meta,
                              reading: { body in try plaintext.withUnsafeBytes(body) }, chunks: { ChunkReader(bytes: plaintext, size: $0) })
@@ -129,20 +128,7 @@ extension Vault {
                 throw KeyVaultError(.payloadTooLarge, "\(what) is \(Vault.sizeText(size)), and this server takes attachments of up to about \(Vault.sizeText(limit))\(inChunks ? "" : " shared this way"): nothing was read or sent",
                                     kind: .rejected)
             }
-            // The newest chain first: a revocation another device made since must be
-            // followed by its rotation before anything is sealed (an upload writes no link,
-            // so no stale_chain would say so).
-            try await sync()
-            try await finishRevocationFirst()
-            // A grantee whose identity changed (a revocation on its side) must not read
-            // what is sealed from now on: its share ends, and the key moves on without it.
-            if member.sharer == nil, try await endGrantsToChangedContacts(of: member.id) {
-                try await rotateMember(member.id)
-            }
-            // The member's newest generation from the chain, which finishing a rotation may
-            // have moved (a shared member's: as its sharer's chain said when it was read).
-            let generation = member.sharer == nil ? try chain.members[member.id]?.generation ?? member.generation : member.generation
-            let keys = try await memberKeys(member, generation: generation)
+            let keys = try await keysToSeal(for: member)
             var hasher = try ContentAddressHasher(key: keys.contentAddressKey)
             try read { try hasher.update($0) }
             let address = try hasher.finalize()
@@ -168,7 +154,7 @@ extension Vault {
             // this account checks, and replaces it rather than let its upload vanish.
             if info.existed == true, member.sharer == nil {
                 var current = member
-                current.generation = generation
+                current.generation = keys.generation
                 do {
                     // It opens and has this address: the same content (HMAC-SHA256 under the member's key).
                     try await open(address, member: current) { _ in }
@@ -193,6 +179,31 @@ extension Vault {
             }
             return PutResult(address: address, size: size, existed: info.existed ?? false, resumedChunks: resumed, nameNotStored: nameNotStored)
         }
+    }
+
+    /// `given`, or the type `name`'s extension names: `invalid_input` for a name (or type)
+    /// that cannot be one.
+    static func mediaType(_ given: String?, forName name: String) throws -> String {
+        let type = given ?? AttachmentMeta.mediaType(forName: name)
+        if let problem = AttachmentMeta.problem(name: name, type: type) { throw KeyVaultError(.invalidInput, problem) }
+        return type
+    }
+
+    /// The member keys to seal content or a name for `member` under, after what must come
+    /// first: the newest chain, and a revocation another device made since followed by its
+    /// rotation (an upload or a name writes no link, so no stale_chain would say so); a
+    /// grantee whose identity changed (a revocation on its side) must not read what is
+    /// sealed from now on: its share ends, and the key moves on without it. Then the
+    /// member's newest generation from the chain, which finishing a rotation may have moved
+    /// (a shared member's: as its sharer's chain said when it was read).
+    func keysToSeal(for member: Member) async throws -> MemberKeys {
+        try await sync()
+        try await finishRevocationFirst()
+        if member.sharer == nil, try await endGrantsToChangedContacts(of: member.id) {
+            try await rotateMember(member.id)
+        }
+        let generation = member.sharer == nil ? try chain.members[member.id]?.generation ?? member.generation : member.generation
+        return try await memberKeys(member, generation: generation)
     }
 
     /// Seals content chunk by chunk under a fresh data key and puts each chunk as it is
@@ -579,9 +590,7 @@ extension Vault {
     /// Authority: what it ends is the server's copy; a device that downloaded it keeps
     /// its copy, and the member key that opened it is unchanged.
     public func deleteAttachment(_ address: ContentAddress, member: Member) async throws {
-        guard member.sharer == nil else {
-            throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account deletes its attachments")
-        }
+        try Self.ownAccountOnly(member, "deletes")
         try await exclusively {
             try await api.deleteAttachment(member: member.id, address: address)
         }
@@ -590,9 +599,10 @@ extension Vault {
     /// Names the attachment at `address` of one of this account's members `name` (media
     /// type `mediaType`, or the one its extension names), replacing the name it had: one
     /// a device gave it, or one a grantee gave it or planted (docs/formats/attachment-meta.md).
-    /// Sealed for this account as a put seals it. The time and size stay those of the
-    /// name it had when that opens; otherwise the content is fetched and opened to count
-    /// its size (its time is then now).
+    /// Sealed for this account as a put seals it, after what a put does first (a pending
+    /// rotation finished). The time and size stay those of the name it had when that opens
+    /// (that name's word: a grantee's, if a grantee named it); otherwise the content is
+    /// fetched and opened to count its size, and its time is now.
     ///
     /// Authority: a device of the member's own account renames; a grantee's device only
     /// names a file without a name, as it puts it. Nothing but the name changes.
@@ -600,34 +610,37 @@ extension Vault {
     /// - Returns: the attachment as a list now shows it.
     @discardableResult
     public func renameAttachment(_ address: ContentAddress, member: Member, to name: String, mediaType: String? = nil) async throws -> Attachment {
-        guard member.sharer == nil else {
-            throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account renames its attachments")
-        }
-        let type = mediaType ?? AttachmentMeta.mediaType(forName: name)
-        if let problem = AttachmentMeta.problem(name: name, type: type) { throw KeyVaultError(.invalidInput, problem) }
+        try Self.ownAccountOnly(member, "renames")
+        let type = try Self.mediaType(mediaType, forName: name)
         return try await exclusively {
-            // As a put: the newest chain first (a revocation's rotation before anything is
-            // sealed), and the member's newest generation to seal under.
-            try await sync()
+            let keys = try await keysToSeal(for: member)
             var member = member
-            if let now = try chain.members[member.id]?.generation, now > member.generation { member.generation = now }
-            guard var listed = try await attachments(member: member).first(where: { $0.address == address }) else {
+            member.generation = keys.generation
+            guard var listed = try await api.attachments(member: member.id).first(where: { $0.address == address }) else {
                 throw KeyVaultError(.noSuchAttachment, "\(member.name) has no attachment \(address) on the server")
             }
-            var time = Int64(Date().timeIntervalSince1970), size: UInt64
-            if let plainSize = listed.plainSize, let had = listed.time {
-                (time, size) = (Int64(had.timeIntervalSince1970), UInt64(plainSize))
+            var had: AttachmentMeta?
+            if let sealed = listed.sealedMeta { had = try? await openMeta(sealed, address: address, member: member) }
+            let meta: AttachmentMeta
+            if let had {
+                meta = AttachmentMeta(name: name, type: type, time: had.time, size: had.size)
             } else {
                 var counted: UInt64 = 0
                 try await open(address, member: member) { counted += UInt64($0.count) }
-                size = counted
+                meta = AttachmentMeta(name: name, type: type, time: Int64(Date().timeIntervalSince1970), size: counted)
             }
-            let keys = try await memberKeys(member, generation: member.generation)
-            let sealed = try AttachmentMeta(name: name, type: type, time: time, size: size).seal(account: account, address: address, keys: keys)
+            let sealed = try meta.seal(account: account, address: address, keys: keys)
             try await api.putAttachmentMeta(member: member.id, address: address, meta: sealed)
-            (listed.name, listed.mediaType, listed.time, listed.plainSize) = (name, type, Date(timeIntervalSince1970: TimeInterval(time)), Int(exactly: size))
+            (listed.name, listed.mediaType, listed.time, listed.plainSize) = (name, type, Date(timeIntervalSince1970: TimeInterval(meta.time)),
+                                                                              Int(exactly: meta.size))
             (listed.nameProblem, listed.sealedMeta) = (nil, sealed)
             return listed
+        }
+    }
+
+    private static func ownAccountOnly(_ member: Member, _ verb: String) throws {
+        guard member.sharer == nil else {
+            throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account \(verb) its attachments")
         }
     }
 

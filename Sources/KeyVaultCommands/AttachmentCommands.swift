@@ -245,7 +245,8 @@ struct Attachment: AsyncParsableCommand {
                 given by another device, or by an account the member is shared with, or
                 one `list` says does not open (give the address then). Its time and size
                 stay; where it had no name that opens, the content is fetched and checked
-                to count its size. Only the member's own account renames.
+                to count its size, and its time is now. Only the member's own account
+                renames.
                 --json prints {"address", "name", "mediaType"}.
 
                   keyctl attachment rename --member Emma ca1.1.5e0c… "Vaccination record 2026.pdf"

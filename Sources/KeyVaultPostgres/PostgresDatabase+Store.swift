@@ -367,13 +367,15 @@ extension PostgresKeyVaultDatabase {
     /// Synced, as the chain (recovery only, so rare): a token a crash forgot could be used again.
     package func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
         try await durableTransaction { db in
-            try await spend(SingleUse(kind: kind, value: value, expires: expires, forgetBefore: forgetBefore), db)
+            try await db.query("DELETE FROM used_once WHERE expires < \(forgetBefore)", logger: logger)
+            return try await spend(SingleUse(kind: kind, value: value, expires: expires), db)
         }
     }
 
-    /// Records `use` as used, in `db`'s transaction: false if it already was.
+    /// Records `use` as used, in `db`'s transaction: false if it already was. (What expired
+    /// is forgotten by ``useOnce(_:kind:expires:forgetBefore:)``, not here: a chain write
+    /// that spends one holds its account's row meanwhile, and waits on no other deletion.)
     private func spend(_ use: SingleUse, _ db: PostgresConnection) async throws -> Bool {
-        try await db.query("DELETE FROM used_once WHERE expires < \(use.forgetBefore)", logger: logger)
         // The primary key decides across replicas: one insert of a (kind, value) wins.
         return try await db.query("""
             INSERT INTO used_once (kind, value, expires) VALUES (\(use.kind), \(use.value), \(use.expires))

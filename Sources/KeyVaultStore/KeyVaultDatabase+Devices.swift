@@ -36,13 +36,15 @@ extension KeyVaultDatabase {
     /// Synced, as the chain: a recovery token or challenge a power cut forgot could be used again.
     package func useOnce(_ value: String, kind: String, expires: Int64, forgetBefore: Int64) async throws -> Bool {
         try await durableWrite { db in
-            try Self.spend(SingleUse(kind: kind, value: value, expires: expires, forgetBefore: forgetBefore), db)
+            try db.cachedStatement(sql: "DELETE FROM used_once WHERE expires < ?").execute(arguments: [forgetBefore])
+            return try Self.spend(SingleUse(kind: kind, value: value, expires: expires), db)
         }
     }
 
-    /// Records `use` as used, in `db`'s transaction: false if it already was.
+    /// Records `use` as used, in `db`'s transaction: false if it already was. (What expired
+    /// is forgotten by ``useOnce(_:kind:expires:forgetBefore:)``, not here: a chain write
+    /// that spends one holds its account meanwhile.)
     static func spend(_ use: SingleUse, _ db: Database) throws -> Bool {
-        try db.cachedStatement(sql: "DELETE FROM used_once WHERE expires < ?").execute(arguments: [use.forgetBefore])
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO used_once (kind, value, expires) VALUES (?, ?, ?)")
             .execute(arguments: [use.kind, use.value, use.expires])
         return db.changesCount == 1

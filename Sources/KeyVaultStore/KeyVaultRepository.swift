@@ -27,7 +27,8 @@ package protocol KeyVaultRepository: Sendable {
     /// Appends one link and everything that goes with it, if the head is still the expected one.
     ///
     /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`;
-    ///   `.linkRequestClosed` when the link request it approves is no longer pending.
+    ///   `.linkRequestClosed` when the link request it approves is no longer pending;
+    ///   `.usedBefore` when the value it spends (``ChainWrite/spends``) was used before.
     func append(_ account: AccountID, _ write: ChainWrite) async throws
 
     /// An account brought from another server: created from `create` when given, then

@@ -109,18 +109,16 @@ package struct ChainWrite: Sendable {
 }
 
 /// A value used once (a recovery challenge or token, an import's claim): recorded as used
-/// until `expires`. Entries that expired before `forgetBefore` may be forgotten.
+/// until `expires`.
 package struct SingleUse: Sendable, Equatable {
     package var kind: String
     package var value: String
     package var expires: Int64
-    package var forgetBefore: Int64
 
-    package init(kind: String, value: String, expires: Int64, forgetBefore: Int64) {
+    package init(kind: String, value: String, expires: Int64) {
         self.kind = kind
         self.value = value
         self.expires = expires
-        self.forgetBefore = forgetBefore
     }
 }
 

@@ -76,7 +76,10 @@ struct RecoveryGate: Sendable {
     }
 
     /// An enrollment token of `account`, if it is one (issued here, unexpired), as the
-    /// enrollment's write spends it (single use, across replicas): nil otherwise.
+    /// enrollment's write spends it (single use, across replicas): nil otherwise. Its
+    /// expiry is judged here, when the request arrives; the write may spend it seconds
+    /// later (a transaction run again, a busy wait), which the ``Ticket/clockMargin`` a
+    /// used one is remembered past its expiry covers.
     func spending(token: String, for account: AccountID) -> SingleUse? {
         tokens.singleUse(token, for: account)
     }
@@ -114,14 +117,14 @@ struct Ticket: Sendable {
     /// Uses it up: false if it is not valid for `account` or was used before.
     func use(_ text: String, for account: AccountID, in database: any KeyVaultRepository) async throws -> Bool {
         guard let use = singleUse(text, for: account) else { return false }
-        return try await database.useOnce(use.value, kind: use.kind, expires: use.expires, forgetBefore: use.forgetBefore)
+        return try await database.useOnce(use.value, kind: use.kind, expires: use.expires, forgetBefore: RecoveryGate.now() - Self.clockMargin)
     }
 
     /// What using it up records, if it is valid for `account`.
     func singleUse(_ text: String, for account: AccountID) -> SingleUse? {
         let now = RecoveryGate.now()
         guard let expires = expiry(of: text, for: account, now: now) else { return nil }
-        return SingleUse(kind: kind, value: text, expires: expires, forgetBefore: now - Self.clockMargin)
+        return SingleUse(kind: kind, value: text, expires: expires)
     }
 
     private func mac(_ body: [UInt8], _ account: AccountID) throws -> [UInt8] {
