@@ -376,12 +376,7 @@ extension Vault {
     func open(_ address: ContentAddress, member given: Member, from server: ServerAPI? = nil, resuming file: AtomicFile.Writer? = nil,
               tap: ((SealedPart) throws -> Void)? = nil, into sink: (UnsafeRawBufferPointer) throws -> Void) async throws {
         let api = server ?? self.api
-        // A `Member` kept across a rotation names an older generation: this account's own
-        // member is judged by the verified chain (a newer generation there is no server lie).
-        var member = given
-        if member.sharer == nil, let now = try chain.members[member.id]?.generation, now > member.generation {
-            member.generation = now
-        }
+        let member = try newest(given)
         // From a server that keeps it in chunks (a shared member's through its sharer's relay): fetched chunk by chunk.
         if let list = try await api.chunkList(member: member.id, address: address, sharer: member.sharer) {
             try await openInChunks(list, address: address, member: member, from: api, resuming: file, tap: tap, into: sink)
@@ -529,8 +524,9 @@ extension Vault {
     /// The attachments the server lists for `member`, oldest first, with their names
     /// opened: a name that does not open for its attachment is left out, and
     /// ``Attachment/nameProblem`` says why.
-    public func attachments(member: Member) async throws -> [Attachment] {
+    public func attachments(member given: Member) async throws -> [Attachment] {
         try await exclusively {
+            let member = try newest(given)
             var list = try await api.attachments(member: member.id, sharer: member.sharer)
             for index in list.indices {
                 guard let sealed = list[index].sealedMeta else { continue }
@@ -549,6 +545,17 @@ extension Vault {
             }
             return list
         }
+    }
+
+    /// `member` at its newest generation: a `Member` kept across a rotation names an older
+    /// one, and this account's own member is judged by the verified chain (a newer
+    /// generation there is no server lie; a shared member's stays as its sharer's chain said).
+    func newest(_ member: Member) throws -> Member {
+        var member = member
+        if member.sharer == nil, let now = try chain.members[member.id]?.generation, now > member.generation {
+            member.generation = now
+        }
+        return member
     }
 
     /// Opens the name and details sealed with the attachment at `address`.

@@ -41,6 +41,26 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
     return (member, put.address, bytes)
 }
 
+/// A rename seals a name as a put seals content: after the revocation's rotation, under
+/// a member key generation the revoked device never receives.
+@Test func aRenameAfterARevocationWaitsForItsRotation() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        let before = try await laptop.put(Array("a scan".utf8), member: alice, name: "scan.pdf")
+        let phone = try await fixture.enroll("phone", in: laptop.account)
+        phone.home.unlock()
+        try await laptop.sync()
+        await revokeLosingTheRotation(fixture, laptop, "phone")
+        #expect(try await laptop.pendingRotation().master)
+
+        let renamed = try await laptop.renameAttachment(before.address, member: alice, to: "vaccinations.pdf")
+        #expect(try await laptop.pendingRotation().isEmpty)
+        let generation = try AttachmentMeta.generation(of: try #require(renamed.sealedMeta))
+        #expect(generation > before.address.generation, "the new name is sealed under generation \(generation), which the phone holds")
+        #expect(try await laptop.attachments(member: alice).first { $0.address == before.address }?.name == "vaccinations.pdf")
+    }
+}
+
 @Test func revokingThePhoneThatMadeTheCurrentMasterKeyStrandsNothing() async throws {
     try await Fixture.run { fixture, laptop in
         let alice = try await laptop.addMember(name: "Alice")
