@@ -202,8 +202,7 @@ extension Vault {
         if member.sharer == nil, try await endGrantsToChangedContacts(of: member.id) {
             try await rotateMember(member.id)
         }
-        let generation = member.sharer == nil ? try chain.members[member.id]?.generation ?? member.generation : member.generation
-        return try await memberKeys(member, generation: generation)
+        return try await memberKeys(member, generation: try newest(member).generation)
     }
 
     /// Seals content chunk by chunk under a fresh data key and puts each chunk as it is
@@ -519,6 +518,12 @@ extension Vault {
         public internal(set) var nameProblem: String?
         /// The sealed name as the server listed it.
         package var sealedMeta: [UInt8]?
+
+        /// Shows the name and details `meta` opened for it.
+        mutating func show(_ meta: AttachmentMeta) {
+            (name, mediaType, time, plainSize) = (meta.name, meta.type, Date(timeIntervalSince1970: TimeInterval(meta.time)), Int(exactly: meta.size))
+            nameProblem = nil
+        }
     }
 
     /// The attachments the server lists for `member`, oldest first, with their names
@@ -532,11 +537,7 @@ extension Vault {
                 guard let sealed = list[index].sealedMeta else { continue }
                 let address = list[index].address
                 do {
-                    let meta = try await openMeta(sealed, address: address, member: member)
-                    list[index].name = meta.name
-                    list[index].mediaType = meta.type
-                    list[index].time = Date(timeIntervalSince1970: TimeInterval(meta.time))
-                    list[index].plainSize = Int(exactly: meta.size)
+                    list[index].show(try await openMeta(sealed, address: address, member: member))
                 } catch let error as VaultError {
                     list[index].nameProblem = error.message
                 } catch let error as KeyVaultError where error.kind != .network {
@@ -607,12 +608,14 @@ extension Vault {
     /// type `mediaType`, or the one its extension names), replacing the name it had: one
     /// a device gave it, or one a grantee gave it or planted (docs/formats/attachment-meta.md).
     /// Sealed for this account as a put seals it, after what a put does first (a pending
-    /// rotation finished). The time and size stay those of the name it had when that opens
-    /// (that name's word: a grantee's, if a grantee named it); otherwise the content is
-    /// fetched and opened to count its size, and its time is now.
+    /// rotation finished, a share with a changed contact ended: links of their own). The
+    /// time and size stay those of the name it had when that opens (that name's word: a
+    /// grantee's, if a grantee named it); otherwise the content is fetched and opened to
+    /// count its size, and its time is now.
     ///
-    /// Authority: a device of the member's own account renames; a grantee's device only
-    /// names a file without a name, as it puts it. Nothing but the name changes.
+    /// Authority: only a device of the member's own account renames (`invalid_input` for
+    /// a shared member: a grantee names only a file without a name, when it puts it). Of
+    /// the attachment, only its name changes.
     ///
     /// - Returns: the attachment as a list now shows it.
     @discardableResult
@@ -626,8 +629,14 @@ extension Vault {
             guard var listed = try await api.attachments(member: member.id).first(where: { $0.address == address }) else {
                 throw KeyVaultError(.noSuchAttachment, "\(member.name) has no attachment \(address) on the server")
             }
+            // A name that does not open counts for nothing (as in a list); a network failure is no reason to fetch the content.
             var had: AttachmentMeta?
-            if let sealed = listed.sealedMeta { had = try? await openMeta(sealed, address: address, member: member) }
+            if let sealed = listed.sealedMeta {
+                do {
+                    had = try await openMeta(sealed, address: address, member: member)
+                } catch is VaultError {
+                } catch let error as KeyVaultError where error.kind != .network {}
+            }
             let meta: AttachmentMeta
             if let had {
                 meta = AttachmentMeta(name: name, type: type, time: had.time, size: had.size)
@@ -638,9 +647,8 @@ extension Vault {
             }
             let sealed = try meta.seal(account: account, address: address, keys: keys)
             try await api.putAttachmentMeta(member: member.id, address: address, meta: sealed)
-            (listed.name, listed.mediaType, listed.time, listed.plainSize) = (name, type, Date(timeIntervalSince1970: TimeInterval(meta.time)),
-                                                                              Int(exactly: meta.size))
-            (listed.nameProblem, listed.sealedMeta) = (nil, sealed)
+            listed.show(meta)
+            listed.sealedMeta = sealed
             return listed
         }
     }
@@ -662,10 +670,8 @@ extension Vault {
     ///
     /// Appends nothing: it replaces attachment key wraps only.
     public func rewrap(member: Member) async throws -> RewrapResult {
-        try await exclusively {
-            if let sharer = member.sharer {
-                throw KeyVaultError(.invalidInput, "\(member.name) is shared with this account; only its own account (\(sharer)) re-wraps its attachments")
-            }
+        try Self.ownAccountOnly(member, "re-wraps")
+        return try await exclusively {
             let list = try await api.attachments(member: member.id)
             let newest = try await memberKeys(member.id, generation: member.generation)
             var result = RewrapResult()

@@ -38,7 +38,9 @@ extension KeyVaultDatabase {
     /// Appends one link and everything that goes with it, if the head is still the expected one.
     ///
     /// - Throws: `StoreError.staleChain` (nothing written) when the head moved; `.notFound`;
-    ///   `.deviceExists` when a device the link adds is already in an account.
+    ///   `.deviceExists` when a device the link adds is already in an account;
+    ///   `.linkRequestClosed` when the link request it approves is no longer pending;
+    ///   `.usedBefore` when the value it spends (``ChainWrite/spends``) was used before.
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
         try await durableWrite { db in try Self.append(account, write, db) }
     }

@@ -636,13 +636,16 @@ func withholdingIdentityRenewals(of account: AccountID) -> @Sendable (HTTPExchan
     try await Fixture.run { fixture, parent in
         let (grandma, alice, seen) = try await sharedAlice(fixture, parent, readOnly: false)
         let directory = try TemporaryDirectory("kv-rename")
-        let drawing = try await grandma.put(fileAt: try directory.file("wrong.png", holding: Array("a drawing".utf8)), member: seen)
+        let file = try directory.file("wrong.png", holding: Array("a drawing".utf8))
+        let drawn = Date(timeIntervalSince1970: 1_600_000_000)  // not now: a time kept is told from one made anew
+        try FileManager.default.setAttributes([.modificationDate: drawn], ofItemAtPath: file)
+        let drawing = try await grandma.put(fileAt: file, member: seen)
         let before = try #require(try await parent.attachments(member: alice).first { $0.address == drawing.address })
-        #expect(before.name == "wrong.png")
+        #expect(before.name == "wrong.png" && before.time == drawn)
         try await parent.renameAttachment(drawing.address, member: alice, to: "portrait.png")
         let after = try #require(try await grandma.attachments(member: seen).first { $0.address == drawing.address })
         #expect(after.name == "portrait.png" && after.mediaType == "image/png")
-        #expect(after.time == before.time && after.plainSize == 9)
+        #expect(after.time == drawn && after.plainSize == 9)
 
         let note = try await parent.put(Array("a note without a name".utf8), member: alice)
         try await parent.renameAttachment(note.address, member: alice, to: "note.txt")

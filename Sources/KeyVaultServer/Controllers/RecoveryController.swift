@@ -3,6 +3,7 @@ import Hummingbird
 import KeyVaultCrypto
 import KeyVaultModel
 import KeyVaultProtocol
+import KeyVaultStore
 
 /// Recovery: the account's recovery slot, and enrolling a device with the recovery
 /// code (challenge, proof, then one device.add link signed with the recovery key).
@@ -80,11 +81,15 @@ struct RecoveryController: Sendable {
         }
         // Spent by the enrollment's write, in its transaction: an enrollment refused or
         // lost (a 503) leaves it as it was, for the same request sent again.
-        guard let token = service.recoveryGate.spending(token: enroll.token, for: account) else { throw Self.badToken }
-        return try await service.appendVerified(account, AppendRequest(link: enroll.link, boxes: enroll.boxes), by: nil, spending: token)
+        guard let token = service.recoveryGate.validToken(enroll.token, for: account) else { throw Self.badToken }
+        do {
+            return try await service.appendVerified(account, AppendRequest(link: enroll.link, boxes: enroll.boxes), by: nil, spending: token)
+        } catch StoreError.usedBefore {
+            throw Self.badToken
+        }
     }
 
-    static let badToken = APIError(.badRecoveryToken, "the enrollment token is unknown, used or expired; prove the recovery code again")
+    private static let badToken = APIError(.badRecoveryToken, "the enrollment token is unknown, used or expired; prove the recovery code again")
 
     /// A code whose origin device was revoked opens nothing more (docs/formats/account-chain.md, "History").
     static func refuseIfCompromised(_ recovery: ChainState.Recovery) throws {

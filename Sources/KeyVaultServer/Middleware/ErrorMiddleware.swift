@@ -44,7 +44,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 APIError(.rateLimited, "this account has \(KeyVaultDatabase.maxUnfinishedUploads) uploads of other files begun and not complete: run those puts again to finish them, or wait (an unfinished upload is dropped a day after it began)")
             case .linkRequestClosed: APIError(.linkRequestClosed, "this link request is no longer pending")
             case .linkRequestOutOfTurn: APIError(.linkRequestOutOfTurn, "this link request is not at that step (already answered, not answered yet, or not revealed yet)")
-            case .usedBefore: RecoveryController.badToken  // the one value a chain write spends: a recovery enrollment's token
+            case .usedBefore: APIError.badRequest("a single-use value this request carries was used before")
             }
             context.logger.info("refused", metadata: refusal(api.code.rawValue, request, context))
             throw api

@@ -80,7 +80,7 @@ struct RecoveryGate: Sendable {
     /// expiry is judged here, when the request arrives; the write may spend it seconds
     /// later (a transaction run again, a busy wait), which the ``Ticket/clockMargin`` a
     /// used one is remembered past its expiry covers.
-    func spending(token: String, for account: AccountID) -> SingleUse? {
+    func validToken(_ token: String, for account: AccountID) -> SingleUse? {
         tokens.singleUse(token, for: account)
     }
 }
