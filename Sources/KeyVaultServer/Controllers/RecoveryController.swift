@@ -79,8 +79,8 @@ struct RecoveryController: Sendable {
         guard let added = enroll.link.body["device"], enroll.boxes.contains(where: { $0.recipient == added }) else {
             throw APIError(.malformedLink, "an enrollment's device.add comes with a box of the current master key for the device it adds")
         }
-        // Spent by the enrollment's write, in its transaction: an enrollment refused or
-        // lost (a 503) leaves it as it was, for the same request sent again.
+        // Spent by the enrollment's write, in its transaction: an enrollment refused (a 4xx)
+        // or lost (a 503) leaves it as it was, for a corrected request or the same one again.
         guard let token = service.recoveryGate.validToken(enroll.token, for: account) else { throw Self.badToken }
         do {
             return try await service.appendVerified(account, AppendRequest(link: enroll.link, boxes: enroll.boxes), by: nil, spending: token)
