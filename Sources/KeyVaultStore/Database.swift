@@ -40,6 +40,11 @@ package struct KeyVaultDatabase: KeyVaultRepository {
             // acknowledged as durable (the chain) raise it to FULL: see `durableWrite`.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
+        // Checkpoints happen on the writer alone, between its own commits (SQLite's automatic
+        // checkpoint every 1,000 pages), and at the last close. Keep it so: a checkpoint from
+        // another connection while the writer commits can meet SQLite's WAL-reset bug, which
+        // corrupts the database (versions before 3.51.3; Debian 12 links 3.40.1). BENCHMARKS.md,
+        // "Where a 1 GiB put's time goes", has what moving it elsewhere would have saved.
         let pool = try DatabasePool(path: path, configuration: configuration)
         // Not opened read-only: a read-only connection that closes last cannot checkpoint
         // and remove the WAL, and a cleanly stopped server leaves only its database file.
