@@ -73,6 +73,12 @@ struct KeyctlTransport: HTTPTransport {
         }
         let limit = max(0, exchange.maxReplyBytes)
         var body = [UInt8]()
+        // Room for the length the server declares, never past what this exchange takes
+        // anyway: a 1 MiB chunk grown by doubling moved into fresh pages each time, which
+        // were nearly all of a download's page faults (BENCHMARKS.md).
+        if let declared = response.headers.first(name: "content-length").flatMap(Int.init), declared > 0 {
+            body.reserveCapacity(min(declared, limit))
+        }
         do {
             for try await chunk in response.body {
                 guard body.count + chunk.readableBytes <= limit else {
