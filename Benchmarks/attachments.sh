@@ -3,7 +3,8 @@
 # `openssl enc -chacha20` writing the same file on the same disk (issue 21, item 3):
 # put and get, each timed over several runs by Benchmarks/paired.py (public tools
 # only), paired with openssl run for run, so the ratio holds however the machine's
-# speed drifts. Prints the Markdown table BENCHMARKS.md holds.
+# speed drifts. Prints the Markdown table BENCHMARKS.md holds. A put's CPU is its
+# script's (keyctl member add and put, and the shell's od and tr); its peak is keyctl's.
 #
 #   bash Benchmarks/attachments.sh        # ~5 minutes on 2 cores, after a release build
 #

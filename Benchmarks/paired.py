@@ -30,7 +30,9 @@ def run(command):
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         sys.exit(f"paired.py: {command!r} ended with {process.returncode} (negative: the signal)")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    # ru_maxrss is KiB on Linux, bytes on macOS.
+    peak = usage.ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+    return wall, usage.ru_utime + usage.ru_stime, peak
 
 
 def main():
@@ -40,6 +42,8 @@ def main():
     parser.add_argument("--a", required=True, help="the command measured")
     parser.add_argument("--b", required=True, help="the yardstick")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs is at least 1")
     a, b = [], []
     for _ in range(args.runs):
         a.append(run(args.a))

@@ -428,11 +428,13 @@ package struct ServerAPI: Sendable {
     }
 
     /// An attachment whole: at most `limit` bytes (the largest the server says it takes,
-    /// when it says: an object put whole before there were chunks may be that large).
+    /// when it says: an object put whole before there were chunks may be that large),
+    /// and never more than ``maxAttachmentReplyBytes`` whatever it says (a server saying
+    /// `Int.max` once made the sum overflow and stop the process).
     package func attachment(member: MemberID, address: ContentAddress, sharer: AccountID? = nil,
                             limit: Int? = nil) async throws -> [UInt8] {
         try await call("GET", attachmentPath(member, address, sharer: sharer),
-                       maxReply: limit.map { min($0 + (64 << 10), Self.maxAttachmentReplyBytes) } ?? Self.maxAttachmentReplyBytes).body
+                       maxReply: limit.map { min($0, Self.maxAttachmentReplyBytes - (64 << 10)) + (64 << 10) } ?? Self.maxAttachmentReplyBytes).body
     }
 
     package func attachments(member: MemberID, sharer: AccountID? = nil) async throws -> [Vault.Attachment] {

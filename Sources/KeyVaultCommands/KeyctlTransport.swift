@@ -72,18 +72,19 @@ struct KeyctlTransport: HTTPTransport {
             throw KeyVaultError(.badResponse, "the server at \(baseURL.absoluteString) answered with a redirect, which KeyVault never sends")
         }
         let limit = max(0, exchange.maxReplyBytes)
+        let tooLarge = KeyVaultError.tooLarge(limit, "\(exchange.method) \(exchange.target.prefix { $0 != "?" })")
         var body = [UInt8]()
-        // Room for the length the server declares, never past what this exchange takes
-        // anyway: a 1 MiB chunk grown by doubling moved into fresh pages each time, which
-        // were nearly all of a download's page faults (BENCHMARKS.md).
         if let declared = response.headers.first(name: "content-length").flatMap(Int.init), declared > 0 {
-            body.reserveCapacity(min(declared, limit))
+            // A length over the limit is refused from the headers alone, as URLSessionTransport does.
+            guard declared <= limit else { throw tooLarge }
+            // Room for the declared length, up to 16 MiB (past that the bytes must arrive first):
+            // a 1 MiB chunk grown by doubling moved into fresh pages each time, which were
+            // nearly all of a download's page faults (BENCHMARKS.md).
+            body.reserveCapacity(min(declared, 16 << 20))
         }
         do {
             for try await chunk in response.body {
-                guard body.count + chunk.readableBytes <= limit else {
-                    throw KeyVaultError.tooLarge(limit, "\(exchange.method) \(exchange.target.prefix { $0 != "?" })")
-                }
+                guard body.count + chunk.readableBytes <= limit else { throw tooLarge }
                 body += chunk.readableBytesView
             }
         } catch let error as KeyVaultError {

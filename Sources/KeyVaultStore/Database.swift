@@ -43,7 +43,8 @@ package struct KeyVaultDatabase: KeyVaultRepository {
         // Checkpoints happen on the writer alone, between its own commits (SQLite's automatic
         // checkpoint every 1,000 pages), and at the last close. Keep it so: a checkpoint from
         // another connection while the writer commits can meet SQLite's WAL-reset bug, which
-        // corrupts the database (versions before 3.51.3; Debian 12 links 3.40.1). BENCHMARKS.md,
+        // corrupts the database (versions before 3.51.3; Debian 12 links 3.40.1). Two processes
+        // writing one file (each with its own writer) can meet it too. BENCHMARKS.md,
         // "Where a 1 GiB put's time goes", has what moving it elsewhere would have saved.
         let pool = try DatabasePool(path: path, configuration: configuration)
         // Not opened read-only: a read-only connection that closes last cannot checkpoint

@@ -105,4 +105,5 @@ import Testing
                     == (1...3).map { .receivingAttachment(done: $0, of: 3) })
         }
     }
+
 }

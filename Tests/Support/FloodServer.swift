@@ -16,7 +16,8 @@ package final class FloodServer: Sendable {
     private let listener: Int32
 
     /// `pause`: microseconds between 64 KiB chunks (a network's pace, not loopback's).
-    package init(head: String, bodyBytes: Int, pause: UInt32 = 0) throws {
+    /// `holdOpen`: after the body, keep the connection open until the client hangs up.
+    package init(head: String, bodyBytes: Int, pause: UInt32 = 0, holdOpen: Bool = false) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
         var address = sockaddr_in()
@@ -52,6 +53,12 @@ package final class FloodServer: Sendable {
                 total += n
                 sent.withLock { $0 = total }
                 if pause > 0 { usleep(pause) }
+            }
+            // Until the client hangs up (recv sees the end), or 60 s at most.
+            if holdOpen {
+                var timeout = timeval(tv_sec: 60, tv_usec: 0)
+                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                while recv(connection, &buffer, buffer.count, 0) > 0 {}
             }
         }
     }
