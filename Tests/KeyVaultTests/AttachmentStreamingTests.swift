@@ -106,4 +106,27 @@ import Testing
         }
     }
 
+    /// A server that says it takes `Int.max` bytes and has no chunk list: the object is
+    /// fetched whole, within the client's own ceiling (the sum with its 64 KiB of slack
+    /// once overflowed and stopped the process).
+    @Test func aServerThatSaysItTakesEverythingStillHasAWholeObjectReadWithinTheCeiling() async throws {
+        try await Fixture.run { fixture, laptop in
+            let emma = try await laptop.addMember(name: "Emma")
+            let content = SystemRandom.bytes(count: 500)
+            let put = try await laptop.put(content, member: emma)
+            let wholeGets = Locked(0)
+            fixture.transport.answer { request in
+                if request.target == "/v1/limits" {
+                    return HTTPReply(status: 200, body: Array(#"{"maxAttachmentBytes":9223372036854775807,"maxWholeAttachmentBytes":9223372036854775807}"#.utf8))
+                }
+                if request.target.hasSuffix("/chunks") {
+                    return HTTPReply(status: 404, body: Array(#"{"error":{"code":"not_found","message":"no chunk list"}}"#.utf8))
+                }
+                if request.method == "GET", request.target.contains("/attachments/") { wholeGets.withLock { $0 += 1 } }
+                return nil
+            }
+            #expect(try await laptop.get(put.address, member: emma).unprotectedCopy() == content)
+            #expect(wholeGets.withLock { $0 } > 0, "the object was not fetched whole")
+        }
+    }
 }

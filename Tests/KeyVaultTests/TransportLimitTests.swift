@@ -1,11 +1,7 @@
 import Foundation
 import KeyVault
-import KeyVaultCrypto
 import KeyVaultTestSupport
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
 
 // Issue 8 item 7: a dishonest server cannot make the client buffer answers without end.
 

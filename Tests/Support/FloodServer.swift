@@ -4,11 +4,9 @@ import Synchronization
 import Glibc
 #endif
 
-// Issue 8 item 7: a dishonest server cannot make the client buffer answers without end.
-// The server both transports are tried against (the library's and keyctl's).
-
 /// A one-connection HTTP server on loopback that answers any request with `head`,
-/// then streams `bodyBytes` bytes (or until the client hangs up), counting what it sent.
+/// then streams `bodyBytes` bytes (or until the client hangs up), counting what it sent:
+/// the dishonest server both transports are tried against (issue 8, item 7).
 package final class FloodServer: Sendable {
     package let port: UInt16
     /// The body bytes sent so far.
@@ -69,4 +67,3 @@ package final class FloodServer: Sendable {
 private extension Array where Element == UInt8 {
     func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
 }
-
