@@ -10,21 +10,21 @@ import Testing
 // afterwards, and are told so.
 
 @Test(.timeLimit(.minutes(10)))
-func aResetKeepsThisDeviceAloneWithANewCodeAndNothingElseOpens() throws {
+func aResetKeepsThisDeviceAloneWithANewCodeAndNothingElseOpens() async throws {
     let story = try Story("reset")
-    let account = try story.laptopAndPhone()
+    let account = try await story.laptopAndPhone()
     let oldCode = try String(contentsOfFile: story.path("code"), encoding: .utf8)
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    _ = try await story.run(["member", "add", "Emma"], "laptop")
     try Data("x-ray".utf8).write(to: URL(fileURLWithPath: story.path("x-ray.png")))
-    _ = try story.run(["attachment", "put", "--member", "Emma", story.path("x-ray.png")], "laptop")
-    let before = try #require(try story.run(["status"], "laptop")["masterGeneration"] as? Int)
+    _ = try await story.run(["attachment", "put", "--member", "Emma", story.path("x-ray.png")], "laptop")
+    let before = try await #require(try story.run(["status"], "laptop")["masterGeneration"] as? Int)
 
     // Asked first; refused, nothing changes.
-    let refused = try keyctl(["account", "reset", "--recovery-file", story.path("new-code"), "--home", story.path("laptop")], input: Data("n\n".utf8))
+    let refused = try await keyctl(["account", "reset", "--recovery-file", story.path("new-code"), "--home", story.path("laptop")], input: Data("n\n".utf8))
     #expect(refused.code != 0 && !FileManager.default.fileExists(atPath: story.path("new-code")))
-    #expect(try story.run(["status"], "phone")["masterGeneration"] as? Int == before)
+    await #expect(try story.run(["status"], "phone")["masterGeneration"] as? Int == before)
 
-    let reset = try story.run(["account", "reset", "--recovery-file", story.path("new-code"), "--yes"], "laptop")
+    let reset = try await story.run(["account", "reset", "--recovery-file", story.path("new-code"), "--yes"], "laptop")
     #expect(reset["account"] as? String == account)
     #expect(reset["revokedDevices"] as? Int == 1 && reset["removedMembers"] as? Int == 1)
     #expect((reset["masterGeneration"] as? Int ?? 0) > before)
@@ -32,24 +32,24 @@ func aResetKeepsThisDeviceAloneWithANewCodeAndNothingElseOpens() throws {
     #expect(newCode != oldCode)
 
     // This device goes on, alone, with nothing in it.
-    let status = try story.run(["status"], "laptop")
+    let status = try await story.run(["status"], "laptop")
     #expect((status["activeDevices"] as? [[String: Any]])?.count == 1 && (status["members"] as? [Any])?.isEmpty == true)
-    #expect(try story.run(["audit"], "laptop")["ok"] as? Bool == true)
+    await #expect(try story.run(["audit"], "laptop")["ok"] as? Bool == true)
     // The other device is refused, and told why and what to do.
-    let phone = try keyctl(["status", "--home", story.path("phone")])
+    let phone = try await keyctl(["status", "--home", story.path("phone")])
     #expect(phone.code == 4, "\(phone.err)")
     #expect(phone.err.contains("revoked") && phone.err.contains("reset"), "\(phone.err)")
     // The old code enrolls nothing; the new one does, and that device sees the reset account.
-    let old = try keyctl(["device", "enroll", "--server", story.url, "--account", account, "--name", "old"] + story.home("old"), input: Data(oldCode.utf8))
+    let old = try await keyctl(["device", "enroll", "--server", story.url, "--account", account, "--name", "old"] + story.home("old"), input: Data(oldCode.utf8))
     #expect(old.code != 0, "the old code still enrolls")
-    _ = try story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "tablet"], "tablet", input: newCode)
-    #expect(try story.run(["audit"], "tablet")["ok"] as? Bool == true)
-    let log = try keyctl(["audit", "log", "--home", story.path("tablet")])
+    _ = try await story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "tablet"], "tablet", input: newCode)
+    await #expect(try story.run(["audit"], "tablet")["ok"] as? Bool == true)
+    let log = try await keyctl(["audit", "log", "--home", story.path("tablet")])
     #expect(log.out.contains("the account was reset by laptop"), "\(log.out)")
     // And the account works as a new one: a member, an attachment, on both devices.
-    _ = try story.run(["member", "add", "Noah"], "tablet")
-    _ = try story.run(["attachment", "put", "--member", "Noah", story.path("x-ray.png")], "laptop")
-    _ = try story.run(["attachment", "get", "--member", "Noah", "x-ray.png", "-o", story.path("copy.png")], "tablet")
+    _ = try await story.run(["member", "add", "Noah"], "tablet")
+    _ = try await story.run(["attachment", "put", "--member", "Noah", story.path("x-ray.png")], "laptop")
+    _ = try await story.run(["attachment", "get", "--member", "Noah", "x-ray.png", "-o", story.path("copy.png")], "tablet")
     #expect(try Data(contentsOf: URL(fileURLWithPath: story.path("copy.png"))) == Data("x-ray".utf8))
 }
 
@@ -70,7 +70,7 @@ private struct LosingResetTransport: HTTPTransport {
 @Test(.timeLimit(.minutes(10)))
 func aResetWhoseAnswerIsLostSaysWhetherItHappenedAndKeepsOnlyACodeThatWasSet() async throws {
     let story = try Story("reset-lost")
-    _ = try story.laptopAndPhone()
+    _ = try await story.laptopAndPhone()
     func reset(afterServer: Bool, file: String) async -> (code: Int32, out: String, err: String) {
         await KeyctlMain.$transport.withValue({ server in
             LosingResetTransport(inner: keyctlTransport(server), afterServer: afterServer)
@@ -80,13 +80,13 @@ func aResetWhoseAnswerIsLostSaysWhetherItHappenedAndKeepsOnlyACodeThatWasSet() a
     let failed = await reset(afterServer: false, file: "never-set")
     #expect(failed.code != 0 && failed.err.contains("was not reset") && failed.err.contains("never set"), "\(failed.err)")
     #expect(!FileManager.default.fileExists(atPath: story.path("never-set")))
-    #expect(try story.run(["status"], "phone")["account"] != nil, "the phone was revoked by a reset that did not happen")
+    await #expect(try story.run(["status"], "phone")["account"] != nil, "the phone was revoked by a reset that did not happen")
     // Taken, its answer lost: reset, and the code kept.
     let lost = await reset(afterServer: true, file: "set")
     #expect(lost.code == 0 && lost.out.contains("was reset"), "\(lost.err)")
     #expect(FileManager.default.fileExists(atPath: story.path("set")))
-    #expect(try keyctl(["status", "--home", story.path("phone")]).code == 4)
+    #expect(try await keyctl(["status", "--home", story.path("phone")]).code == 4)
     // The reset this device made is its own: no alarm of a copy of its keys on its next command.
-    let next = try keyctl(["status", "--home", story.path("laptop")])
+    let next = try await keyctl(["status", "--home", story.path("laptop")])
     #expect(next.code == 0 && !next.err.contains("THIS device's key"), "\(next.err)")
 }

@@ -9,7 +9,7 @@ import Testing
 // ThreadSanitizer run uses less: Scripts/tsan.sh).
 
 /// Peak resident memory of `keyctl ARGUMENTS`, in KiB, and its result.
-private func keyctlPeak(_ arguments: [String]) throws -> (kib: Int, result: ProcessResult) {
+private func keyctlPeak(_ arguments: [String]) async throws -> (kib: Int, result: ProcessResult) {
     let measure = """
         import resource, subprocess, sys
         done = subprocess.run(sys.argv[1:], capture_output=True)
@@ -18,7 +18,7 @@ private func keyctlPeak(_ arguments: [String]) throws -> (kib: Int, result: Proc
         sys.stderr.write("\\nmaxrss=%d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         sys.exit(done.returncode)
         """
-    let result = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", measure, BuiltProducts.keyctl.path] + arguments)
+    let result = try await runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", measure, BuiltProducts.keyctl.path] + arguments)
     let line = try #require(result.err.split(separator: "\n").last { $0.hasPrefix("maxrss=") })
     return (Int(line.dropFirst("maxrss=".count)) ?? .max, result)
 }
@@ -31,14 +31,14 @@ private func servicePeak(_ server: RunningServer) throws -> Int {
 }
 
 @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/self/status"), "reads /proc"), .timeLimit(.minutes(20)))
-func aLargeAttachmentPassesThroughBoundedMemoryInKeyctlAndTheService() throws {
+func aLargeAttachmentPassesThroughBoundedMemoryInKeyctlAndTheService() async throws {
     let size = Int(ProcessInfo.processInfo.environment["KEYVAULT_MEMORY_TEST_BYTES"] ?? "") ?? 1 << 30
     let ceilingKiB = 64 << 10  // 64 MiB above each process's idle footprint
     let server = try RunningServer(arguments: ["--max-attachment-bytes", String(size + (1 << 20))])
     let homes = try DeviceHomes("kv-memory")
-    _ = try homes.run(["init", "--server", server.url, "--name", "laptop", "--recovery-file", homes.path("code"),
+    _ = try await homes.run(["init", "--server", server.url, "--name", "laptop", "--recovery-file", homes.path("code"),
                        "--kdf", "interactive", "--yes"], "laptop")
-    _ = try homes.run(["member", "add", "Emma"], "laptop")
+    _ = try await homes.run(["member", "add", "Emma"], "laptop")
 
     // The file: a random MiB over and over (what it holds does not change the work).
     let file = homes.path("video.mp4")
@@ -53,15 +53,15 @@ func aLargeAttachmentPassesThroughBoundedMemoryInKeyctlAndTheService() throws {
     }
     try handle.close()
 
-    let idle = try keyctlPeak(["status"] + homes.home("laptop"))
+    let idle = try await keyctlPeak(["status"] + homes.home("laptop"))
     #expect(idle.result.code == 0, "\(idle.result.err)")
     let serviceIdle = try servicePeak(server)
 
-    let put = try keyctlPeak(["attachment", "put", "--member", "Emma", file] + homes.home("laptop"))
+    let put = try await keyctlPeak(["attachment", "put", "--member", "Emma", file] + homes.home("laptop"))
     #expect(put.result.code == 0, "\(put.result.err)")
     let address = try #require(try lastJSON(put.result.out)["address"] as? String)
     let out = homes.path("copy.mp4")
-    let get = try keyctlPeak(["attachment", "get", "--member", "Emma", address, "-o", out] + homes.home("laptop"))
+    let get = try await keyctlPeak(["attachment", "get", "--member", "Emma", address, "-o", out] + homes.home("laptop"))
     #expect(get.result.code == 0, "\(get.result.err)")
     let serviceAfter = try servicePeak(server)
     #expect(server.stop(SIGTERM) == 0)

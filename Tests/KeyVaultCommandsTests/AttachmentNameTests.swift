@@ -10,21 +10,21 @@ import Testing
 // well as an address.
 
 @Test(.timeLimit(.minutes(10)))
-func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
+func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() async throws {
     let story = try Story("names")
-    let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     let account = try #require(created["account"] as? String)
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    _ = try await story.run(["member", "add", "Emma"], "laptop")
     let scan = story.path("Vaccination record 2026.pdf")
     let content = Data((0..<3000).map { UInt8($0 % 251) })
     try content.write(to: URL(fileURLWithPath: scan))
-    let put = try story.run(["attachment", "put", "--member", "Emma", scan], "laptop")
+    let put = try await story.run(["attachment", "put", "--member", "Emma", scan], "laptop")
     let address = try #require(put["address"] as? String)
 
     // Another device reads the name, type, time and size: they travel with the attachment.
     let code = try String(contentsOfFile: story.path("code"), encoding: .utf8)
-    _ = try story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "phone"], "phone", input: code)
-    let listed = try #require(try story.run(["attachment", "list", "--member", "Emma"], "phone")["attachments"] as? [[String: Any]])
+    _ = try await story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "phone"], "phone", input: code)
+    let listed = try await #require(try story.run(["attachment", "list", "--member", "Emma"], "phone")["attachments"] as? [[String: Any]])
     #expect(listed.count == 1)
     let entry = try #require(listed.first)
     #expect(entry["name"] as? String == "Vaccination record 2026.pdf")
@@ -32,18 +32,18 @@ func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
     #expect(entry["plainSize"] as? Int == 3000)
     let modified = try #require(try FileManager.default.attributesOfItem(atPath: scan)[.modificationDate] as? Date)
     #expect(entry["time"] as? Int == Int(modified.timeIntervalSince1970))
-    let text = try keyctl(["attachment", "list", "--member", "Emma", "--home", story.path("phone")])
+    let text = try await keyctl(["attachment", "list", "--member", "Emma", "--home", story.path("phone")])
     #expect(text.out.contains("Vaccination record 2026.pdf") && text.out.contains("3 KB"), "\(text.out)")
 
     // By name: got and checked, as by address.
     let out = story.path("copy.pdf")
-    _ = try story.run(["attachment", "get", "--member", "Emma", "Vaccination record 2026.pdf", "-o", out], "phone")
+    _ = try await story.run(["attachment", "get", "--member", "Emma", "Vaccination record 2026.pdf", "-o", out], "phone")
     #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == content)
-    let unknown = try keyctl(["attachment", "get", "--member", "Emma", "report.pdf", "-o", out, "--home", story.path("phone")])
+    let unknown = try await keyctl(["attachment", "get", "--member", "Emma", "report.pdf", "-o", out, "--home", story.path("phone")])
     #expect(unknown.code != 0 && unknown.err.contains("no attachment called report.pdf"), "\(unknown.err)")
 
     // The server holds no name: not in its database, not in its answers.
-    _ = try story.run(["status"], "laptop")
+    _ = try await story.run(["status"], "laptop")
     for suffix in ["", "-wal"] {
         let file = story.server.directory.appendingPathComponent("keyvault.sqlite" + suffix)
         guard let database = try? Data(contentsOf: file) else { continue }
@@ -54,22 +54,22 @@ func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() throws {
     let other = story.root.appendingPathComponent("b").path
     try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
     try Data("another".utf8).write(to: URL(fileURLWithPath: other + "/Vaccination record 2026.pdf"))
-    let second = try #require(try story.run(["attachment", "put", "--member", "Emma", other + "/Vaccination record 2026.pdf"], "laptop")["address"] as? String)
-    let ambiguous = try keyctl(["attachment", "get", "--member", "Emma", "Vaccination record 2026.pdf", "-o", out, "--home", story.path("laptop")])
+    let second = try await #require(try story.run(["attachment", "put", "--member", "Emma", other + "/Vaccination record 2026.pdf"], "laptop")["address"] as? String)
+    let ambiguous = try await keyctl(["attachment", "get", "--member", "Emma", "Vaccination record 2026.pdf", "-o", out, "--home", story.path("laptop")])
     #expect(ambiguous.code != 0 && ambiguous.err.contains(String(second.prefix(14))), "\(ambiguous.err)")
 
     // Renamed by address (its time and size stay), the name is one attachment's again.
-    let renamed = try story.run(["attachment", "rename", "--member", "Emma", second, "Vaccination record 2025.txt"], "laptop")
+    let renamed = try await story.run(["attachment", "rename", "--member", "Emma", second, "Vaccination record 2025.txt"], "laptop")
     #expect(renamed["name"] as? String == "Vaccination record 2025.txt" && renamed["mediaType"] as? String == "text/plain")
-    let both = try #require(try story.run(["attachment", "list", "--member", "Emma"], "phone")["attachments"] as? [[String: Any]])
+    let both = try await #require(try story.run(["attachment", "list", "--member", "Emma"], "phone")["attachments"] as? [[String: Any]])
     #expect(Set(both.compactMap { $0["name"] as? String }) == ["Vaccination record 2026.pdf", "Vaccination record 2025.txt"])
     #expect(both.first { $0["address"] as? String == second }?["plainSize"] as? Int == 7)
 
     // Deleted by the new name, then by the old one.
-    #expect(try story.run(["attachment", "delete", "--member", "Emma", "Vaccination record 2025.txt", "--yes"], "laptop")["deleted"] as? String == second)
-    #expect(try story.run(["attachment", "delete", "--member", "Emma", "Vaccination record 2026.pdf", "--yes"], "phone")["deleted"] as? String == address)
-    #expect((try story.run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [Any])?.isEmpty == true)
-    let gone = try keyctl(["attachment", "get", "--member", "Emma", address, "-o", out, "--home", story.path("laptop")])
+    await #expect(try story.run(["attachment", "delete", "--member", "Emma", "Vaccination record 2025.txt", "--yes"], "laptop")["deleted"] as? String == second)
+    await #expect(try story.run(["attachment", "delete", "--member", "Emma", "Vaccination record 2026.pdf", "--yes"], "phone")["deleted"] as? String == address)
+    await #expect((try story.run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [Any])?.isEmpty == true)
+    let gone = try await keyctl(["attachment", "get", "--member", "Emma", address, "-o", out, "--home", story.path("laptop")])
     #expect(gone.code != 0)
 }
 
@@ -92,11 +92,11 @@ private struct SwappingTransport: HTTPTransport {
 @Test(.timeLimit(.minutes(10)))
 func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
     let story = try Story("names-moved")
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try await story.run(["member", "add", "Emma"], "laptop")
     for name in ["x-ray.png", "allergy.txt"] {
         try Data(name.utf8).write(to: URL(fileURLWithPath: story.path(name)))
-        _ = try story.run(["attachment", "put", "--member", "Emma", story.path(name)], "laptop")
+        _ = try await story.run(["attachment", "put", "--member", "Emma", story.path(name)], "laptop")
     }
     let result = await KeyctlMain.$transport.withValue({ server in SwappingTransport(inner: keyctlTransport(server)) }) {
         await runKeyctl(["attachment", "list", "--member", "Emma", "--home", story.path("laptop"), "--json"])
@@ -111,22 +111,22 @@ func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
 /// Issue 22, item 1: every attachment of a member decrypted into a folder under its
 /// name, for a person leaving the app; two of one name both kept, nothing overwritten.
 @Test(.timeLimit(.minutes(10)))
-func aMembersAttachmentsAreExportedIntoAFolderUnderTheirNames() throws {
+func aMembersAttachmentsAreExportedIntoAFolderUnderTheirNames() async throws {
     let story = try Story("export")
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+    _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try await story.run(["member", "add", "Emma"], "laptop")
     let first = story.root.appendingPathComponent("one"), second = story.root.appendingPathComponent("two")
     for directory in [first, second] { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
     try Data("first scan".utf8).write(to: first.appendingPathComponent("scan.pdf"))
     try Data("second scan".utf8).write(to: second.appendingPathComponent("scan.pdf"))
     try Data("notes".utf8).write(to: first.appendingPathComponent("notes.txt"))
     for file in [first.appendingPathComponent("scan.pdf"), second.appendingPathComponent("scan.pdf"), first.appendingPathComponent("notes.txt")] {
-        _ = try story.run(["attachment", "put", "--member", "Emma", file.path], "laptop")
+        _ = try await story.run(["attachment", "put", "--member", "Emma", file.path], "laptop")
     }
     let out = story.root.appendingPathComponent("Emma's files")
     try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
     try Data("mine".utf8).write(to: out.appendingPathComponent("notes.txt"))  // already there: kept
-    let result = try story.run(["attachment", "export", "--member", "Emma", "--to", out.path], "laptop")
+    let result = try await story.run(["attachment", "export", "--member", "Emma", "--to", out.path], "laptop")
     let exported = try #require(result["exported"] as? [[String: Any]])
     #expect(exported.count == 3)
     let files = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()

@@ -62,12 +62,12 @@ func realBinariesTellTheWholeStory() async throws {
     func home(_ name: String) -> [String] { story.home(name) }
     func path(_ name: String) -> String { story.path(name) }
     func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
-             sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
-        try story.run(arguments, device, input: input, expect: expect, sourceLocation: sourceLocation)
+             sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Any] {
+        try await story.run(arguments, device, input: input, expect: expect, sourceLocation: sourceLocation)
     }
 
     // Init: the account and its first device; the code goes to a 0600 file.
-    let created = try run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("code1"), "--yes"], "laptop")
+    let created = try await run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("code1"), "--yes"], "laptop")
     let account = try #require(created["account"] as? String)
     #expect(account.count == 32)
     let attributes = try FileManager.default.attributesOfItem(atPath: path("laptop"))
@@ -79,19 +79,19 @@ func realBinariesTellTheWholeStory() async throws {
     #expect(!(try String(contentsOfFile: path("laptop") + "/device.json", encoding: .utf8)).contains(code1.split(separator: " ")[0] + " "))
 
     // A member and an attachment, stored once.
-    let member = try run(["member", "add", "Alice"], "laptop")
+    let member = try await run(["member", "add", "Alice"], "laptop")
     #expect(member["name"] as? String == "Alice" && member["generation"] as? Int == 1)
     let scan = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
     try scan.write(to: URL(fileURLWithPath: path("scan.pdf")))
-    let put = try run(["attachment", "put", "--member", "Alice", path("scan.pdf")], "laptop")
+    let put = try await run(["attachment", "put", "--member", "Alice", path("scan.pdf")], "laptop")
     let address = try #require(put["address"] as? String)
     #expect(address.hasPrefix("ca1.1.") && put["existed"] as? Bool == false)
-    #expect(try run(["attachment", "put", "--member", "Alice", path("scan.pdf")], "laptop")["existed"] as? Bool == true)
-    #expect(try run(["attachment", "address", "--member", "Alice", path("scan.pdf")], "laptop")["address"] as? String == address)
+    await #expect(try run(["attachment", "put", "--member", "Alice", path("scan.pdf")], "laptop")["existed"] as? Bool == true)
+    await #expect(try run(["attachment", "address", "--member", "Alice", path("scan.pdf")], "laptop")["address"] as? String == address)
 
     // Enrollment by recovery code: the phone opens what was put before it joined.
-    _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", "phone"], "phone", input: code1)
-    _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("phone.pdf")], "phone")
+    _ = try await run(["device", "enroll", "--server", url, "--account", account, "--name", "phone"], "phone", input: code1)
+    _ = try await run(["attachment", "get", "--member", "Alice", address, "-o", path("phone.pdf")], "phone")
     #expect(try Data(contentsOf: URL(fileURLWithPath: path("phone.pdf"))) == scan)
 
     // Link: the approver types the digits the new device shows. Wrong digits refuse the
@@ -116,58 +116,58 @@ func realBinariesTellTheWholeStory() async throws {
     let linked = tablet.newDevice.finish()
     #expect(linked.code == 0, "\(linked.err)")
     #expect(try lastJSON(linked.out)["status"] as? String == "approved")
-    _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("tablet.pdf")], "tablet")
+    _ = try await run(["attachment", "get", "--member", "Alice", address, "-o", path("tablet.pdf")], "tablet")
     #expect(try Data(contentsOf: URL(fileURLWithPath: path("tablet.pdf"))) == scan)
-    let devices = try #require(try run(["device", "list"], "tablet")["devices"] as? [[String: Any]])
+    let devices = try await #require(try run(["device", "list"], "tablet")["devices"] as? [[String: Any]])
     #expect(devices.compactMap { $0["name"] as? String } == ["laptop", "phone", "tablet"])
 
     // Revoke the phone: its very next request is refused (exit 4), and every key moved on.
     let phoneID = try #require(devices.first { $0["name"] as? String == "phone" }?["id"] as? String)
-    let revoked = try run(["device", "revoke", phoneID, "--yes"], "laptop")
+    let revoked = try await run(["device", "revoke", phoneID, "--yes"], "laptop")
     #expect(revoked["masterGeneration"] as? Int == 2)
     #expect((revoked["members"] as? [[String: Any]])?.first?["generation"] as? Int == 2)
-    let refused = try keyctl(["attachment", "list", "--member", "Alice"] + home("phone"))
+    let refused = try await keyctl(["attachment", "list", "--member", "Alice"] + home("phone"))
     #expect(refused.code == 4 && refused.err.contains("revoked"), "\(refused)")
     let phoneFile = try String(contentsOfFile: path("phone") + "/device.json", encoding: .utf8)
     #expect(phoneFile.contains(#""1" : "#) && !phoneFile.contains(#""2" : "#), "the phone never received generation 2")
 
     // Rotations: a member key, then re-wrapping its attachments (resumable: the second run has nothing to do).
-    #expect(try run(["member", "rotate", "Alice"], "tablet")["generation"] as? Int == 3)
-    #expect(try run(["attachment", "rewrap", "--member", "Alice"], "tablet")["rewrapped"] as? Int == 1)
-    #expect(try run(["attachment", "rewrap", "--member", "Alice"], "tablet")["rewrapped"] as? Int == 0)
-    _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("laptop2.pdf")], "laptop")
+    await #expect(try run(["member", "rotate", "Alice"], "tablet")["generation"] as? Int == 3)
+    await #expect(try run(["attachment", "rewrap", "--member", "Alice"], "tablet")["rewrapped"] as? Int == 1)
+    await #expect(try run(["attachment", "rewrap", "--member", "Alice"], "tablet")["rewrapped"] as? Int == 0)
+    _ = try await run(["attachment", "get", "--member", "Alice", address, "-o", path("laptop2.pdf")], "laptop")
     #expect(try Data(contentsOf: URL(fileURLWithPath: path("laptop2.pdf"))) == scan)
 
     // Two devices rotating the master key at the same time both land, one after the other.
     let both = try await withThrowingTaskGroup(of: Int32.self) { group in
         for device in ["laptop", "tablet"] {
-            group.addTask { try keyctl(["master", "rotate"] + home(device)).code }
+            group.addTask { try await keyctl(["master", "rotate"] + home(device)).code }
         }
         return try await group.reduce(into: [Int32]()) { $0.append($1) }
     }
     #expect(both == [0, 0])
-    let status = try run(["status"], "laptop")
+    let status = try await run(["status"], "laptop")
     #expect(status["masterGeneration"] as? Int == 4)
-    #expect(try run(["status"], "tablet")["head"] as? String == status["head"] as? String)
+    await #expect(try run(["status"], "tablet")["head"] as? String == status["head"] as? String)
 
     // Recovery rotation: the old code enrolls nothing, the new one does.
-    _ = try run(["recovery", "rotate", "--recovery-file", path("code2"), "--yes"], "tablet")
+    _ = try await run(["recovery", "rotate", "--recovery-file", path("code2"), "--yes"], "tablet")
     let code2 = try String(contentsOfFile: path("code2"), encoding: .utf8)
-    let old = try keyctl(["device", "enroll", "--server", url, "--account", account, "--name", "old"] + home("old"), input: Data(code1.utf8))
+    let old = try await keyctl(["device", "enroll", "--server", url, "--account", account, "--name", "old"] + home("old"), input: Data(code1.utf8))
     #expect(old.code == 1 && old.err.contains("does not open"), "\(old)")
-    _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", "desktop"], "desktop", input: code2)
-    _ = try run(["attachment", "get", "--member", "Alice", address, "-o", path("desktop.pdf")], "desktop")
+    _ = try await run(["device", "enroll", "--server", url, "--account", account, "--name", "desktop"], "desktop", input: code2)
+    _ = try await run(["attachment", "get", "--member", "Alice", address, "-o", path("desktop.pdf")], "desktop")
     #expect(try Data(contentsOf: URL(fileURLWithPath: path("desktop.pdf"))) == scan)
 
     // The audit checks out everywhere.
     for device in ["laptop", "tablet", "desktop"] {
-        let audit = try run(["audit"], device)
+        let audit = try await run(["audit"], device)
         #expect(audit["ok"] as? Bool == true, "\(audit)")
     }
 
     // Account deletion: everything goes; the other devices are refused.
-    #expect(try run(["account", "delete", "--yes"], "laptop")["deleted"] as? String == account)
-    let gone = try keyctl(["status"] + home("tablet"))
+    await #expect(try run(["account", "delete", "--yes"], "laptop")["deleted"] as? String == account)
+    let gone = try await keyctl(["status"] + home("tablet"))
     #expect(gone.code == 3, "\(gone)")
     #expect(server.stop() == 0)
 }

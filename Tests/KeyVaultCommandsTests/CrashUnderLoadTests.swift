@@ -17,12 +17,12 @@ func aServerKilledAtRandomUnderLoadLeavesEveryAccountConsistent() async throws {
     let first = try RunningServer()
     let port = first.port, url = first.url
     var server = first
-    let account = try #require(try homes.run(["init", "--server", url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"],
+    let account = try await #require(try homes.run(["init", "--server", url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"],
                                          "laptop")["account"] as? String)
     let code = try String(contentsOfFile: homes.path("code"), encoding: .utf8)
-    _ = try homes.run(["member", "add", "Alice"], "laptop")
+    _ = try await homes.run(["member", "add", "Alice"], "laptop")
     for device in ["phone", "tablet"] {
-        _ = try homes.run(["device", "enroll", "--server", url, "--account", account, "--name", device], device, input: code)
+        _ = try await homes.run(["device", "enroll", "--server", url, "--account", account, "--name", device], device, input: code)
     }
     var active = ["laptop", "phone", "tablet"]
     var extra: String?  // a device enrolled in one round and revoked in a later one
@@ -49,36 +49,36 @@ func aServerKilledAtRandomUnderLoadLeavesEveryAccountConsistent() async throws {
 
         // An enrollment cut off by the kill is run again: it finishes with the device it added, or adds it now.
         if round % 3 == 0 {
-            if try keyctl(["status"] + homes.home(newcomer)).code != 0 {
-                _ = try homes.run(["device", "enroll", "--server", url, "--account", account, "--name", newcomer], newcomer, input: code)
+            if try await keyctl(["status"] + homes.home(newcomer)).code != 0 {
+                _ = try await homes.run(["device", "enroll", "--server", url, "--account", account, "--name", newcomer], newcomer, input: code)
             }
             if let previous = extra {
-                let devices = try #require(try homes.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
+                let devices = try await #require(try homes.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
                 let id = try #require(devices.first { $0["name"] as? String == previous }?["id"] as? String)
-                _ = try homes.run(["device", "revoke", id, "--yes"], "laptop")
+                _ = try await homes.run(["device", "revoke", id, "--yes"], "laptop")
                 active.removeAll { $0 == previous }
-                let refused = try keyctl(["status"] + homes.home(previous))
+                let refused = try await keyctl(["status"] + homes.home(previous))
                 #expect(refused.code == 4, "round \(round): the revoked \(previous) was not refused: \(refused.err)")
             }
             extra = newcomer
             active.append(newcomer)
         }
         for device in active {
-            let audit = try keyctl(["audit"] + homes.home(device))
+            let audit = try await keyctl(["audit"] + homes.home(device))
             #expect(audit.code == 0, "round \(round), \(device): \(audit.out) \(audit.err)")
         }
-        let listed = try #require(try homes.run(["attachment", "list", "--member", "Alice"], "laptop")["attachments"] as? [[String: Any]])
+        let listed = try await #require(try homes.run(["attachment", "list", "--member", "Alice"], "laptop")["attachments"] as? [[String: Any]])
         let byTime = listed.sorted { ($0["created"] as? Int ?? 0) < ($1["created"] as? Int ?? 0) }
         if let newest = byTime.last?["address"] as? String {
             for device in active {
-                _ = try homes.run(["attachment", "get", "--member", "Alice", newest, "-o", homes.path("out-\(device)")], device)
+                _ = try await homes.run(["attachment", "get", "--member", "Alice", newest, "-o", homes.path("out-\(device)")], device)
             }
         }
     }
-    let listed = try #require(try homes.run(["attachment", "list", "--member", "Alice"], "laptop")["attachments"] as? [[String: Any]])
+    let listed = try await #require(try homes.run(["attachment", "list", "--member", "Alice"], "laptop")["attachments"] as? [[String: Any]])
     for address in listed.compactMap({ $0["address"] as? String }) {
         for device in active {
-            _ = try homes.run(["attachment", "get", "--member", "Alice", address, "-o", homes.path("out-\(device)")], device)
+            _ = try await homes.run(["attachment", "get", "--member", "Alice", address, "-o", homes.path("out-\(device)")], device)
         }
     }
     // The figures of this run (docs/evidence.md has the long mode's).

@@ -6,9 +6,9 @@ import Testing
 @Suite struct ExampleTests {
     static let source = repositoryRoot.appendingPathComponent("Examples/FamilyRecords/main.swift")
 
-    @Test func theFamilyStoryRunsAgainstARealServer() throws {
+    @Test func theFamilyStoryRunsAgainstARealServer() async throws {
         let server = try RunningServer()
-        let result = try runProcess(BuiltProducts.familyRecords, [server.url])
+        let result = try await runProcess(BuiltProducts.familyRecords, [server.url])
         #expect(result.code == 0, "\(result.err)")
         let lines = result.out.split(separator: "\n").map(String.init)
         #expect(lines.count == 6, "\(result.out)")
@@ -23,7 +23,7 @@ import Testing
     /// that reaches for keys shows the check can fail, and that no key is public: the
     /// device record, the master and member keys are `package`; so are the approver's
     /// link digits (issue 19: an app that could read them could approve without the person).
-    @Test func theExampleUsesOnlyThePublicAPI() throws {
+    @Test func theExampleUsesOnlyThePublicAPI() async throws {
         let modules = BuiltProducts.modules
         let source = try String(contentsOf: Self.source, encoding: .utf8)
         let imports = source.split(separator: "\n").filter { $0.hasPrefix("import ") }
@@ -45,9 +45,9 @@ import Testing
         let flags = ["swiftc", "-typecheck", "-parse-as-library", "-I", modules.path,
                      "-I", repositoryRoot.appendingPathComponent("Sources/CSodium").path,
                      "-I", repositoryRoot.appendingPathComponent("Sources/CLibCrypto").path]
-        let clean = try runProcess(swiftc, flags + [Self.source.path])
+        let clean = try await runProcess(swiftc, flags + [Self.source.path])
         #expect(clean.code == 0, "\(clean.err)")
-        let probed = try runProcess(swiftc, flags + [Self.source.path, probe.path])
+        let probed = try await runProcess(swiftc, flags + [Self.source.path, probe.path])
         #expect(probed.code != 0, "\(probed.err)")
         for name in ["record", "masterKey", "memberKey", "sas"] {
             #expect(probed.err.contains("'\(name)' is inaccessible due to 'package' protection level"), "\(probed.err)")

@@ -11,7 +11,7 @@ private let docs = repositoryRoot.appendingPathComponent("docs")
                   (["completion", "fish"], "completions/kvctl.fish"), (["manual"], "man/kvctl.1")])
 func committedCompletionsAndManualAreUpToDate(_ command: [String], _ file: String) async throws {
     // The real binary: its command tree has `serve`, which the client commands alone do not.
-    let (code, made, err) = try keyctl(command + ["--name", "kvctl"])
+    let (code, made, err) = try await keyctl(command + ["--name", "kvctl"])
     #expect(code == 0, "\(err)")
     let committed = try String(contentsOf: docs.appendingPathComponent(file), encoding: .utf8)
     #expect(made == committed, "docs/\(file) is out of date: run `bash Scripts/generate-completions.sh`")
@@ -26,7 +26,7 @@ func committedCompletionsAndManualAreUpToDate(_ command: [String], _ file: Strin
     let manual = await runKeyctl(["manual", "--name", "kvctl"]).1
     #expect(manual.contains(".TH KVCTL 1") && manual.contains(#".SS "kvctl device revoke""#))
     // Without --name, the name it was run as: the real binary is called keyctl.
-    let real = try keyctl(["completion", "bash"])
+    let real = try await keyctl(["completion", "bash"])
     #expect(real.code == 0 && real.out.hasSuffix("-F _keyctl keyctl\n"), "\(real.err)")
     for bad in [["completion", "tcsh"], ["completion", "bash", "--name", "kv ctl"], ["manual", "--name", "$(x)"]] {
         #expect(await runKeyctl(bad).0 == 64, "\(bad)")
@@ -52,11 +52,11 @@ func committedCompletionsAndManualAreUpToDate(_ command: [String], _ file: Strin
 /// Issue 22: errors and hints name the binary as it was run. A copy installed as
 /// `kvctl` (where Debian's keyutils owns `keyctl`) says `kvctl: error:` and hints
 /// `kvctl init …`, not a command that would run keyutils.
-@Test func errorsAndHintsNameTheBinaryAsItWasRun() throws {
+@Test func errorsAndHintsNameTheBinaryAsItWasRun() async throws {
     let directory = try TemporaryDirectory("kv-renamed")
     let kvctl = directory.path("kvctl")
     try FileManager.default.createSymbolicLink(atPath: kvctl, withDestinationPath: BuiltProducts.keyctl.path)
-    let result = try runProcess(URL(fileURLWithPath: kvctl), ["status", "--home", directory.path("nowhere")])
+    let result = try await runProcess(URL(fileURLWithPath: kvctl), ["status", "--home", directory.path("nowhere")])
     #expect(result.code != 0)
     #expect(result.err.contains("kvctl: error:") && result.err.contains("kvctl: hint:") && result.err.contains("`kvctl init"), "\(result.err)")
     #expect(!result.err.contains("keyctl"), "\(result.err)")

@@ -21,17 +21,17 @@ import Testing
 func sizesAndStepsAreSaidInWordsAPersonUses() async throws {
     let limited = try RunningServer(arguments: ["--max-attachment-bytes", "10485760"])
     let homes = try DeviceHomes("words")
-    _ = try homes.run(["init", "--server", limited.url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"], "laptop")
-    _ = try homes.run(["member", "add", "Emma"], "laptop")
+    _ = try await homes.run(["init", "--server", limited.url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"], "laptop")
+    _ = try await homes.run(["member", "add", "Emma"], "laptop")
     let big = homes.path("video.mp4")
     try Data(count: 11 << 20).write(to: URL(fileURLWithPath: big))
     // The limit in MB, with whom to ask.
-    let refused = try keyctl(["attachment", "put", "--member", "Emma", big, "--home", homes.path("laptop")])
+    let refused = try await keyctl(["attachment", "put", "--member", "Emma", big, "--home", homes.path("laptop")])
     #expect(refused.code != 0)
     #expect(refused.err.contains("11.5 MB") && refused.err.contains("10.5 MB") && !refused.err.contains("10485760"), "\(refused.err)")
     #expect(refused.err.contains("operator"), "\(refused.err)")
     // Status and progress without jargon.
-    let status = try keyctl(["status", "--home", homes.path("laptop")])
+    let status = try await keyctl(["status", "--home", homes.path("laptop")])
     #expect(!status.out.contains("chain head") && status.out.contains("history"), "\(status.out)")
     #expect(!Vault.Progress.derivingRecoveryKeys(iterations: 3, memoryKiB: 262_144).text.contains("Argon2id"))
 }

@@ -145,7 +145,7 @@ final class BufferConsoleQuiz: Console, @unchecked Sendable {
 /// changes, and no new code is shown or written, unless the person says yes.
 @Test func recoveryRotateAsksBeforeItReplacesTheCode() async throws {
     let story = try Story("rotate-asks")
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"),
+    _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"),
                        "--kdf", "interactive", "--yes"], "laptop")
     let home = ["--home", story.path("laptop")]
     let piped = await runKeyctl(["recovery", "rotate", "--recovery-file", story.path("new")] + home)
@@ -153,7 +153,7 @@ final class BufferConsoleQuiz: Console, @unchecked Sendable {
     let declined = await runKeyctl(["recovery", "rotate", "--recovery-file", story.path("new")] + home, input: "n\n", terminal: true)
     #expect(declined.code == 1 && declined.err.contains("Replace the recovery code"), "\(declined.err)")
     #expect(!FileManager.default.fileExists(atPath: story.path("new")), "a new code was written")
-    #expect(try story.run(["status"], "laptop")["recoveryGeneration"] as? Int == 1)
+    await #expect(try story.run(["status"], "laptop")["recoveryGeneration"] as? Int == 1)
 }
 
 /// Issue 22: on a terminal a code can be typed a word at a time, each hidden, its first

@@ -72,36 +72,37 @@ func threeReplicasOnOnePostgreSQLServeOneAccountConsistently() async throws {
         #expect(try await send(replicas[1], "GET", chain, headers: macHeaders).0 == 401)  // and once only
 
         // The laptop talks to replica 0, the phone to 1, the tablet to 2.
-        let account = try #require(try homes.run(["init", "--server", replicas[0].url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"],
+        let account = try await #require(try homes.run(["init", "--server", replicas[0].url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"],
                                              "laptop")["account"] as? String)
         let code = try String(contentsOfFile: homes.path("code"), encoding: .utf8)
-        _ = try homes.run(["member", "add", "Alice"], "laptop")
+        _ = try await homes.run(["member", "add", "Alice"], "laptop")
         let scan = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 3) })
         try scan.write(to: URL(fileURLWithPath: homes.path("scan.pdf")))
-        let address = try #require(try homes.run(["attachment", "put", "--member", "Alice", homes.path("scan.pdf")], "laptop")["address"] as? String)
+        let address = try await #require(try homes.run(["attachment", "put", "--member", "Alice", homes.path("scan.pdf")], "laptop")["address"] as? String)
         for (device, replica) in [("phone", 1), ("tablet", 2)] {
-            _ = try homes.run(["device", "enroll", "--server", replicas[replica].url, "--account", account, "--name", device], device, input: code)
-            _ = try homes.run(["attachment", "get", "--member", "Alice", address, "-o", homes.path("\(device).pdf")], device)
+            _ = try await homes.run(["device", "enroll", "--server", replicas[replica].url, "--account", account, "--name", device], device, input: code)
+            _ = try await homes.run(["attachment", "get", "--member", "Alice", address, "-o", homes.path("\(device).pdf")], device)
             #expect(try Data(contentsOf: URL(fileURLWithPath: homes.path("\(device).pdf"))) == scan)
         }
 
         // Master rotations from all three replicas at once: each lands, on one chain.
         let codes = try await withThrowingTaskGroup(of: Int32.self) { group in
             for device in ["laptop", "phone", "tablet"] {
-                group.addTask { try keyctl(["master", "rotate"] + homes.home(device)).code }
+                group.addTask { try await keyctl(["master", "rotate"] + homes.home(device)).code }
             }
             return try await group.reduce(into: [Int32]()) { $0.append($1) }
         }
         #expect(codes == [0, 0, 0])
-        let heads = try ["laptop", "phone", "tablet"].map { try homes.run(["status"], $0)["head"] as? String }
+        var heads = [String?]()
+        for device in ["laptop", "phone", "tablet"] { heads.append(try await homes.run(["status"], device)["head"] as? String) }
         #expect(Set(heads).count == 1 && heads[0] != nil)
-        #expect(try homes.run(["status"], "tablet")["masterGeneration"] as? Int == 4)
+        await #expect(try homes.run(["status"], "tablet")["masterGeneration"] as? Int == 4)
 
         // The tablet, revoked through replica 0, is refused by replica 2 on its next request.
-        let devices = try #require(try homes.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
+        let devices = try await #require(try homes.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
         let tabletID = try #require(devices.first { $0["name"] as? String == "tablet" }?["id"] as? String)
-        _ = try homes.run(["device", "revoke", tabletID, "--yes"], "laptop")
-        let refused = try keyctl(["attachment", "list", "--member", "Alice"] + homes.home("tablet"))
+        _ = try await homes.run(["device", "revoke", tabletID, "--yes"], "laptop")
+        let refused = try await keyctl(["attachment", "list", "--member", "Alice"] + homes.home("tablet"))
         #expect(refused.code == 4 && refused.err.contains("revoked"), "\(refused)")
 
         // Replica 1 is killed while the phone rotates through it, then restarted on its port.
@@ -112,17 +113,17 @@ func threeReplicasOnOnePostgreSQLServeOneAccountConsistently() async throws {
             _ = rotation.finish()  // it may have landed or not; either way nothing is half done
             replicas[1] = try RunningServer(arguments: secret, database: database, port: replicas[1].port)
             for device in ["laptop", "phone"] {
-                let audit = try keyctl(["audit"] + homes.home(device))
+                let audit = try await keyctl(["audit"] + homes.home(device))
                 #expect(audit.code == 0, "round \(round), \(device): \(audit.out) \(audit.err)")
             }
         }
-        _ = try homes.run(["master", "rotate"], "phone")
+        _ = try await homes.run(["master", "rotate"], "phone")
         for device in ["laptop", "phone"] {
-            #expect(try homes.run(["audit"], device)["ok"] as? Bool == true)
-            _ = try homes.run(["attachment", "get", "--member", "Alice", address, "-o", homes.path("\(device)-after.pdf")], device)
+            await #expect(try homes.run(["audit"], device)["ok"] as? Bool == true)
+            _ = try await homes.run(["attachment", "get", "--member", "Alice", address, "-o", homes.path("\(device)-after.pdf")], device)
             #expect(try Data(contentsOf: URL(fileURLWithPath: homes.path("\(device)-after.pdf"))) == scan)
         }
-        #expect(try homes.run(["status"], "laptop")["head"] as? String == (try homes.run(["status"], "phone")["head"] as? String))
+        await #expect(try homes.run(["status"], "laptop")["head"] as? String == (try homes.run(["status"], "phone")["head"] as? String))
         for replica in replicas { #expect(replica.stop() == 0) }
     }
 }

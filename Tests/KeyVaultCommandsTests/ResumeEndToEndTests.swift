@@ -19,12 +19,12 @@ private func wait(seconds: Double = 60, until ready: () -> Bool) -> Bool {
 private func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
 
 @Test(.timeLimit(.minutes(10)))
-func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() throws {
+func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() async throws {
     let first = try RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)])
     let homes = try DeviceHomes("kv-resume-e2e")
-    _ = try homes.run(["init", "--server", first.url, "--name", "laptop", "--recovery-file", homes.path("code"),
+    _ = try await homes.run(["init", "--server", first.url, "--name", "laptop", "--recovery-file", homes.path("code"),
                        "--kdf", "interactive", "--yes"], "laptop")
-    _ = try homes.run(["member", "add", "Emma"], "laptop")
+    _ = try await homes.run(["member", "add", "Emma"], "laptop")
     let file = homes.path("video.mp4")
     let block = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255) })
     var content = Data()
@@ -48,7 +48,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() t
     #expect(started, "the put never journaled 8 chunks")
     #expect(put.terminationReason == .uncaughtSignal, "the put finished before it was killed")
 
-    let resumed = try homes.run(["attachment", "put", "--member", "Emma", file], "laptop")
+    let resumed = try await homes.run(["attachment", "put", "--member", "Emma", file], "laptop")
     let chunks = resumed["resumedChunks"] as? Int ?? 0
     #expect((1..<160).contains(chunks), "the second put sent every chunk again: \(resumed)")
     #expect(journal() == nil, "the journal outlived the upload")
@@ -74,7 +74,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() t
     let kept = partial().map(size) ?? 0
     #expect(kept >= 8 << 20, "the cut get kept nothing to go on from")
     let second = try RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)], directory: first.directory, port: first.port)
-    _ = try homes.run(["attachment", "get", "--member", "Emma", address, "-o", out], "laptop")
+    _ = try await homes.run(["attachment", "get", "--member", "Emma", address, "-o", out], "laptop")
     #expect(FileManager.default.contents(atPath: out) == content)
     #expect(partial() == nil)
     #expect(second.stop() == 0)

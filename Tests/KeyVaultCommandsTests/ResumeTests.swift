@@ -56,9 +56,9 @@ private func put(_ story: Story, _ file: String, _ log: ChunkLog, cutAt: Int? = 
 }
 
 /// The laptop's account, with member Emma, whose attachments these tests put and get.
-private func laptopWithEmma(_ story: Story) throws {
-    _ = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
-    _ = try story.run(["member", "add", "Emma"], "laptop")
+private func laptopWithEmma(_ story: Story) async throws {
+    _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    _ = try await story.run(["member", "add", "Emma"], "laptop")
 }
 
 private func journals(_ story: Story) -> [String] {
@@ -71,7 +71,7 @@ private func journals(_ story: Story) -> [String] {
 @Test(.timeLimit(.minutes(10)))
 func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOtherContent() async throws {
     let story = try Story("resume-upload")
-    try laptopWithEmma(story)
+    try await laptopWithEmma(story)
     let content = Data((0..<(5 << 20) + 1000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) })
     let file = story.path("scan.bin")
     try content.write(to: URL(fileURLWithPath: file))
@@ -91,9 +91,9 @@ func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOt
     #expect(log.uploadsBegun == 1)
     #expect(journals(story).isEmpty, "the journal outlived the upload")
 
-    let address = try #require(try story.run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [[String: Any]])
+    let address = try await #require(try story.run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [[String: Any]])
     let name = try #require(address.first?["address"] as? String)
-    _ = try story.run(["attachment", "get", "--member", "Emma", name, "-o", story.path("back.bin")], "laptop")
+    _ = try await story.run(["attachment", "get", "--member", "Emma", name, "-o", story.path("back.bin")], "laptop")
     #expect(FileManager.default.contents(atPath: story.path("back.bin")) == content)
 }
 
@@ -105,7 +105,7 @@ func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOt
 @Test(.timeLimit(.minutes(10)))
 func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent() async throws {
     let story = try Story("resume-refused")
-    try laptopWithEmma(story)
+    try await laptopWithEmma(story)
     let content = Data((0..<(8 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
     let file = story.path("scan.bin")
     try content.write(to: URL(fileURLWithPath: file))
@@ -149,7 +149,7 @@ func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent()
 @Test(.timeLimit(.minutes(10)))
 func anUploadJournalOfVersionOneIsNotResumed() async throws {
     let story = try Story("resume-v1")
-    try laptopWithEmma(story)
+    try await laptopWithEmma(story)
     let file = story.path("scan.bin")
     try Data((0..<(3 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 5 &+ 1) }).write(to: URL(fileURLWithPath: file))
     let log = ChunkLog()
@@ -186,10 +186,10 @@ private struct CuttingReads: HTTPTransport {
 @Test(.timeLimit(.minutes(10)))
 func aDownloadCutOffGoesOnAfterTheChunksItHasAndChecksThemWithTheRest() async throws {
     let story = try Story("resume-download")
-    try laptopWithEmma(story)
+    try await laptopWithEmma(story)
     let content = Data((0..<(3 << 20) + 77).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) })
     try content.write(to: URL(fileURLWithPath: story.path("scan.bin")))
-    let address = try #require(try story.run(["attachment", "put", "--member", "Emma", story.path("scan.bin")], "laptop")["address"] as? String)
+    let address = try await #require(try story.run(["attachment", "put", "--member", "Emma", story.path("scan.bin")], "laptop")["address"] as? String)
     let out = story.root.appendingPathComponent("out")
     try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
     let target = out.appendingPathComponent("back.bin").path
@@ -242,7 +242,7 @@ private struct SlowChunks: HTTPTransport {
 @Test(.timeLimit(.minutes(10)))
 func aCancelledPutStopsSendingChunks() async throws {
     let story = try Story("cancel-put")
-    try laptopWithEmma(story)
+    try await laptopWithEmma(story)
     let file = story.path("scan.bin")
     try Data((0..<(9 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 5 &+ $0 >> 13) }).write(to: URL(fileURLWithPath: file))
     let puts = Locked(0)

@@ -39,7 +39,7 @@ import Testing
     #expect(server.stop(SIGTERM) == 0)
 }
 
-@Test func realServeRefusesABadConfigurationWithAClearMessage() throws {
+@Test func realServeRefusesABadConfigurationWithAClearMessage() async throws {
     for (arguments, environment, expected) in [
         (["serve", "--port", "70000"], [String: String](), "port 70000"),
         (["serve", "--database", "/nonexistent-dir/kv.sqlite"], [:], "does not exist"),
@@ -48,7 +48,7 @@ import Testing
         (["serve", "--trusted-proxy", "10.0.0.0/8,10.1.2.0/33"], [:], "--trusted-proxy: '10.1.2.0/33'"),
         (["serve"], ["KEYVAULT_TRUSTED_PROXIES": "fd00::/8, proxy.local"], "KEYVAULT_TRUSTED_PROXIES: 'proxy.local'"),
     ] {
-        let result = try keyctl(arguments, environment: environment)
+        let result = try await keyctl(arguments, environment: environment)
         let message = result.err
         #expect(result.code == 64, "\(arguments) \(environment)")
         #expect(message.contains("keyctl: error: bad configuration") && message.contains(expected), "\(message)")
@@ -77,7 +77,7 @@ import Testing
 /// A port another process listens on, or a host that is not this machine's, stops
 /// `keyctl serve` with the usual one-line error and exit code before it creates a
 /// database or a secret file.
-@Test func aPortInUseOrABadHostStopsServeBeforeItCreatesAnything() throws {
+@Test func aPortInUseOrABadHostStopsServeBeforeItCreatesAnything() async throws {
     let running = try RunningServer()
     let directory = try TemporaryDirectory("kv-listen")
     let files = ["--database", directory.path("new.sqlite"), "--secret-file", directory.path("secret")]
@@ -86,7 +86,7 @@ import Testing
         (["serve", "--host", "999.1.1.1", "--port", "0"] + files, Int32(64), "--host 999.1.1.1"),
         (["serve", "--host", "192.0.2.1", "--port", "0"] + files, Int32(64), "--host 192.0.2.1 (KEYVAULT_HOST) is not an address of this machine"),
     ] {
-        let result = try keyctl(arguments)
+        let result = try await keyctl(arguments)
         #expect(result.code == code, "\(arguments): \(result.err)")
         #expect(result.err.hasPrefix("keyctl: error: ") && result.err.contains(says), "\(result.err)")
         #expect(!result.err.contains("bind(descriptor"), "\(result.err)")
@@ -125,24 +125,24 @@ import Testing
 /// without the token (or with another) stops before a recovery code is shown or
 /// written, and says how to pass it; `--invite` or KEYCTL_INVITE creates the account.
 @Test(.timeLimit(.minutes(10)))
-func anInviteOnlyServerStopsInitBeforeTheCodeIsShownAndTakesTheToken() throws {
+func anInviteOnlyServerStopsInitBeforeTheCodeIsShownAndTakesTheToken() async throws {
     let token = "family-invite-7f3a9c2e51"
     let homes = try DeviceHomes("kv-invite")
     let log = URL(fileURLWithPath: homes.path("serve.log"))
     let server = try RunningServer(arguments: ["--log-level", "debug"], environment: ["KEYVAULT_INVITE_TOKEN": token], log: log)
-    func initialize(_ name: String, _ extra: [String], environment: [String: String] = [:]) throws -> ProcessResult {
-        try keyctl(["init", "--server", server.url, "--name", name, "--recovery-file", homes.path("\(name).code"), "--yes",
+    func initialize(_ name: String, _ extra: [String], environment: [String: String] = [:]) async throws -> ProcessResult {
+        try await keyctl(["init", "--server", server.url, "--name", name, "--recovery-file", homes.path("\(name).code"), "--yes",
                     "--kdf", "interactive", "--home", homes.path(name)] + extra, environment: environment)
     }
     for (name, extra) in [("none", [String]()), ("wrong", ["--invite", "not-the-token-at-all"])] {
-        let refused = try initialize(name, extra)
+        let refused = try await initialize(name, extra)
         #expect(refused.code != 0 && refused.err.contains("KEYCTL_INVITE"), "\(name): \(refused.err)")
         #expect(!FileManager.default.fileExists(atPath: homes.path("\(name).code")), "\(name): a recovery code was written")
     }
-    #expect(try initialize("flag", ["--invite", token]).code == 0)
+    await #expect(try initialize("flag", ["--invite", token]).code == 0)
     try Data((token + "\n").utf8).write(to: URL(fileURLWithPath: homes.path("invite")))
-    #expect(try initialize("file", ["--invite-file", homes.path("invite")]).code == 0)
-    let fromEnvironment = try initialize("env", [], environment: ["KEYCTL_INVITE": token])
+    await #expect(try initialize("file", ["--invite-file", homes.path("invite")]).code == 0)
+    let fromEnvironment = try await initialize("env", [], environment: ["KEYCTL_INVITE": token])
     #expect(fromEnvironment.code == 0, "\(fromEnvironment.err)")
     let stopped = server.stop()
     // Its log's end, should it not stop (seen once under a loaded CI run: a stop that waited 60 s).

@@ -30,12 +30,12 @@ private struct AgingTransport: HTTPTransport {
 @Test(.timeLimit(.minutes(10)))
 func devicesUnseenForAWhileAreShownWarnedAboutAndPrunedTogether() async throws {
     let story = try Story("stale")
-    let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
+    let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     let account = try #require(created["account"] as? String)
     let code = try String(contentsOfFile: story.path("code"), encoding: .utf8)
-    _ = try story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "old phone"], "phone", input: code)
-    _ = try story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "tablet"], "tablet", input: code)
-    let devices = try #require(try story.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
+    _ = try await story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "old phone"], "phone", input: code)
+    _ = try await story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "tablet"], "tablet", input: code)
+    let devices = try await #require(try story.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
     let phone = try #require(devices.first { $0["name"] as? String == "old phone" }?["id"] as? String)
     // Added at a time the chain says, today.
     let addedAt = try #require(devices.first { $0["name"] as? String == "old phone" }?["addedAt"] as? Int)
@@ -64,8 +64,8 @@ func devicesUnseenForAWhileAreShownWarnedAboutAndPrunedTogether() async throws {
     #expect(pruned.code == 0, "\(pruned.err)")
     #expect(pruned.err.contains("Unseen for 90 days or more") && pruned.err.contains("old phone ("), "\(pruned.err)")
     #expect(pruned.out.contains("Revoked old phone"), "\(pruned.out)")
-    let after = try #require(try story.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
+    let after = try await #require(try story.run(["device", "list"], "laptop")["devices"] as? [[String: Any]])
     #expect(after.first { $0["id"] as? String == phone }?["status"] as? String == "revoked")
     #expect(after.first { $0["name"] as? String == "tablet" }?["status"] as? String == "active")
-    #expect(try story.run(["status"], "laptop")["masterGeneration"] as? Int == 2)
+    await #expect(try story.run(["status"], "laptop")["masterGeneration"] as? Int == 2)
 }

@@ -8,7 +8,7 @@ import Testing
 func statusOfAFamilyOfThirtyStaysReadable() async throws {
     let story = try Story("status")
     let laptop = story.path("laptop")
-    let created = try story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("paper"),
+    let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("paper"),
                                  "--kdf", "interactive", "--yes"], "laptop")
     let account = try #require(created["account"] as? String)
     let code = try String(contentsOfFile: story.path("paper"), encoding: .utf8)

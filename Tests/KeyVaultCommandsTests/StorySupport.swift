@@ -25,18 +25,18 @@ final class Story: @unchecked Sendable {
 
     /// `init` as "laptop" (its recovery code in the file `code`), then "phone" enrolled
     /// with that code; returns the account id.
-    func laptopAndPhone() throws -> String {
-        let created = try run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("code"), "--yes"], "laptop")
+    func laptopAndPhone() async throws -> String {
+        let created = try await run(["init", "--server", url, "--name", "laptop", "--recovery-file", path("code"), "--yes"], "laptop")
         guard let account = created["account"] as? String else { throw CocoaError(.coderValueNotFound) }
-        _ = try run(["device", "enroll", "--server", url, "--account", account, "--name", "phone"], "phone",
+        _ = try await run(["device", "enroll", "--server", url, "--account", account, "--name", "phone"], "phone",
                     input: try String(contentsOfFile: path("code"), encoding: .utf8))
         return account
     }
 
     /// Runs `keyctl ARGUMENTS` as `device`; expects exit code `expect`, and returns the last JSON line when that is 0.
     func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
-             sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
-        try homes.run(arguments, device, input: input, expect: expect, sourceLocation: sourceLocation)
+             sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Any] {
+        try await homes.run(arguments, device, input: input, expect: expect, sourceLocation: sourceLocation)
     }
 }
 
@@ -55,8 +55,8 @@ final class DeviceHomes: Sendable {
 
     /// Runs `keyctl ARGUMENTS` as `device`; expects exit code `expect`, and returns the last JSON line when that is 0.
     func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
-             sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
-        let result = try keyctl(arguments + home(device), input: Data(input.utf8))
+             sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Any] {
+        let result = try await keyctl(arguments + home(device), input: Data(input.utf8))
         #expect(result.code == expect, "keyctl \(arguments.joined(separator: " ")) as \(device): \(result.err)", sourceLocation: sourceLocation)
         return expect == 0 && result.code == 0 ? try lastJSON(result.out) : [:]
     }

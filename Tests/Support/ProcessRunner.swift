@@ -5,8 +5,20 @@ package typealias ProcessResult = (code: Int32, out: String, err: String)
 
 /// Runs `executable` to its end with `input` on standard input and `environment` added
 /// to this process's; returns its exit code, standard output and standard error.
+///
+/// The wait is on a thread of its own: a test that waits for a real binary suspends
+/// instead of holding one of Swift's shared threads (as many as the cores: two here),
+/// which starved the in-process async tests running beside it.
 package func runProcess(_ executable: URL, _ arguments: [String], input: Data = Data(),
-                        environment: [String: String] = [:]) throws -> ProcessResult {
+                        environment: [String: String] = [:]) async throws -> ProcessResult {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(with: Result { try runToEnd(executable, arguments, input: input, environment: environment) })
+        }.start()
+    }
+}
+
+private func runToEnd(_ executable: URL, _ arguments: [String], input: Data, environment: [String: String]) throws -> ProcessResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
@@ -32,8 +44,8 @@ package func runProcess(_ executable: URL, _ arguments: [String], input: Data = 
 }
 
 /// Runs the built `keyctl` as a real process.
-package func keyctl(_ arguments: [String], input: Data = Data(), environment: [String: String] = [:]) throws -> ProcessResult {
-    try runProcess(BuiltProducts.keyctl, arguments, input: input, environment: environment)
+package func keyctl(_ arguments: [String], input: Data = Data(), environment: [String: String] = [:]) async throws -> ProcessResult {
+    try await runProcess(BuiltProducts.keyctl, arguments, input: input, environment: environment)
 }
 
 /// Written by one reader thread before `DispatchGroup.wait()` returns, read after.
