@@ -154,7 +154,7 @@ func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws
             let (found, count) = await grindReveal(account: account, code: candidate.code, request: forged,
                                                    approverNonce: approverNonce, target: shown)
             tried = count
-            #expect(found != nil && tried <= 1 << 24, "the search found a candidate reveal with the new device's digits")
+            #expect(found != nil && tried <= 1 << 24, "the search found no candidate reveal with the new device's digits (\(tried) tried)")
             served.withLock { $0 = Hex.encode(found ?? attackerNonce) }
         } else {
             served.withLock { $0 = Hex.encode(attackerNonce) }
