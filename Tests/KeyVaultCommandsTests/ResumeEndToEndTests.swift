@@ -6,12 +6,13 @@ import Testing
 // part way goes on when run again; `attachment get` cut off by the server's own crash
 // and restart goes on too. Neither leaves anything that opens or blocks the whole.
 
-/// Waits until `ready` holds (checked every 5 ms), at most `seconds`.
-private func wait(seconds: Double = 60, until ready: () -> Bool) -> Bool {
+/// Waits until `ready` holds (checked every 5 ms), at most `seconds`; suspended
+/// between checks, so the shared threads stay free for the tests beside it.
+private func wait(seconds: Double = 60, until ready: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if ready() { return true }
-        usleep(5_000)
+        try? await Task.sleep(for: .milliseconds(5))
     }
     return false
 }
@@ -42,7 +43,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     func journal() -> String? {
         (try? FileManager.default.contentsOfDirectory(atPath: transfers))?.first.map { transfers + "/" + $0 }
     }
-    let started = wait { journal().map { size($0) > 200 + 8 * 32 } ?? false }
+    let started = await wait { journal().map { size($0) > 200 + 8 * 32 } ?? false }
     kill(put.processIdentifier, SIGKILL)
     put.waitUntilExit()
     #expect(started, "the put never journaled 8 chunks")
@@ -67,7 +68,8 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
         (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.first { $0.hasPrefix(".copy.mp4.") }
             .map { directory.appendingPathComponent($0).path }
     }
-    #expect(wait { partial().map { size($0) >= 8 << 20 } ?? false }, "the get never wrote 8 MiB")
+    let arrived = await wait { partial().map { size($0) >= 8 << 20 } ?? false }
+    #expect(arrived, "the get never wrote 8 MiB")
     _ = first.stop(SIGKILL)
     get.waitUntilExit()
     #expect(get.terminationStatus != 0, "the get finished before the server went")
