@@ -12,7 +12,7 @@ private func wait(seconds: Double = 60, until ready: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if ready() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
+        do { try await Task.sleep(for: .milliseconds(5)) } catch { return false }  // cancelled (the time limit)
     }
     return false
 }

@@ -155,6 +155,9 @@ func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws
                                                    approverNonce: approverNonce, target: shown)
             tried = count
             #expect(found != nil && tried <= 1 << 24, "the search found no candidate reveal with the new device's digits (\(tried) tried)")
+            // What the search found is what the approver computes (the search's own digest input agrees).
+            #expect(found.map { LinkSAS.compute(account: account, code: candidate.code, request: forged, deviceNonce: $0,
+                                                approverNonce: approverNonce) } == shown)
             served.withLock { $0 = Hex.encode(found ?? attackerNonce) }
         } else {
             served.withLock { $0 = Hex.encode(attackerNonce) }
