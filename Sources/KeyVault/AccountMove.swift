@@ -417,7 +417,7 @@ extension Vault {
             guard let text = try next(Self.chunkLineLimit).chunk, let sealed = base64Decode(text) else {
                 throw KeyVaultError(.invalidInput, "attachment \(address) has \(index) of its \(count) chunks")
             }
-            do { _ = try reader.open(sealed, index: index) } catch { throw refused(error) }
+            do { try reader.open(sealed, index: index) } catch { throw refused(error) }
             if let upload = started.upload, !started.existed {
                 try await target.putUploadChunk(member: member.id, address: address, upload: upload, index: index, chunk: sealed)
             }

@@ -441,8 +441,7 @@ extension Vault {
                     }
                     let sealed = try await fetching.next()
                     try tap?(.chunk(sealed))
-                    let chunk = try reader.open(sealed, index: index)
-                    try chunk.withUnsafeBytes { try sink($0) }
+                    try reader.open(sealed, index: index) { try sink($0) }
                     progress(.receivingAttachment(done: index + 1, of: list.chunks))
                 }
             } catch {
@@ -733,14 +732,18 @@ struct SealedChunks: ~Copyable {
     private let opener: AttachmentOpener
     private let full: Int
     private var hasher: ContentAddressHasher
+    /// Every chunk is opened into this one guarded region, in turn.
+    private var scratch: SecureScratch
 
     init(key: [UInt8], count: Int, chunkShift: UInt8, address: ContentAddress, account: AccountID,
          keyKeys: MemberKeys, addressKeys: MemberKeys) throws {
         let dataKey = try AttachmentCrypto.openDataKey(key, address: address, account: account, keys: keyKeys)
         let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: chunkShift, address: address)
         let hasher = try ContentAddressHasher(key: addressKeys.contentAddressKey)
+        let scratch = try SecureScratch(count: 1 << Int(chunkShift))
         self.opener = opener
         self.hasher = hasher
+        self.scratch = scratch
         full = (1 << Int(chunkShift)) + StreamAEAD.tagByteCount
         self.address = address
         self.count = count
@@ -749,18 +752,20 @@ struct SealedChunks: ~Copyable {
     /// Content already opened before (a download resumed): hashed as chunks are.
     mutating func skip(_ content: UnsafeRawBufferPointer) throws { try hasher.update(content) }
 
-    /// Opens sealed chunk `index`.
+    /// Opens sealed chunk `index`, hashes its content and lends it to `body`.
     ///
-    /// - Throws: `VaultError` `address_mismatch` when it is not that chunk of this object.
-    mutating func open(_ sealed: [UInt8], index: Int) throws -> SecureBytes {
+    /// - Throws: `VaultError` `address_mismatch` when it is not that chunk of this
+    ///   object; whatever `body` throws.
+    mutating func open(_ sealed: [UInt8], index: Int, _ body: (UnsafeRawBufferPointer) throws -> Void = { _ in }) throws {
         // The framing the format fixes: full chunks but the last, which holds content unless it is the only one.
         let last = index == count - 1
         guard last ? (sealed.count <= full && (sealed.count > StreamAEAD.tagByteCount || count == 1)) : sealed.count == full else {
             throw VaultError(.addressMismatch, "chunk \(index) of \(address) is \(sealed.count) bytes, which is not its place's length")
         }
-        let chunk = try opener.open(sealed, index: index, of: count)
-        try chunk.withUnsafeBytes { try hasher.update($0) }
-        return chunk
+        try opener.open(sealed, index: index, of: count, into: &scratch) { content in
+            try hasher.update(content)
+            try body(content)
+        }
     }
 
     /// Checks the content opened against its address.

@@ -57,30 +57,51 @@ package enum AEADAlgorithm: UInt8, Sendable, CaseIterable, CustomStringConvertib
     /// - Throws: `authentication_failure` for a wrong key, wrong associated data or
     ///   any altered byte; `invalid_key` for a key that is not 32 bytes.
     package func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes) throws -> SecureBytes {
-        try checkKey(key)
-        guard box.algorithm == self else {
-            throw CryptoError(.unsupportedAlgorithm, "this box was sealed with \(box.algorithm), not \(self)")
+        try SecureBytes(count: try contentCount(of: box, key: key)) { out in
+            try open(box, using: key, authenticating: aad, into: out)
         }
-        let ciphertextCount = box.ciphertextAndTag.count - tagByteCount
-        return try SecureBytes(count: ciphertextCount) { out in
-            try box.ciphertextAndTag.withUnsafeBytes { sealed in
-                try aad.withUnsafeBytes { aad in
-                    try key.withUnsafeBytes { key in
-                        try box.nonce.withUnsafeBytes { nonce in
-                            switch self {
-                            case .xchacha20Poly1305:
-                                try Sodium.xchachaOpen(output: out, ciphertext: sealed, aad: aad, nonce: nonce, key: key)
-                            case .aes256GCM:
-                                try LibCrypto.aes256gcmOpen(
-                                    plaintext: out, ciphertext: UnsafeRawBufferPointer(rebasing: sealed[..<ciphertextCount]),
-                                    tag: UnsafeRawBufferPointer(rebasing: sealed[ciphertextCount...]),
-                                    aad: aad, nonce: nonce, key: key)
-                            }
+    }
+
+    /// Opens a sealed box into `out`, exactly its content's length: guarded memory the
+    /// caller holds and wipes (``SecureScratch``), for what a box that does not open
+    /// leaves there too.
+    ///
+    /// - Throws: as ``open(_:using:authenticating:)``.
+    package func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes,
+                      into out: UnsafeMutableRawBufferPointer) throws {
+        let ciphertextCount = try contentCount(of: box, key: key)
+        guard out.count == ciphertextCount else {
+            throw CryptoError(.invalidParameter, "an output of \(out.count) bytes for \(ciphertextCount) bytes of content")
+        }
+        try box.ciphertextAndTag.withUnsafeBytes { sealed in
+            try aad.withUnsafeBytes { aad in
+                try key.withUnsafeBytes { key in
+                    try box.nonce.withUnsafeBytes { nonce in
+                        switch self {
+                        case .xchacha20Poly1305:
+                            try Sodium.xchachaOpen(output: out, ciphertext: sealed, aad: aad, nonce: nonce, key: key)
+                        case .aes256GCM:
+                            try LibCrypto.aes256gcmOpen(
+                                plaintext: out, ciphertext: UnsafeRawBufferPointer(rebasing: sealed[..<ciphertextCount]),
+                                tag: UnsafeRawBufferPointer(rebasing: sealed[ciphertextCount...]),
+                                aad: aad, nonce: nonce, key: key)
                         }
                     }
                 }
             }
         }
+    }
+
+    /// The content's length of a box this algorithm opens, after the checks made
+    /// before any memory is taken for it.
+    private func contentCount(of box: SealedBox, key: SymmetricKey) throws -> Int {
+        try checkKey(key)
+        guard box.algorithm == self else {
+            throw CryptoError(.unsupportedAlgorithm, "this box was sealed with \(box.algorithm), not \(self)")
+        }
+        let count = box.ciphertextAndTag.count - tagByteCount
+        guard count >= 0 else { throw CryptoError(.invalidParameter, "a negative byte count (\(count))") }
+        return count
     }
 
     private func checkKey(_ key: SymmetricKey) throws {

@@ -50,6 +50,36 @@ final class SecureStorage: @unchecked Sendable {
     var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: pointer, count: count) }
 }
 
+/// Guarded memory that one owner writes again and again, as a stream's chunks are
+/// opened in turn: locked and wiped as ``SecureBytes`` is, but taken once. A region
+/// for each 1 MiB chunk cost its mapping, locking and the first touch of every page:
+/// about a second of CPU for a 1 GiB download (BENCHMARKS.md).
+package struct SecureScratch: ~Copyable {
+    private let storage: SecureStorage
+
+    /// - Throws: `backend_failure` when the guarded memory cannot be had.
+    package init(count: Int) throws {
+        storage = try SecureStorage(count: count) { _ in }
+    }
+
+    package var count: Int { storage.count }
+
+    /// Lets `fill` write the first `count` bytes, then lends them to `body`, and wipes
+    /// them after, whatever either throws.
+    ///
+    /// - Throws: `invalid_parameter` for more than the scratch holds; whatever `fill` or `body` throws.
+    package mutating func withWritten<R>(_ count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void,
+                                         _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard (0...storage.count).contains(count) else {
+            throw CryptoError(.invalidParameter, "\(count) bytes for a scratch of \(storage.count)")
+        }
+        let region = UnsafeMutableRawBufferPointer(start: storage.pointer, count: count)
+        defer { Sodium.wipe(region) }
+        try fill(region)
+        return try body(UnsafeRawBufferPointer(region))
+    }
+}
+
 /// Fixed 64-byte slots carved from 64 KiB `sodium_malloc` slabs (guard pages around
 /// each slab, locked memory). A released slot is wiped before it is reused. Slabs
 /// are kept for the life of the process, so memory is bounded by peak use.

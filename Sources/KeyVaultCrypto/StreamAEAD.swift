@@ -50,4 +50,16 @@ package enum StreamAEAD {
         let box = SealedBox(unchecked: .xchacha20Poly1305, nonce: nonce(index, last: last), ciphertextAndTag: sealed)
         return try AEADAlgorithm.xchacha20Poly1305.open(box, using: key, authenticating: aad)
     }
+
+    /// Opens chunk `index` of a stream into `out`, exactly its content's length
+    /// (guarded memory the caller holds: ``SecureScratch``).
+    ///
+    /// - Throws: as ``open(_:index:last:using:authenticating:)``; `invalid_parameter`
+    ///   for an `out` of another length.
+    package static func open(_ sealed: [UInt8], index: UInt64, last: Bool, using key: SymmetricKey, authenticating aad: [UInt8],
+                             into out: UnsafeMutableRawBufferPointer) throws {
+        guard sealed.count >= tagByteCount else { throw CryptoError.authenticationFailure }
+        let box = SealedBox(unchecked: .xchacha20Poly1305, nonce: nonce(index, last: last), ciphertextAndTag: sealed)
+        try AEADAlgorithm.xchacha20Poly1305.open(box, using: key, authenticating: aad, into: out)
+    }
 }

@@ -179,7 +179,29 @@ package struct AttachmentOpener: Sendable {
         do {
             return try StreamAEAD.open(sealed, index: UInt64(index), last: index == count - 1, using: payloadKey, authenticating: aad)
         } catch is CryptoError {
-            throw VaultError(.addressMismatch, "chunk \(index) of \(count) of the content stored at \(address) does not open: it was moved, cut or altered")
+            throw doesNotOpen(index, of: count)
         }
+    }
+
+    /// Opens sealed chunk `index` of `count` into `scratch` and lends its content to
+    /// `body` (the scratch is wiped after).
+    ///
+    /// - Throws: as ``open(_:index:of:)``; whatever `body` throws.
+    package func open<R>(_ sealed: [UInt8], index: Int, of count: Int, into scratch: inout SecureScratch,
+                         _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard sealed.count >= StreamAEAD.tagByteCount, sealed.count - StreamAEAD.tagByteCount <= scratch.count else {
+            throw doesNotOpen(index, of: count)
+        }
+        return try scratch.withWritten(sealed.count - StreamAEAD.tagByteCount, { out in
+            do {
+                try StreamAEAD.open(sealed, index: UInt64(index), last: index == count - 1, using: payloadKey, authenticating: aad, into: out)
+            } catch is CryptoError {
+                throw doesNotOpen(index, of: count)
+            }
+        }, body)
+    }
+
+    private func doesNotOpen(_ index: Int, of count: Int) -> VaultError {
+        VaultError(.addressMismatch, "chunk \(index) of \(count) of the content stored at \(address) does not open: it was moved, cut or altered")
     }
 }

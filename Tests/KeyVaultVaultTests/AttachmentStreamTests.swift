@@ -119,6 +119,37 @@ func streamedObjectsOfEverySizeAroundAChunkBoundaryRoundTrip(_ size: Int) throws
     }
 }
 
+/// A stream's chunks opened in turn into one guarded scratch (what a download does):
+/// each lent while it is there, the scratch wiped after each, also after a chunk
+/// that does not open; content longer than the scratch is refused before any opening.
+@Test func chunksOpenInTurnIntoOneScratchWipedAfterEach() throws {
+    let key = SymmetricKey(), aad = Array("header".utf8)
+    var sealer = StreamAEAD.Sealer(key: key, authenticating: aad)
+    let chunks = try (0..<3).map { i in try sealer.seal([UInt8](repeating: UInt8(i + 1), count: 64), last: i == 2) }
+    func open<R>(_ chunk: [UInt8], _ i: Int, into scratch: inout SecureScratch, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try scratch.withWritten(chunk.count - StreamAEAD.tagByteCount, {
+            try StreamAEAD.open(chunk, index: UInt64(i), last: i == 2, using: key, authenticating: aad, into: $0)
+        }, body)
+    }
+    var scratch = try SecureScratch(count: 64)
+    var region: UnsafeRawBufferPointer?
+    for (i, chunk) in chunks.enumerated() {
+        let content = try open(chunk, i, into: &scratch) { opened in
+            region = opened
+            return Array(opened)
+        }
+        #expect(content == [UInt8](repeating: UInt8(i + 1), count: 64))
+        // The scratch lives on, so what it holds can be read: nothing.
+        #expect(region.map { $0.allSatisfy { $0 == 0 } } == true, "chunk \(i) was left in the scratch")
+    }
+    var altered = chunks[0]
+    altered[0] ^= 1
+    #expect(throws: CryptoError.self) { try open(altered, 0, into: &scratch) { _ in } }
+    #expect(region.map { $0.allSatisfy { $0 == 0 } } == true)
+    var small = try SecureScratch(count: 63)
+    #expect(throws: CryptoError.self) { try open(chunks[0], 0, into: &small) { _ in } }
+}
+
 /// docs/formats/attachment.md, "Resuming an upload" (journal version 2): record i is the
 /// tag of sealed chunk i under the data key, as the independent implementation sealed it.
 @Test func uploadJournalRecordsAreTheTagsTheIndependentImplementationSealed() throws {
