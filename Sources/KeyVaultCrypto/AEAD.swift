@@ -55,7 +55,8 @@ package enum AEADAlgorithm: UInt8, Sendable, CaseIterable, CustomStringConvertib
     /// Opens a sealed box into guarded memory.
     ///
     /// - Throws: `authentication_failure` for a wrong key, wrong associated data or
-    ///   any altered byte; `invalid_key` for a key that is not 32 bytes.
+    ///   any altered byte; `invalid_key` for a key that is not 32 bytes;
+    ///   `unsupported_algorithm` for a box of the other algorithm.
     package func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes) throws -> SecureBytes {
         try SecureBytes(count: try contentCount(of: box, key: key)) { out in
             try open(box, using: key, authenticating: aad, into: out)
@@ -66,7 +67,8 @@ package enum AEADAlgorithm: UInt8, Sendable, CaseIterable, CustomStringConvertib
     /// caller holds and wipes (``SecureScratch``), for what a box that does not open
     /// leaves there too.
     ///
-    /// - Throws: as ``open(_:using:authenticating:)``.
+    /// - Throws: as ``open(_:using:authenticating:)``; `invalid_parameter` for an
+    ///   `out` of another length than the content's.
     package func open(_ box: SealedBox, using key: SymmetricKey, authenticating aad: some RawBytes,
                       into out: UnsafeMutableRawBufferPointer) throws {
         let ciphertextCount = try contentCount(of: box, key: key)

@@ -53,12 +53,15 @@ final class SecureStorage: @unchecked Sendable {
 /// Guarded memory that one owner writes again and again, as a stream's chunks are
 /// opened in turn: locked and wiped as ``SecureBytes`` is, but taken once. A region
 /// for each 1 MiB chunk cost its mapping, locking and the first touch of every page:
-/// about a second of CPU for a 1 GiB download (BENCHMARKS.md).
+/// 300,000 page faults and about a second of CPU for a 1 GiB download (BENCHMARKS.md,
+/// "One region for a download's chunks").
 package struct SecureScratch: ~Copyable {
     private let storage: SecureStorage
 
-    /// - Throws: `backend_failure` when the guarded memory cannot be had.
+    /// - Throws: `invalid_parameter` for a negative count; `backend_failure` when the
+    ///   guarded memory cannot be had.
     package init(count: Int) throws {
+        guard count >= 0 else { throw CryptoError(.invalidParameter, "a negative byte count (\(count))") }
         storage = try SecureStorage(count: count) { _ in }
     }
 

@@ -47,8 +47,9 @@ package enum StreamAEAD {
     package static func open(_ sealed: [UInt8], index: UInt64, last: Bool, using key: SymmetricKey,
                              authenticating aad: [UInt8]) throws -> SecureBytes {
         guard sealed.count >= tagByteCount else { throw CryptoError.authenticationFailure }
-        let box = SealedBox(unchecked: .xchacha20Poly1305, nonce: nonce(index, last: last), ciphertextAndTag: sealed)
-        return try AEADAlgorithm.xchacha20Poly1305.open(box, using: key, authenticating: aad)
+        return try SecureBytes(count: sealed.count - tagByteCount) {
+            try open(sealed, index: index, last: last, using: key, authenticating: aad, into: $0)
+        }
     }
 
     /// Opens chunk `index` of a stream into `out`, exactly its content's length

@@ -80,6 +80,7 @@ func aLargeAttachmentPassesThroughBoundedMemoryInKeyctlAndTheService() async thr
     #expect(get.kib - idle.kib < ceilingKiB, "keyctl attachment get peaked at \(get.kib >> 10) MiB (idle \(idle.kib >> 10) MiB)")
     #expect(serviceAfter - serviceIdle < ceilingKiB, "keyctl serve peaked at \(serviceAfter >> 10) MiB (idle \(serviceIdle >> 10) MiB)")
     // Each chunk opened into guarded memory of its own faulted in every page of it (a
-    // fault for each 4 KiB of content, 280,000 for 1 GiB); one region for all leaves a fraction.
-    #expect(get.faults - idle.faults < size / 8192 + 16_384, "keyctl attachment get took \(get.faults) page faults (idle \(idle.faults))")
+    // fault for each 4 KiB of content: 319,000 over idle for 1 GiB); one region for all
+    // leaves a fraction (28,000 to 63,000).
+    #expect(get.faults - idle.faults < size / 8192 + 65_536, "keyctl attachment get took \(get.faults) page faults (idle \(idle.faults))")
 }

@@ -6,15 +6,20 @@ import Testing
 // part way goes on when run again; `attachment get` cut off by the server's own crash
 // and restart goes on too. Neither leaves anything that opens or blocks the whole.
 
-/// Waits until `ready` holds (checked every 5 ms), at most `seconds`; suspended
-/// between checks, so the shared threads stay free for the tests beside it.
-private func wait(seconds: Double = 60, until ready: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if ready() { return true }
-        do { try await Task.sleep(for: .milliseconds(5)) } catch { return false }  // cancelled (the time limit)
+/// Waits until `ready` holds (checked every 5 ms), at most `seconds`, on a thread of
+/// its own: the checks keep their pace however busy the shared threads are (a get
+/// that finished between two late checks was never cut), and hold none of them.
+private func wait(seconds: Double = 60, until ready: @escaping @Sendable () -> Bool) async -> Bool {
+    await withCheckedContinuation { continuation in
+        Thread {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if ready() { return continuation.resume(returning: true) }
+                usleep(5_000)
+            }
+            continuation.resume(returning: false)
+        }.start()
     }
-    return false
 }
 
 private func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
@@ -40,7 +45,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     put.standardError = FileHandle.nullDevice
     try put.run()
     let transfers = homes.path("laptop") + "/transfers"
-    func journal() -> String? {
+    @Sendable func journal() -> String? {
         (try? FileManager.default.contentsOfDirectory(atPath: transfers))?.first.map { transfers + "/" + $0 }
     }
     let started = await wait { journal().map { size($0) > 200 + 8 * 32 } ?? false }
@@ -64,7 +69,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     get.standardError = FileHandle.nullDevice
     try get.run()
     let directory = URL(fileURLWithPath: homes.path("."))
-    func partial() -> String? {
+    @Sendable func partial() -> String? {
         (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.first { $0.hasPrefix(".copy.mp4.") }
             .map { directory.appendingPathComponent($0).path }
     }

@@ -119,35 +119,39 @@ func streamedObjectsOfEverySizeAroundAChunkBoundaryRoundTrip(_ size: Int) throws
     }
 }
 
-/// A stream's chunks opened in turn into one guarded scratch (what a download does):
-/// each lent while it is there, the scratch wiped after each, also after a chunk
-/// that does not open; content longer than the scratch is refused before any opening.
+/// An object's chunks opened in turn into one guarded scratch, as a download does:
+/// each lent while it is there and the scratch wiped after each, also after a chunk
+/// that does not open (`address_mismatch`, as one longer than the scratch is); what
+/// the reader of the content throws comes out as it was thrown.
 @Test func chunksOpenInTurnIntoOneScratchWipedAfterEach() throws {
-    let key = SymmetricKey(), aad = Array("header".utf8)
-    var sealer = StreamAEAD.Sealer(key: key, authenticating: aad)
-    let chunks = try (0..<3).map { i in try sealer.seal([UInt8](repeating: UInt8(i + 1), count: 64), last: i == 2) }
-    func open<R>(_ chunk: [UInt8], _ i: Int, into scratch: inout SecureScratch, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try scratch.withWritten(chunk.count - StreamAEAD.tagByteCount, {
-            try StreamAEAD.open(chunk, index: UInt64(i), last: i == 2, using: key, authenticating: aad, into: $0)
-        }, body)
-    }
-    var scratch = try SecureScratch(count: 64)
+    let dataKey = SymmetricKey()
+    var sealer = try AttachmentSealer(resuming: dataKey, chunkShift: 10)
+    let contents = (0..<3).map { [UInt8](repeating: UInt8($0 + 1), count: $0 == 2 ? 100 : 1024) }
+    let chunks = try contents.enumerated().map { try sealer.seal($0.element, last: $0.offset == 2) }
+    let address = try #require(ContentAddress("ca1.1." + String(repeating: "ab", count: 32)))
+    let opener = try AttachmentOpener(dataKey: dataKey, chunkShift: 10, address: address)
+    var scratch = try SecureScratch(count: 1024)
     var region: UnsafeRawBufferPointer?
     for (i, chunk) in chunks.enumerated() {
-        let content = try open(chunk, i, into: &scratch) { opened in
+        let content = try opener.open(chunk, index: i, of: 3, into: &scratch) { opened in
             region = opened
             return Array(opened)
         }
-        #expect(content == [UInt8](repeating: UInt8(i + 1), count: 64))
+        #expect(content == contents[i])
         // The scratch lives on, so what it holds can be read: nothing.
         #expect(region.map { $0.allSatisfy { $0 == 0 } } == true, "chunk \(i) was left in the scratch")
     }
     var altered = chunks[0]
     altered[0] ^= 1
-    #expect(throws: CryptoError.self) { try open(altered, 0, into: &scratch) { _ in } }
-    #expect(region.map { $0.allSatisfy { $0 == 0 } } == true)
-    var small = try SecureScratch(count: 63)
-    #expect(throws: CryptoError.self) { try open(chunks[0], 0, into: &small) { _ in } }
+    #expect(throws: VaultError.self) { try opener.open(altered, index: 0, of: 3, into: &scratch) { _ in } }
+    #expect(throws: VaultError.self) { try opener.open(chunks[1], index: 0, of: 3, into: &scratch) { _ in } }
+    var small = try SecureScratch(count: 1023)
+    #expect(throws: VaultError.self) { try opener.open(chunks[0], index: 0, of: 3, into: &small) { _ in } }
+    // A crypto error of the reader's own (a hash that fails) is not taken for a chunk that does not open.
+    #expect(throws: CryptoError.self) {
+        try opener.open(chunks[0], index: 0, of: 3, into: &scratch) { _ in throw CryptoError.authenticationFailure }
+    }
+    #expect(throws: CryptoError.self) { try SecureScratch(count: -1) }
 }
 
 /// docs/formats/attachment.md, "Resuming an upload" (journal version 2): record i is the
