@@ -35,30 +35,3 @@ func waitingForARealBinaryLeavesTheThreadFree() async throws {
     }
     #expect(codes == [0, 0, 0], "a process gave up waiting: the runner held the one thread")
 }
-
-/// Runs every job it is given on one thread of its own, in order.
-private final class OneThreadExecutor: TaskExecutor, @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-
-    init() {
-        // The thread holds the executor and waits for jobs until the test process ends.
-        Thread { [self] in
-            while true {
-                condition.lock()
-                while jobs.isEmpty { condition.wait() }
-                let job = jobs.removeFirst()
-                condition.unlock()
-                job.runSynchronously(on: asUnownedTaskExecutor())
-            }
-        }.start()
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-}

@@ -6,15 +6,20 @@ import Testing
 // part way goes on when run again; `attachment get` cut off by the server's own crash
 // and restart goes on too. Neither leaves anything that opens or blocks the whole.
 
-/// Waits until `ready` holds (checked every 5 ms), at most `seconds`, on a thread of
-/// its own: the checks keep their pace however busy the shared threads are (a get
-/// that finished between two late checks was never cut), and hold none of them.
-private func wait(seconds: Double = 60, until ready: @escaping @Sendable () -> Bool) async -> Bool {
+/// Waits until `ready` holds (checked every 5 ms), at most `seconds`, and then does
+/// `act` at once, on a thread of its own: the checks and the act keep their pace
+/// however busy the shared threads are (a kill made after the test's task was
+/// scheduled again came after the transfer it was to cut had finished).
+private func wait(seconds: Double = 60, until ready: @escaping @Sendable () -> Bool,
+                  then act: @escaping @Sendable () -> Void) async -> Bool {
     await withCheckedContinuation { continuation in
         Thread {
             let deadline = Date().addingTimeInterval(seconds)
             while Date() < deadline {
-                if ready() { return continuation.resume(returning: true) }
+                if ready() {
+                    act()
+                    return continuation.resume(returning: true)
+                }
                 usleep(5_000)
             }
             continuation.resume(returning: false)
@@ -48,7 +53,8 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     @Sendable func journal() -> String? {
         (try? FileManager.default.contentsOfDirectory(atPath: transfers))?.first.map { transfers + "/" + $0 }
     }
-    let started = await wait { journal().map { size($0) > 200 + 8 * 32 } ?? false }
+    let putID = put.processIdentifier
+    let started = await wait(until: { journal().map { size($0) > 200 + 8 * 32 } ?? false }, then: { kill(putID, SIGKILL) })
     kill(put.processIdentifier, SIGKILL)
     put.waitUntilExit()
     #expect(started, "the put never journaled 8 chunks")
@@ -73,7 +79,8 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
         (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.first { $0.hasPrefix(".copy.mp4.") }
             .map { directory.appendingPathComponent($0).path }
     }
-    let arrived = await wait { partial().map { size($0) >= 8 << 20 } ?? false }
+    let serverID = first.process.processIdentifier
+    let arrived = await wait(until: { partial().map { size($0) >= 8 << 20 } ?? false }, then: { kill(serverID, SIGKILL) })
     #expect(arrived, "the get never wrote 8 MiB")
     _ = first.stop(SIGKILL)
     get.waitUntilExit()
