@@ -730,10 +730,11 @@ struct SealedChunks: ~Copyable {
     let address: ContentAddress
     let count: Int
     private let opener: AttachmentOpener
-    private let full: Int
     private var hasher: ContentAddressHasher
-    /// Every chunk is opened into this one guarded region, in turn.
+    /// Every chunk is opened into this one guarded region, in turn: a chunk's content at most.
     private var scratch: SecureScratch
+    /// A full chunk's sealed length.
+    private var full: Int { scratch.count + StreamAEAD.tagByteCount }
 
     init(key: [UInt8], count: Int, chunkShift: UInt8, address: ContentAddress, account: AccountID,
          keyKeys: MemberKeys, addressKeys: MemberKeys) throws {
@@ -744,7 +745,6 @@ struct SealedChunks: ~Copyable {
         self.opener = opener
         self.hasher = hasher
         self.scratch = scratch
-        full = (1 << Int(chunkShift)) + StreamAEAD.tagByteCount
         self.address = address
         self.count = count
     }

@@ -48,9 +48,16 @@ package enum LinkSAS {
 
     package static func compute(account: AccountID, code: String, request: LinkRequestCreate, deviceNonce: [UInt8],
                                approverNonce: [UInt8]) -> String? {
-        guard let keys = LinkKeys(request), let commitment = try? Hex.decode(request.commitment), commitment.count == 32,
-              deviceNonce.count == LinkCommitment.nonceByteCount, approverNonce.count == LinkCommitment.nonceByteCount
+        guard deviceNonce.count == LinkCommitment.nonceByteCount, approverNonce.count == LinkCommitment.nonceByteCount,
+              let before = digestInput(account: account, code: code, request: request)
         else { return nil }
+        return sixDigits(SHA256.hash(before + deviceNonce + approverNonce))
+    }
+
+    /// The digest's input before the two nonces, or nil for a malformed request (its
+    /// own function for a test that searches nonces as a dishonest server would).
+    static func digestInput(account: AccountID, code: String, request: LinkRequestCreate) -> [UInt8]? {
+        guard let keys = LinkKeys(request), let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else { return nil }
         var w = CanonicalWriter(domain: "keyvault/v2/link-sas")
         w.short(account.rawValue)
         w.short(code)
@@ -59,9 +66,7 @@ package enum LinkSAS {
         w.raw(keys.box)
         w.long(Array(request.name.utf8))
         w.raw(commitment)
-        w.raw(deviceNonce)
-        w.raw(approverNonce)
-        return sixDigits(SHA256.hash(w.bytes))
+        return w.bytes
     }
 
     /// Six digits "ddd ddd" drawn from a 32-byte digest, exactly uniform: the first

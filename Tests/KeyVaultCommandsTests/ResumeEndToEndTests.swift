@@ -12,18 +12,16 @@ import Testing
 /// scheduled again came after the transfer it was to cut had finished).
 private func wait(seconds: Double = 60, until ready: @escaping @Sendable () -> Bool,
                   then act: @escaping @Sendable () -> Void) async -> Bool {
-    await withCheckedContinuation { continuation in
-        Thread {
-            let deadline = Date().addingTimeInterval(seconds)
-            while Date() < deadline {
-                if ready() {
-                    act()
-                    return continuation.resume(returning: true)
-                }
-                usleep(5_000)
+    await onThreadOfItsOwn {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if ready() {
+                act()
+                return true
             }
-            continuation.resume(returning: false)
-        }.start()
+            usleep(5_000)
+        }
+        return false
     }
 }
 
@@ -55,7 +53,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     }
     let putID = put.processIdentifier
     let started = await wait(until: { journal().map { size($0) > 200 + 8 * 32 } ?? false }, then: { kill(putID, SIGKILL) })
-    kill(put.processIdentifier, SIGKILL)
+    if !started { kill(putID, SIGKILL) }  // killed above when it started
     put.waitUntilExit()
     #expect(started, "the put never journaled 8 chunks")
     #expect(put.terminationReason == .uncaughtSignal, "the put finished before it was killed")

@@ -2,6 +2,7 @@ import Foundation
 import KeyVault
 import KeyVaultCrypto
 import KeyVaultModel
+import KeyVaultTestSupport
 @testable import KeyVaultProtocol
 import Testing
 
@@ -179,40 +180,28 @@ func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws
 
 /// Searches up to 2^24 reveals for one that gives `target` with the forged request,
 /// as a server would offline; on a thread of its own. The digest's input up to the
-/// device's nonce is the same for every candidate, so it is built once, as
-/// `LinkSAS.compute` builds it (the first candidate is checked against it): a hash a
-/// candidate, where the whole computation held a core for over a minute of the suite.
+/// device's nonce is the same for every candidate, so it is taken once from `LinkSAS`
+/// (the first candidate is checked against `LinkSAS.compute`): a hash a candidate,
+/// where the whole computation held a core for over a minute of the suite.
 func grindReveal(account: AccountID, code: String, request: LinkRequestCreate, approverNonce: [UInt8],
                  target: String) async -> (found: [UInt8]?, tried: Int) {
-    await withCheckedContinuation { continuation in
-        let thread = Thread {
-            var prefix = CanonicalWriter(domain: "keyvault/v2/link-sas")
-            prefix.short(account.rawValue)
-            prefix.short(code)
-            prefix.short(request.device.rawValue)
-            prefix.raw(LinkKeys(request)!.signing)
-            prefix.raw(LinkKeys(request)!.box)
-            prefix.long(Array(request.name.utf8))
-            prefix.raw(try! Hex.decode(request.commitment))
-            var message = prefix.bytes + [UInt8](repeating: 0, count: 32) + approverNonce
-            let nonceAt = prefix.bytes.count
-            func sas(_ i: Int) -> String {
-                withUnsafeBytes(of: UInt32(i).bigEndian) { message.replaceSubrange(nonceAt..<(nonceAt + 4), with: $0) }
-                return LinkSAS.sixDigits(SHA256.hash(message))
-            }
-            // Not LinkSAS.compute's input: nothing found, none tried (the test fails on it).
-            guard sas(0) == LinkSAS.compute(account: account, code: code, request: request,
-                                            deviceNonce: Array(message[nonceAt..<(nonceAt + 32)]), approverNonce: approverNonce) else {
-                continuation.resume(returning: (nil, 0))
-                return
-            }
-            for i in 0..<(1 << 24) where sas(i) == target {
-                continuation.resume(returning: (Array(message[nonceAt..<(nonceAt + 32)]), i + 1))
-                return
-            }
-            continuation.resume(returning: (nil, 1 << 24))
+    await onThreadOfItsOwn {
+        let prefix = LinkSAS.digestInput(account: account, code: code, request: request)!
+        var message = prefix + [UInt8](repeating: 0, count: 32) + approverNonce
+        let nonceAt = prefix.count
+        func sas(_ i: Int) -> String {
+            withUnsafeBytes(of: UInt32(i).bigEndian) { message.replaceSubrange(nonceAt..<(nonceAt + 4), with: $0) }
+            return LinkSAS.sixDigits(SHA256.hash(message))
         }
-        thread.start()
+        // Not LinkSAS.compute's input: nothing found, none tried (the test fails on it).
+        guard sas(0) == LinkSAS.compute(account: account, code: code, request: request,
+                                        deviceNonce: Array(message[nonceAt..<(nonceAt + 32)]), approverNonce: approverNonce) else {
+            return (nil, 0)
+        }
+        for i in 0..<(1 << 24) where sas(i) == target {
+            return (Array(message[nonceAt..<(nonceAt + 32)]), i + 1)
+        }
+        return (nil, 1 << 24)
     }
 }
 
