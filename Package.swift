@@ -108,7 +108,7 @@ let package = Package(
         // What every test target shares (vector files, temporary directories, the built
         // binaries and a process runner, a real `keyctl serve`): Foundation only, so the
         // fast targets stay fast.
-        .target(name: "KeyVaultTestSupport", path: "Tests/Support"),
+        .target(name: "KeyVaultTestSupport", dependencies: ["KeyVaultCrypto"], path: "Tests/Support"),
         .testTarget(name: "KeyVaultCryptoTests", dependencies: [
             "KeyVaultCrypto", "KeyVaultTestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),

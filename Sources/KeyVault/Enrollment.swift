@@ -72,7 +72,7 @@ extension Vault {
                 throw KeyVaultError(.badResponse, "the server's recovery slot does not parse")
             }
             progress(.derivingRecoveryKeys(iterations: parameters.iterations, memoryKiB: parameters.memoryKiB))
-            let keys = try RecoveryKeys(code: code, salt: salt, parameters: parameters)
+            let keys = try await RecoveryKeys.derive(code: code, salt: salt, parameters: parameters)
             let anchor: RecoveryAnchor
             do {
                 anchor = try RecoveryAnchor.open(anchorEnvelope, with: keys, account: account)

@@ -380,7 +380,7 @@ extension Vault {
             try await sync()
             let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
             progress(.derivingRecoveryKeys(iterations: parameters.iterations, memoryKiB: parameters.memoryKiB))
-            let keys = try RecoveryKeys(code: code.mnemonic, salt: salt, parameters: parameters)
+            let keys = try await RecoveryKeys.derive(code: code.mnemonic, salt: salt, parameters: parameters)
             guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
             var result = ResetResult()
             try await write("account reset") { state in
@@ -424,7 +424,7 @@ extension Vault {
             for i in state.identityGenerations { _ = try await identityKeys(generation: i) }
             let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
             progress(.derivingRecoveryKeys(iterations: parameters.iterations, memoryKiB: parameters.memoryKiB))
-            let keys = try RecoveryKeys(code: code.mnemonic, salt: salt, parameters: parameters)
+            let keys = try await RecoveryKeys.derive(code: code.mnemonic, salt: salt, parameters: parameters)
             guard let genesis = links.first?.hash else { throw KeyVaultError(.chainInvalid, "no chain") }
             var generation: UInt32 = 0
             try await write("recovery rotate") { state in

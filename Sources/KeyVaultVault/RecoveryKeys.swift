@@ -24,14 +24,22 @@ package struct RecoveryKeys: Sendable {
     static let boxLabel = Array("keyvault/v1/recovery/box".utf8)
     static let authLabel = Array("keyvault/v1/recovery/auth".utf8)
 
-    /// Derives the keys of a recovery code.
+    /// Derives the keys of a recovery code, on the calling thread: the library calls
+    /// ``derive(code:salt:parameters:)`` instead.
     ///
     /// - Parameters:
     ///   - salt: the 16-byte salt of the account's recovery slot.
     ///   - parameters: from the recovery slot; checked against the floor when decoded.
     /// - Throws: `CryptoError` for a bad salt or when Argon2id cannot get its memory.
-    package init(code: Mnemonic, salt: [UInt8], parameters: Argon2id.Parameters) throws {
+    init(code: Mnemonic, salt: [UInt8], parameters: Argon2id.Parameters) throws {
         try self.init(entropy: code.entropy, salt: salt, parameters: parameters)
+    }
+
+    /// Derives the keys of a recovery code on a thread of their own: Argon2id holds a
+    /// thread for a second or more (longer on a phone), and the caller's executor, most
+    /// often a thread of Swift's shared pool, goes on with its other work meanwhile.
+    package static func derive(code: Mnemonic, salt: [UInt8], parameters: Argon2id.Parameters) async throws -> RecoveryKeys {
+        try await onThreadOfItsOwn { try RecoveryKeys(code: code, salt: salt, parameters: parameters) }
     }
 
     init(entropy: SecureBytes, salt: [UInt8], parameters: Argon2id.Parameters) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultCrypto
 import KeyVaultTestSupport
 import Testing
 

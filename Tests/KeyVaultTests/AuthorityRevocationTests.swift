@@ -94,7 +94,7 @@ import Testing
         let after = try await rows()  // the database as a copy taken after the rotation would hold it
 
         // Everything the old code reaches through those rows.
-        let old = try RecoveryKeys(code: fixture.code, salt: try Hex.decode(oldSlot.salt),
+        let old = try await RecoveryKeys.derive(code: fixture.code, salt: try Hex.decode(oldSlot.salt),
                                    parameters: try Argon2id.Parameters(iterations: oldSlot.iterations, memoryKiB: oldSlot.memoryKiB))
         var masters = [UInt32: SymmetricKey]()
         for box in before.boxes + after.boxes where box.recipient == ChainLink.recoverySigner {

@@ -41,7 +41,7 @@ import Testing
 @Test func enrollmentRefusesAChainThatDoesNotStartAtTheAnchorsGenesis() async throws {
     try await Fixture.run { fixture, laptop in
         let slot = try await ServerAPI(transport: fixture.transport, account: laptop.account).recoverySlot()
-        let keys = try RecoveryKeys(code: fixture.code, salt: Hex.decode(slot.salt),
+        let keys = try await RecoveryKeys.derive(code: fixture.code, salt: Hex.decode(slot.salt),
                                     parameters: Argon2id.Parameters(iterations: slot.iterations, memoryKiB: slot.memoryKiB))
         let honest = try Envelope(base64: slot.anchor)
         let links = await laptop.links

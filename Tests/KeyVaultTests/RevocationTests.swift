@@ -100,7 +100,7 @@ func putFile(_ vault: Vault, _ fixture: Fixture, _ member: Vault.Member, _ text:
 
         // The recovery.set landed while generation 2 was current: the new code must open generation 2.
         let slot = try await racer.api.recoverySlot()
-        let keys = try RecoveryKeys(code: code, salt: try Hex.decode(slot.salt), parameters: .interactive)
+        let keys = try await RecoveryKeys.derive(code: code, salt: try Hex.decode(slot.salt), parameters: .interactive)
         let opened = try await racer.api.boxes(all: true).filter { $0.recipient == ChainLink.recoverySigner }.compactMap { box -> UInt32? in
             guard let sealed = base64Decode(box.box), (try? keys.boxKey.openSealedBox(sealed)) != nil else { return nil }
             return box.generation

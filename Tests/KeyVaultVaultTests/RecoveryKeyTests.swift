@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultTestSupport
@@ -74,4 +75,33 @@ func recoveryKeysMatchIndependentImplementation(_ v: RecoveryFile.Vector) throws
     // The format written out here on purpose: the test pins the bytes, not the helper.
     let bytes = Array("keyvault/v1/recovery-proof".utf8) + [0] + Array(account.rawValue.utf8) + [0] + Array("ab12".utf8)
     #expect(keys.authKey.publicKey.isValidSignature(Data(base64Encoded: proof.signature).map { [UInt8]($0) } ?? [], for: bytes))
+}
+
+/// Argon2id takes a recovery code's second (and more on a phone) on a thread of its
+/// own: the caller's executor runs its other work meanwhile. Both tasks here share one
+/// thread, so a derivation done on it leaves the other task nothing to see but the end.
+@Test func derivingRecoveryKeysLeavesTheCallersThreadFree() async throws {
+    var entropy = [UInt8](repeating: 7, count: 32)
+    let code = try Mnemonic(entropy: SecureBytes(wiping: &entropy))
+    let salt = [UInt8](repeating: 1, count: Argon2id.saltByteCount)
+    final class Seen: Sendable { let state = Mutex((started: false, done: false, seenMeanwhile: false)) }
+    let seen = Seen()
+    try await withTaskExecutorPreference(OneThreadExecutor()) {
+        async let derived: RecoveryKeys = {
+            seen.state.withLock { $0.started = true }
+            let keys = try await RecoveryKeys.derive(code: code, salt: salt, parameters: .interactive)
+            seen.state.withLock { $0.done = true }
+            return keys
+        }()
+        async let watched: Void = {
+            while !seen.state.withLock({ $0.done }) {
+                seen.state.withLock { if $0.started { $0.seenMeanwhile = true } }
+                await Task.yield()
+            }
+        }()
+        let keys = try await derived
+        await watched
+        #expect(keys.authKey.publicKey == (try RecoveryKeys(code: code, salt: salt, parameters: .interactive)).authKey.publicKey)
+    }
+    #expect(seen.state.withLock { $0.seenMeanwhile }, "the other task ran only once the derivation had ended")
 }

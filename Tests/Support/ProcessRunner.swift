@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultCrypto
 
 /// How a process ended: its exit code and what it wrote.
 package typealias ProcessResult = (code: Int32, out: String, err: String)
@@ -12,22 +13,6 @@ package typealias ProcessResult = (code: Int32, out: String, err: String)
 package func runProcess(_ executable: URL, _ arguments: [String], input: Data = Data(),
                         environment: [String: String] = [:]) async throws -> ProcessResult {
     try await onThreadOfItsOwn { try runToEnd(executable, arguments, input: input, environment: environment) }
-}
-
-/// Does `work` on a new thread and suspends until it is done: for blocking work (a
-/// process waited for, a file polled, a search) that must hold none of Swift's
-/// shared threads, nor wait behind the tasks on them.
-package func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try work() }) }.start()
-    }
-}
-
-/// ``onThreadOfItsOwn(_:)`` for work that does not throw.
-package func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: work()) }.start()
-    }
 }
 
 private func runToEnd(_ executable: URL, _ arguments: [String], input: Data, environment: [String: String]) throws -> ProcessResult {
