@@ -35,3 +35,11 @@ func waitingForARealBinaryLeavesTheThreadFree() async throws {
     }
     #expect(codes == [0, 0, 0], "a process gave up waiting: the runner held the one thread")
 }
+
+/// A test cancelled while it waits for a real binary (its time limit passed) kills the
+/// binary: a hung process cannot hold the run once its test has failed.
+@Test func cancellingTheWaitForARealBinaryKillsIt() async throws {
+    let waiting = Task { try await runProcess(URL(fileURLWithPath: "/bin/sleep"), ["30"]) }
+    waiting.cancel()
+    #expect(try await waiting.value.code == SIGKILL, "the process ran to its end")
+}

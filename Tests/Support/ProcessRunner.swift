@@ -9,13 +9,10 @@ package typealias ProcessResult = (code: Int32, out: String, err: String)
 ///
 /// The wait is on a thread of its own: a test that waits for a real binary suspends
 /// instead of holding one of Swift's shared threads (as many as the cores: two here),
-/// which starved the in-process async tests running beside it.
+/// which starved the in-process async tests running beside it. A cancelled test (its
+/// time limit passed) kills the process, so a hung binary cannot hold the run.
 package func runProcess(_ executable: URL, _ arguments: [String], input: Data = Data(),
                         environment: [String: String] = [:]) async throws -> ProcessResult {
-    try await onThreadOfItsOwn { try runToEnd(executable, arguments, input: input, environment: environment) }
-}
-
-private func runToEnd(_ executable: URL, _ arguments: [String], input: Data, environment: [String: String]) throws -> ProcessResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
@@ -27,17 +24,26 @@ private func runToEnd(_ executable: URL, _ arguments: [String], input: Data, env
     process.standardOutput = stdout
     process.standardError = stderr
     try process.run()
-    stdin.fileHandleForWriting.write(input)
-    try stdin.fileHandleForWriting.close()
-    // Standard error is drained beside standard output, so a process that fills one
-    // pipe while the other is being read cannot stall.
-    let error = Drained()
-    let group = DispatchGroup()
-    DispatchQueue.global().async(group: group) { error.data = stderr.fileHandleForReading.readDataToEndOfFile() }
-    let out = stdout.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: error.data, as: UTF8.self))
+    nonisolated(unsafe) let running = process
+    return await withTaskCancellationHandler {
+        await onThreadOfItsOwn {
+            // Input is written, and standard error drained, beside the read of standard
+            // output: a process that fills one pipe while another is served cannot stall.
+            let error = Drained()
+            let group = DispatchGroup()
+            DispatchQueue.global().async(group: group) {
+                stdin.fileHandleForWriting.write(input)
+                try? stdin.fileHandleForWriting.close()
+            }
+            DispatchQueue.global().async(group: group) { error.data = stderr.fileHandleForReading.readDataToEndOfFile() }
+            let out = stdout.fileHandleForReading.readDataToEndOfFile()
+            group.wait()
+            running.waitUntilExit()
+            return (running.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: error.data, as: UTF8.self))
+        }
+    } onCancel: {
+        if running.isRunning { kill(running.processIdentifier, SIGKILL) }
+    }
 }
 
 /// Runs the built `keyctl` as a real process.
