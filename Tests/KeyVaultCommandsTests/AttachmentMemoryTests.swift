@@ -70,7 +70,7 @@ func aLargeAttachmentPassesThroughBoundedMemoryInKeyctlAndTheService() async thr
     let get = try await keyctlPeak(["attachment", "get", "--member", "Emma", address, "-o", out] + homes.home("laptop"))
     #expect(get.result.code == 0, "\(get.result.err)")
     let serviceAfter = try servicePeak(server)
-    #expect(server.stop(SIGTERM) == 0)
+    #expect(await server.stop(SIGTERM) == 0)
 
     #expect((try FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) == size)
     print("memory test: \(size >> 20) MiB; keyctl idle \(idle.kib >> 10) MiB, put \(put.kib >> 10) MiB, get \(get.kib >> 10) MiB "

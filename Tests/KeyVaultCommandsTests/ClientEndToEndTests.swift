@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultCrypto
 import KeyVaultTestSupport
 import Testing
 
@@ -24,17 +25,25 @@ final class BackgroundKeyctl {
         try process.run()
     }
 
-    /// The next JSON line of standard output (bounded wait).
-    func nextJSON() throws -> [String: Any] {
-        let deadline = Date().addingTimeInterval(30)
-        while !buffered.contains("\n"), Date() < deadline {
+    /// The next JSON line of standard output, waited for at most 30 s on a thread of
+    /// its own (none of the shared pool's, where the in-process tasks beside it run).
+    func nextJSON() async throws -> [String: Any] {
+        nonisolated(unsafe) let me = self
+        return try lastJSON(await onThreadOfItsOwn { me.nextLine(within: 30) })
+    }
+
+    private func nextLine(within seconds: Double) -> String {
+        let deadline = Date().addingTimeInterval(seconds)
+        var ready = pollfd(fd: stdout.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while !buffered.contains("\n"), deadline.timeIntervalSinceNow > 0,
+              poll(&ready, 1, Int32(deadline.timeIntervalSinceNow * 1000) + 1) > 0 {
             let data = stdout.fileHandleForReading.availableData
             if data.isEmpty { break }
             buffered += String(decoding: data, as: UTF8.self)
         }
         let line = String(buffered.prefix { $0 != "\n" })
         buffered = String(buffered.dropFirst(line.count + 1))
-        return try lastJSON(line)
+        return line
     }
 
     /// Types a line, as a person would, and closes standard input.
@@ -43,12 +52,16 @@ final class BackgroundKeyctl {
         try? stdin.fileHandleForWriting.close()
     }
 
-    func finish() -> (code: Int32, out: String, err: String) {
-        try? stdin.fileHandleForWriting.close()
-        let out = buffered + String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, out, err)
+    /// Closes standard input and waits, on a thread of its own, for the exit and all the output.
+    func finish() async -> (code: Int32, out: String, err: String) {
+        nonisolated(unsafe) let me = self
+        return await onThreadOfItsOwn {
+            try? me.stdin.fileHandleForWriting.close()
+            let out = me.buffered + String(decoding: me.stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let err = String(decoding: me.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            me.process.waitUntilExit()
+            return (me.process.terminationStatus, out, err)
+        }
     }
 }
 
@@ -96,24 +109,24 @@ func realBinariesTellTheWholeStory() async throws {
 
     // Link: the approver types the digits the new device shows. Wrong digits refuse the
     // request and add nothing (both sides exit 1); the right ones add the tablet.
-    func link(_ name: String, typing: (String) -> String) throws -> (newDevice: BackgroundKeyctl, approver: BackgroundKeyctl) {
+    func link(_ name: String, typing: (String) -> String) async throws -> (newDevice: BackgroundKeyctl, approver: BackgroundKeyctl) {
         let newDevice = try BackgroundKeyctl(["device", "link", "--server", url, "--account", account, "--name", "tablet", "--poll", "0.1"] + home(name))
-        let code = try #require(try newDevice.nextJSON()["code"] as? String)
+        let code = try #require(try await newDevice.nextJSON()["code"] as? String)
         let approver = try BackgroundKeyctl(["device", "approve", code, "--poll", "0.1"] + home("laptop"))
-        let sas = try #require(try newDevice.nextJSON()["sas"] as? String)
+        let sas = try #require(try await newDevice.nextJSON()["sas"] as? String)
         #expect(sas.count == 7)
         approver.type(typing(sas))
         return (newDevice, approver)
     }
-    let impostor = try link("impostor") { $0 == "000 000" ? "000 001" : "000 000" }
-    let refusedApproval = impostor.approver.finish()
+    let impostor = try await link("impostor") { $0 == "000 000" ? "000 001" : "000 000" }
+    let refusedApproval = await impostor.approver.finish()
     #expect(refusedApproval.code == 1 && refusedApproval.err.contains("does not match"), "\(refusedApproval.err)")
-    #expect(impostor.newDevice.finish().code == 1)
-    let tablet = try link("tablet") { $0 }
-    let approval = tablet.approver.finish()
+    #expect(await impostor.newDevice.finish().code == 1)
+    let tablet = try await link("tablet") { $0 }
+    let approval = await tablet.approver.finish()
     #expect(approval.code == 0, "\(approval.err)")
     #expect(try lastJSON(approval.out)["approved"] as? Bool == true)
-    let linked = tablet.newDevice.finish()
+    let linked = await tablet.newDevice.finish()
     #expect(linked.code == 0, "\(linked.err)")
     #expect(try lastJSON(linked.out)["status"] as? String == "approved")
     _ = try await run(["attachment", "get", "--member", "Alice", address, "-o", path("tablet.pdf")], "tablet")
@@ -169,5 +182,5 @@ func realBinariesTellTheWholeStory() async throws {
     await #expect(try run(["account", "delete", "--yes"], "laptop")["deleted"] as? String == account)
     let gone = try await keyctl(["status"] + home("tablet"))
     #expect(gone.code == 3, "\(gone)")
-    #expect(server.stop() == 0)
+    #expect(await server.stop() == 0)
 }

@@ -28,7 +28,7 @@ func manySignedRequestsAtOnceAreAllAnsweredByAFreshServer() async throws {
         #expect(created.0 == 201)
         devices.append((genesis.accountID, deviceID(for: signing.publicKey), signing, genesis.hash))
     }
-    #expect(first.stop() == 0)
+    #expect(await first.stop() == 0)
     let server = try RunningServer(directory: first.directory)
     let configuration = URLSessionConfiguration.ephemeral
     configuration.timeoutIntervalForRequest = 30
@@ -63,7 +63,7 @@ func manySignedRequestsAtOnceAreAllAnsweredByAFreshServer() async throws {
         return try await group.reduce(into: statuses) { $0.append($1) }
     }
     #expect(statuses.count == devices.count && statuses.allSatisfy { $0 == 200 || $0 == 201 }, "\(statuses)")
-    #expect(server.stop() == 0, "keyctl serve exits at once after the burst (a hang at exit returns hungAtExit)")
+    #expect(await server.stop() == 0, "keyctl serve exits at once after the burst (a hang at exit returns hungAtExit)")
 }
 
 /// Rounds of the stop stress test: `KEYVAULT_STOP_ROUNDS` (docs/evidence.md, "The hang at exit").
@@ -87,7 +87,7 @@ func aServerStoppedWithRequestsInFlightExitsEveryTime() async throws {
             }
         }
         try await Task.sleep(for: .milliseconds(round % 4 * 15))
-        let status = server.stop(round % 2 == 0 ? SIGTERM : SIGINT, within: 20)
+        let status = await server.stop(round % 2 == 0 ? SIGTERM : SIGINT, within: 20)
         #expect(status == 0, "round \(round): keyctl serve exited with \(status) (\(RunningServer.hungAtExit) is a hang at exit)")
         await requests.value
         if status != 0 { break }
@@ -109,5 +109,5 @@ func aServerStoppedWithRequestsInFlightExitsEveryTime() async throws {
     formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
     let date = try #require(formatter.date(from: header), "\(header)")
     #expect(abs(date.timeIntervalSince(before)) < 5)
-    #expect(server.stop() == 0)
+    #expect(await server.stop() == 0)
 }

@@ -65,7 +65,7 @@ final class Counter: Sendable {
     let deadline = Date().addingTimeInterval(480)
     while counter.current < 10, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
     try await Task.sleep(for: .milliseconds(Int.random(in: 0..<50)))
-    _ = server.stop(SIGKILL)  // no graceful shutdown: the process dies wherever it is
+    _ = await server.stop(SIGKILL)  // no graceful shutdown: the process dies wherever it is
     let (acknowledged, attempted) = try await appender.value
     #expect(acknowledged >= 1, "the server should have committed some appends before the kill")
     #expect(attempted < 1_000_000, "the kill should have interrupted the appends")
@@ -84,5 +84,5 @@ final class Counter: Sendable {
     let replayed = try ChainState(links: chain.links)
     #expect(replayed.head == chain.head)
     #expect((acknowledged...acknowledged + 1).contains(chain.links.count - 1), "\(chain.links.count - 1) links after genesis, \(acknowledged) acknowledged")
-    #expect(restarted.stop(SIGTERM) == 0)
+    #expect(await restarted.stop(SIGTERM) == 0)
 }

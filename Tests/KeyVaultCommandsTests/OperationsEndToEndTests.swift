@@ -119,7 +119,7 @@ func aBackupTakenWhileServingStartsAServerWithTheSameAccount() async throws {
     #expect(postgres.code == 64 && postgres.err.contains("pg_dump"), "\(postgres.err)")
 
     let port = server.port
-    #expect(server.stop() == 0)
+    #expect(await server.stop() == 0)
     let restored = try RunningServer(arguments: ["--port", "\(port)"], directory: copies.url)
     #expect(restored.port == port)
     let status = try await keyctl(["status", "--home", home, "--json"])
@@ -127,5 +127,5 @@ func aBackupTakenWhileServingStartsAServerWithTheSameAccount() async throws {
     let result = try lastJSON(status.out)
     #expect(result["account"] as? String == account)
     #expect((result["members"] as? [[String: Any]])?.map { $0["name"] as? String } == ["Emma"])
-    _ = restored.stop()
+    _ = await restored.stop()
 }

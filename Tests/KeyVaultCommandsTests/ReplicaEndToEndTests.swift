@@ -109,8 +109,8 @@ func threeReplicasOnOnePostgreSQLServeOneAccountConsistently() async throws {
         for round in 0..<3 {
             let rotation = try BackgroundKeyctl(["master", "rotate"] + homes.home("phone"))
             try await Task.sleep(for: .milliseconds(Int.random(in: 20...400)))
-            #expect(replicas[1].stop(SIGKILL) == SIGKILL, "round \(round)")
-            _ = rotation.finish()  // it may have landed or not; either way nothing is half done
+            #expect(await replicas[1].stop(SIGKILL) == SIGKILL, "round \(round)")
+            _ = await rotation.finish()  // it may have landed or not; either way nothing is half done
             replicas[1] = try RunningServer(arguments: secret, database: database, port: replicas[1].port)
             for device in ["laptop", "phone"] {
                 let audit = try await keyctl(["audit"] + homes.home(device))
@@ -124,6 +124,6 @@ func threeReplicasOnOnePostgreSQLServeOneAccountConsistently() async throws {
             #expect(try Data(contentsOf: URL(fileURLWithPath: homes.path("\(device)-after.pdf"))) == scan)
         }
         await #expect(try homes.run(["status"], "laptop")["head"] as? String == (try homes.run(["status"], "phone")["head"] as? String))
-        for replica in replicas { #expect(replica.stop() == 0) }
+        for replica in replicas { #expect(await replica.stop() == 0) }
     }
 }

@@ -81,7 +81,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     let serverID = first.process.processIdentifier
     let arrived = await wait(until: { partial().map { size($0) >= 8 << 20 } ?? false }, then: { kill(serverID, SIGKILL) })
     #expect(arrived, "the get never wrote 8 MiB")
-    _ = first.stop(SIGKILL)
+    _ = await first.stop(SIGKILL)
     get.waitUntilExit()
     #expect(get.terminationStatus != 0, "the get finished before the server went")
     let kept = partial().map(size) ?? 0
@@ -90,5 +90,5 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     _ = try await homes.run(["attachment", "get", "--member", "Emma", address, "-o", out], "laptop")
     #expect(FileManager.default.contents(atPath: out) == content)
     #expect(partial() == nil)
-    #expect(second.stop() == 0)
+    #expect(await second.stop() == 0)
 }

@@ -10,7 +10,7 @@ import Testing
     #expect(missing == 401 && String(decoding: error, as: UTF8.self).contains("unsigned_request"))
     let (bad, _) = try await server.request("POST", "/v1/accounts", body: Data("{".utf8))
     #expect(bad == 400)
-    #expect(server.stop(SIGTERM) == 0)
+    #expect(await server.stop(SIGTERM) == 0)
     // Closed cleanly: the WAL was checkpointed into the database file and removed.
     let files = try FileManager.default.contentsOfDirectory(atPath: server.directory.path)
     #expect(files.contains("keyvault.sqlite") && !files.contains("keyvault.sqlite-wal"), "\(files)")
@@ -36,7 +36,7 @@ import Testing
     #expect(spec?["openapi"] as? String == "3.1.0")
     let (health, _) = try await server.request("GET", "/health")
     #expect(health == 200)  // still serving after it
-    #expect(server.stop(SIGTERM) == 0)
+    #expect(await server.stop(SIGTERM) == 0)
 }
 
 @Test func realServeRefusesABadConfigurationWithAClearMessage() async throws {
@@ -69,7 +69,7 @@ import Testing
     #expect(wrong == 404)
     let (allowed, _) = try await server.request("GET", "/metrics", headers: remote.merging(["Authorization": "Bearer \(token)"]) { $1 })
     #expect(allowed == 200)
-    #expect(server.stop(SIGTERM) == 0)
+    #expect(await server.stop(SIGTERM) == 0)
 }
 
 // Issue 22, "keyctl serve": what an operator meets at start and stop.
@@ -92,17 +92,17 @@ import Testing
         #expect(!result.err.contains("bind(descriptor"), "\(result.err)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "\(arguments) created files")
     }
-    #expect(running.stop(SIGTERM) == 0)
+    #expect(await running.stop(SIGTERM) == 0)
 }
 
 /// The SQLite database `keyctl serve` creates is its user's alone (what it holds is
 /// ciphertext, but also who has which devices and when).
-@Test func theDatabaseServeCreatesIsReadableByItsUserOnly() throws {
+@Test func theDatabaseServeCreatesIsReadableByItsUserOnly() async throws {
     let server = try RunningServer()
     let path = server.directory.appendingPathComponent("keyvault.sqlite").path
     let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
     #expect(mode == 0o600, "mode \(String(mode ?? 0, radix: 8))")
-    #expect(server.stop(SIGTERM) == 0)
+    #expect(await server.stop(SIGTERM) == 0)
 }
 
 /// Its log says when it stops, and a refused request's method and route (the
@@ -113,7 +113,7 @@ import Testing
     let server = try RunningServer(log: log)
     let (status, _) = try await server.request("GET", "/v1/accounts/00000000000000000000000000000000/chain")
     #expect(status == 401)
-    #expect(server.stop(SIGTERM) == 0)
+    #expect(await server.stop(SIGTERM) == 0)
     let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
     let refused = try #require(lines.first { $0.contains("\"refused\"") }, "\(lines)")
     #expect(refused.contains("unsigned_request") && refused.contains("/v1/accounts/{account}/chain") && refused.contains("GET"), "\(refused)")
@@ -144,7 +144,7 @@ func anInviteOnlyServerStopsInitBeforeTheCodeIsShownAndTakesTheToken() async thr
     await #expect(try initialize("file", ["--invite-file", homes.path("invite")]).code == 0)
     let fromEnvironment = try await initialize("env", [], environment: ["KEYCTL_INVITE": token])
     #expect(fromEnvironment.code == 0, "\(fromEnvironment.err)")
-    let stopped = server.stop()
+    let stopped = await server.stop()
     // Its log's end, should it not stop (seen once under a loaded CI run: a stop that waited 60 s).
     #expect(stopped == 0, "\(String((try? String(contentsOf: log, encoding: .utf8))?.suffix(3000) ?? ""))")
 }

@@ -28,15 +28,15 @@ func twoAccountsShareAMemberAndTakeItBackWithTheRealBinaries() async throws {
 
     // Both run `contact add`; each types the code the other's screen shows.
     let asker = try BackgroundKeyctl(["contact", "add", grandma, "--poll", "0.1"] + story.home("parent"))
-    #expect(try asker.nextJSON()["request"] is String)
+    #expect(try await asker.nextJSON()["request"] is String)
     let answerer = try BackgroundKeyctl(["contact", "add", parent, "--poll", "0.1"] + story.home("grandma"))
-    #expect(try answerer.nextJSON()["answered"] is String)
-    let parentCode = try #require(try asker.nextJSON()["safetyCode"] as? String)
-    let grandmaCode = try #require(try answerer.nextJSON()["safetyCode"] as? String)
+    #expect(try await answerer.nextJSON()["answered"] is String)
+    let parentCode = try #require(try await asker.nextJSON()["safetyCode"] as? String)
+    let grandmaCode = try #require(try await answerer.nextJSON()["safetyCode"] as? String)
     #expect(parentCode == grandmaCode && parentCode.count == 7)
     asker.type(grandmaCode)
     answerer.type(parentCode)
-    let asked = asker.finish(), answered = answerer.finish()
+    let asked = await asker.finish(), answered = await answerer.finish()
     #expect(asked.code == 0 && answered.code == 0, "\(asked.err) \(answered.err)")
     #expect(try lastJSON(asked.out)["account"] as? String == grandma)
     let contacts = try await #require(try run(["contact", "list"], "parent")["contacts"] as? [[String: Any]])
@@ -96,14 +96,15 @@ func aThiefsShareMadeOnAStolenPhoneEndsWithItsRevocationWithTheRealBinaries() as
 
     // On the stolen phone and its own device, the thief verifies both sides itself and shares Emma.
     let asker = try BackgroundKeyctl(["contact", "add", thief, "--poll", "0.1"] + story.home("phone"))
-    #expect(try asker.nextJSON()["request"] is String)
+    #expect(try await asker.nextJSON()["request"] is String)
     let answerer = try BackgroundKeyctl(["contact", "add", owner, "--poll", "0.1"] + story.home("thief"))
-    #expect(try answerer.nextJSON()["answered"] is String)
-    let phoneCode = try #require(try asker.nextJSON()["safetyCode"] as? String)
-    let thiefCode = try #require(try answerer.nextJSON()["safetyCode"] as? String)
+    #expect(try await answerer.nextJSON()["answered"] is String)
+    let phoneCode = try #require(try await asker.nextJSON()["safetyCode"] as? String)
+    let thiefCode = try #require(try await answerer.nextJSON()["safetyCode"] as? String)
     asker.type(thiefCode)
     answerer.type(phoneCode)
-    #expect(asker.finish().code == 0 && answerer.finish().code == 0)
+    let asked = await asker.finish(), answered = await answerer.finish()
+    #expect(asked.code == 0 && answered.code == 0)
     _ = try await run(["member", "share", "Emma", "--with", thief], "phone")
     await #expect((try run(["shared", "list"], "thief")["shared"] as? [[String: Any]])?.count == 1)
 
@@ -125,5 +126,5 @@ func aThiefsShareMadeOnAStolenPhoneEndsWithItsRevocationWithTheRealBinaries() as
     let listed = try await #require(try run(["attachment", "list", "--member", "Emma"], "laptop")["attachments"] as? [[String: Any]])
     #expect(listed.map { $0["address"] as? String } == [scan])
     await #expect(try run(["audit"], "laptop")["ok"] as? Bool == true)
-    #expect(story.server.stop() == 0)
+    #expect(await story.server.stop() == 0)
 }

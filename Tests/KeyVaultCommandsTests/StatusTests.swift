@@ -40,7 +40,7 @@ func statusOfAFamilyOfThirtyStaysReadable() async throws {
     let active = try #require(json["activeDevices"] as? [[String: Any]])
     #expect(active.count == 12 && json["devices"] as? Int == 12)
     #expect(Set(active.compactMap { $0["name"] as? String }) == Set(["laptop"] + (1...11).map { "tablet \($0)" }))
-    #expect(story.server.stop() == 0)
+    #expect(await story.server.stop() == 0)
 }
 
 @Test func aShortListIsShownWholeAndALongOneCounted() {

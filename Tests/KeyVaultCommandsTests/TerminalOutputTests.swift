@@ -58,7 +58,7 @@ func theLinkCountdownStaysOnOneLineUnderTheDigits() async throws {
     try await Task.sleep(for: .milliseconds(2500))
     let digits = try #require(console.output.split(separator: "\n").first { $0.contains("Type this code") }?.split(separator: " ").suffix(2).joined(separator: " "))
     approver.type(digits)
-    #expect(approver.finish().code == 0)
+    #expect(await approver.finish().code == 0)
     #expect(await link.value == 0, "\(console.errorOutput)")
     let countdown = console.errorOutput.components(separatedBy: "waiting for the code to be typed")
     #expect(countdown.count > 2, "no countdown was shown: \(console.errorOutput)")

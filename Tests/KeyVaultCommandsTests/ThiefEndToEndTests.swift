@@ -70,7 +70,7 @@ func revokingAStolenDeviceRevokesTheCodeAndDevicesItMade() async throws {
     let status = try await run(["status"], "laptop")
     #expect(status["warning"] == nil && status["recoveryCompromised"] == nil, "\(status)")
     await #expect(try run(["audit"], "laptop")["ok"] as? Bool == true)
-    #expect(story.server.stop() == 0)
+    #expect(await story.server.stop() == 0)
 }
 
 /// Until a new code replaces a compromised one, `status` says so and `audit` fails;
@@ -105,5 +105,5 @@ func aCompromisedRecoveryCodeIsReportedUntilItIsReplaced() async throws {
     _ = try await story.run(["recovery", "rotate", "--recovery-file", story.path("new-code"), "--kdf", "interactive", "--yes"], "laptop")
     await #expect(try story.run(["status"], "laptop")["recoveryCompromised"] == nil)
     await #expect(try story.run(["audit"], "laptop")["ok"] as? Bool == true)
-    #expect(story.server.stop() == 0)
+    #expect(await story.server.stop() == 0)
 }

@@ -51,7 +51,7 @@ func aMistypedWordOfTheNewCodeCanBeTypedAgainAfterTheWordsLeaveTheScreen() async
     #expect(transcript.components(separatedBy: "2 attempts left").count == 4, "each of the 3 words was mistyped once: \(transcript)")
     #expect(transcript.contains("Account "))
     #expect(FileManager.default.fileExists(atPath: home + "/device.json"))
-    #expect(story.server.stop() == 0)
+    #expect(await story.server.stop() == 0)
 }
 
 @Test(.timeLimit(.minutes(10)))
@@ -80,5 +80,5 @@ func threeWrongAnswersFailTheCheckAndMakeNothing() async throws {
     #expect(await KeyctlMain.run(["init", "--server", story.url, "--name", "laptop", "--home", home], console: piped) == 1)
     #expect(!piped.errorOutput.contains("attempt") && !piped.output.contains(WrittenCopyCheck.clearScreen), "\(piped.errorOutput)")
     #expect(!FileManager.default.fileExists(atPath: home) && !FileManager.default.fileExists(atPath: paper))
-    #expect(story.server.stop() == 0)
+    #expect(await story.server.stop() == 0)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultCrypto
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -66,17 +67,22 @@ package final class RunningServer {
 
     /// Sends `signal` and waits for the exit status, at most `seconds`: a server that
     /// has not exited by then is killed (SIGKILL) and ``hungAtExit`` returned, so a hang
-    /// at shutdown fails the test that stops it instead of stopping the whole run.
-    package func stop(_ signal: Int32 = SIGTERM, within seconds: Double = 60) -> Int32 {
-        kill(process.processIdentifier, signal)
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(50_000) }
-        guard !process.isRunning else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return Self.hungAtExit
+    /// at shutdown fails the test that stops it instead of stopping the whole run. The
+    /// wait is on a thread of its own (none of the shared pool's), and a server that has
+    /// already exited gets no signal: its pid may be another process's by now.
+    package func stop(_ signal: Int32 = SIGTERM, within seconds: Double = 60) async -> Int32 {
+        nonisolated(unsafe) let process = process
+        return await onThreadOfItsOwn {
+            if process.isRunning { kill(process.processIdentifier, signal) }
+            let deadline = Date().addingTimeInterval(seconds)
+            while process.isRunning, Date() < deadline { usleep(50_000) }
+            guard !process.isRunning else {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                return Self.hungAtExit
+            }
+            return process.terminationStatus
         }
-        return process.terminationStatus
     }
 
     // The process goes before the directory it writes in (`temporary` is released after).
