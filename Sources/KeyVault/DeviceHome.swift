@@ -76,12 +76,15 @@ package final class DeviceHome: Sendable {
     private struct Sealing {
         var passphrase: SecureBytes?
         var provider: (@Sendable () throws -> SecureBytes)?
+        /// The key derived from `passphrase` (Argon2id) by the last open or save: the
+        /// saves after it seal under it, with fresh nonces, instead of deriving again.
+        var key: SealingKey?
     }
 
     /// The passphrase the secrets are sealed under, when the home is sealed.
     package var passphrase: SecureBytes? {
         get { sealing.withLock { $0.passphrase } }
-        set { sealing.withLock { $0.passphrase = newValue } }
+        set { sealing.withLock { $0 = Sealing(passphrase: newValue, provider: $0.provider) } }
     }
 
     /// Asked for the passphrase of a sealed home.
@@ -134,8 +137,9 @@ package final class DeviceHome: Sendable {
             let passphrase = try self.passphrase ?? passphraseProvider?() ?? {
                 throw KeyVaultError(.passphraseRequired, "the keys in \(directory) are sealed under a passphrase")
             }()
-            secretBytes = try sealed.open(passphrase: passphrase)
-            self.passphrase = passphrase
+            let key = try sealed.key(passphrase: passphrase)
+            secretBytes = try sealed.open(under: key)
+            sealing.withLock { $0 = Sealing(passphrase: passphrase, provider: $0.provider, key: key) }
         } else if let secrets = stored.secrets {
             secretBytes = Array(try JSONEncoder().encode(secrets))
         } else {
@@ -209,7 +213,14 @@ package final class DeviceHome: Sendable {
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
-            stored.sealed = try SealedSecrets.seal(plain, passphrase: passphrase)
+            let key = try sealing.withLock { state in
+                // Derived afresh (a new salt) unless this passphrase's key is at hand at today's cost.
+                if let key = state.key, key.parameters == .interactive { return key }
+                let key = try SealingKey(passphrase: passphrase)
+                state.key = key
+                return key
+            }
+            stored.sealed = try SealedSecrets.seal(plain, under: key)
         } else {
             stored.secrets = secrets
         }
@@ -249,6 +260,25 @@ struct StoredSecrets: Codable {
     var members: [String: [String: HexSecret]]
 }
 
+/// The key a home's secrets are sealed under: Argon2id(passphrase, salt) at the
+/// parameters the file names.
+struct SealingKey: Sendable {
+    let salt: [UInt8]
+    let parameters: Argon2id.Parameters
+    let key: SymmetricKey
+
+    /// A new salt, at today's cost.
+    init(passphrase: SecureBytes) throws {
+        try self.init(passphrase: passphrase, salt: SystemRandom.bytes(count: Argon2id.saltByteCount), parameters: .interactive)
+    }
+
+    init(passphrase: SecureBytes, salt: [UInt8], parameters: Argon2id.Parameters) throws {
+        self.salt = salt
+        self.parameters = parameters
+        key = try SymmetricKey(Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters, outputByteCount: 32))
+    }
+}
+
 /// The secrets sealed under Argon2id(passphrase).
 struct SealedSecrets: Codable {
     var salt: String
@@ -258,15 +288,14 @@ struct SealedSecrets: Codable {
 
     static let context = try! EnvelopeContext(purpose: "device-home")
 
-    static func seal(_ plain: [UInt8], passphrase: SecureBytes) throws -> SealedSecrets {
-        let salt = SystemRandom.bytes(count: Argon2id.saltByteCount)
-        let parameters = Argon2id.Parameters.interactive
-        let key = try SymmetricKey(Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters, outputByteCount: 32))
-        return SealedSecrets(salt: Hex.encode(salt), iterations: parameters.iterations, memoryKiB: parameters.memoryKiB,
-                             envelope: try Envelope.seal(plain, under: key, generation: 1, context: context).base64)
+    /// Sealed with a fresh nonce under `key`, whose salt and parameters the file names.
+    static func seal(_ plain: [UInt8], under key: SealingKey) throws -> SealedSecrets {
+        SealedSecrets(salt: Hex.encode(key.salt), iterations: key.parameters.iterations, memoryKiB: key.parameters.memoryKiB,
+                      envelope: try Envelope.seal(plain, under: key.key, generation: 1, context: context).base64)
     }
 
-    func open(passphrase: SecureBytes) throws -> [UInt8] {
+    /// The key `passphrase` gives at this file's salt and parameters (which are checked first).
+    func key(passphrase: SecureBytes) throws -> SealingKey {
         let parameters: Argon2id.Parameters
         do {
             parameters = try Argon2id.Parameters(iterations: iterations, memoryKiB: memoryKiB)
@@ -275,11 +304,17 @@ struct SealedSecrets: Codable {
             throw KeyVaultError(error.code == .parametersAboveCeiling ? .kdfAboveCeiling : .weakKDF,
                               "the device file's passphrase parameters are refused: \(error.message)")
         }
-        guard let salt = try? Hex.decode(self.salt), let envelope = try? Envelope(base64: self.envelope) else {
+        guard let salt = try? Hex.decode(self.salt) else {
             throw KeyVaultError(.homeDamaged, "the sealed keys of the device file do not parse")
         }
-        let key = try SymmetricKey(Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters, outputByteCount: 32))
-        guard let plain = try? envelope.open(using: key, context: Self.context) else {
+        return try SealingKey(passphrase: passphrase, salt: salt, parameters: parameters)
+    }
+
+    func open(under key: SealingKey) throws -> [UInt8] {
+        guard let envelope = try? Envelope(base64: self.envelope) else {
+            throw KeyVaultError(.homeDamaged, "the sealed keys of the device file do not parse")
+        }
+        guard let plain = try? envelope.open(using: key.key, context: Self.context) else {
             throw KeyVaultError(.wrongPassphrase, "that passphrase does not open this device's keys",
                               kind: .rejected)
         }

@@ -261,6 +261,46 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     #expect(loaded.device == record.device && loaded.masterKeys[1] == record.masterKeys[1])
 }
 
+/// A sealed home derives its key from the passphrase once (Argon2id takes a fraction of
+/// a second, and every change to the device is a save): later saves seal under the same
+/// key and salt, each with a fresh nonce, and a new passphrase derives a new key.
+@Test func aSealedHomeDerivesItsKeyOnceAndSealsEachSaveAfresh() throws {
+    let scratch = try TemporaryDirectory("kv-home")
+    let directory = scratch.url("home")
+    func sealed() throws -> (salt: String, envelope: String) {
+        let file = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("device.json"))) as? [String: Any]
+        let sealed = try #require(file?["sealed"] as? [String: Any])
+        return (try #require(sealed["salt"] as? String), try #require(sealed["envelope"] as? String))
+    }
+    let home = DeviceHome(directory: directory.path)
+    home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    let record = DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
+                              head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()])
+    try home.save(record)
+    let first = try sealed()
+    try home.save(record)
+    let second = try sealed()
+    #expect(second.salt == first.salt && second.envelope != first.envelope)
+
+    // Opened elsewhere, the home keeps the key it opened with.
+    let reader = DeviceHome(directory: directory.path)
+    reader.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    _ = try reader.load()
+    try reader.save(record)
+    #expect(try sealed().salt == first.salt)
+
+    // A new passphrase: a new salt and key; only it opens the file.
+    reader.passphrase = SecureBytes(copying: Array("battery staple".utf8))
+    try reader.save(record)
+    #expect(try sealed().salt != first.salt)
+    let old = DeviceHome(directory: directory.path)
+    old.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    #expect { try old.load() } throws: { ($0 as? KeyVaultError)?.code == .wrongPassphrase }
+    let new = DeviceHome(directory: directory.path)
+    new.passphrase = SecureBytes(copying: Array("battery staple".utf8))
+    #expect(try new.load().device == record.device)
+}
+
 @Test func serverTextCannotDriveTheTerminal() async throws {
     #expect("a\u{1B}[2Jb\u{7}\nc".printable == "a?[2Jb??c")
     #expect(String(repeating: "x", count: 2000).printable.count == 500)
