@@ -106,8 +106,8 @@ let package = Package(
         .executableTarget(name: "keyvault-fuzz", dependencies: ["KeyVaultFuzzing"], path: "Fuzz/Driver"),
 
         // What every test target shares (vector files, temporary directories, the built
-        // binaries and a process runner, a real `keyctl serve`): Foundation only, so the
-        // fast targets stay fast.
+        // binaries and a process runner, a real `keyctl serve`): Foundation and the bottom
+        // layer (its thread helper) only, so the fast targets stay fast.
         .target(name: "KeyVaultTestSupport", dependencies: ["KeyVaultCrypto"], path: "Tests/Support"),
         .testTarget(name: "KeyVaultCryptoTests", dependencies: [
             "KeyVaultCrypto", "KeyVaultTestSupport",

@@ -11,7 +11,8 @@ func lastJSON(_ output: String) throws -> [String: Any] {
 
 /// A `keyctl` running in the background (`device link`, `device approve`): its
 /// standard output read a line at a time, its standard input written on demand.
-final class BackgroundKeyctl {
+/// A keyctl running beside the test (link, approve, contact add), driven by one task at a time.
+final class BackgroundKeyctl: @unchecked Sendable {
     let process = Process()
     let stdout = Pipe(), stderr = Pipe(), stdin = Pipe()
     private var buffered = ""
@@ -28,15 +29,16 @@ final class BackgroundKeyctl {
     /// The next JSON line of standard output, waited for at most 30 s on a thread of
     /// its own (none of the shared pool's, where the in-process tasks beside it run).
     func nextJSON() async throws -> [String: Any] {
-        nonisolated(unsafe) let me = self
-        return try lastJSON(await onThreadOfItsOwn { me.nextLine(within: 30) })
+        try lastJSON(await onThreadOfItsOwn { self.nextLine(within: 30) })
     }
 
     private func nextLine(within seconds: Double) -> String {
         let deadline = Date().addingTimeInterval(seconds)
         var ready = pollfd(fd: stdout.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
-        while !buffered.contains("\n"), deadline.timeIntervalSinceNow > 0,
-              poll(&ready, 1, Int32(deadline.timeIntervalSinceNow * 1000) + 1) > 0 {
+        while !buffered.contains("\n"), deadline.timeIntervalSinceNow > 0 {
+            let polled = poll(&ready, 1, Int32(deadline.timeIntervalSinceNow * 1000) + 1)
+            if polled < 0, errno == EINTR { continue }
+            guard polled > 0 else { break }
             let data = stdout.fileHandleForReading.availableData
             if data.isEmpty { break }
             buffered += String(decoding: data, as: UTF8.self)
@@ -52,15 +54,18 @@ final class BackgroundKeyctl {
         try? stdin.fileHandleForWriting.close()
     }
 
-    /// Closes standard input and waits, on a thread of its own, for the exit and all the output.
+    /// Closes standard input and waits, on threads of their own, for the exit and all the
+    /// output (both pipes drained at once); a cancelled test kills the process.
     func finish() async -> (code: Int32, out: String, err: String) {
-        nonisolated(unsafe) let me = self
-        return await onThreadOfItsOwn {
-            try? me.stdin.fileHandleForWriting.close()
-            let out = me.buffered + String(decoding: me.stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let err = String(decoding: me.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            me.process.waitUntilExit()
-            return (me.process.terminationStatus, out, err)
+        try? stdin.fileHandleForWriting.close()
+        return await withTaskCancellationHandler {
+            async let error = onThreadOfItsOwn { self.stderr.fileHandleForReading.readDataToEndOfFile() }
+            let out = await onThreadOfItsOwn { self.stdout.fileHandleForReading.readDataToEndOfFile() }
+            let err = await error
+            await onThreadOfItsOwn { self.process.waitUntilExit() }
+            return (process.terminationStatus, buffered + String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        } onCancel: {
+            killGroup(of: process)
         }
     }
 }

@@ -37,9 +37,16 @@ func waitingForARealBinaryLeavesTheThreadFree() async throws {
 }
 
 /// A test cancelled while it waits for a real binary (its time limit passed) kills the
-/// binary: a hung process cannot hold the run once its test has failed.
-@Test func cancellingTheWaitForARealBinaryKillsIt() async throws {
-    let waiting = Task { try await runProcess(URL(fileURLWithPath: "/bin/sleep"), ["30"]) }
+/// binary: a hung process cannot hold the run once its test has failed. The cancel
+/// comes while the runner waits, once the process has said it started.
+@Test(.timeLimit(.minutes(1)))
+func cancellingTheWaitForARealBinaryKillsIt() async throws {
+    let scratch = try TemporaryDirectory("kv-runner")
+    let started = scratch.url("started")
+    let waiting = Task {
+        try await runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", #"touch "$1"; exec sleep 30"#, "sh", started.path])
+    }
+    while !FileManager.default.fileExists(atPath: started.path) { try await Task.sleep(for: .milliseconds(20)) }
     waiting.cancel()
     #expect(try await waiting.value.code == SIGKILL, "the process ran to its end")
 }

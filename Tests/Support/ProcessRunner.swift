@@ -26,24 +26,36 @@ package func runProcess(_ executable: URL, _ arguments: [String], input: Data = 
     try process.run()
     nonisolated(unsafe) let running = process
     return await withTaskCancellationHandler {
-        await onThreadOfItsOwn {
-            // Input is written, and standard error drained, beside the read of standard
-            // output: a process that fills one pipe while another is served cannot stall.
-            let error = Drained()
-            let group = DispatchGroup()
-            DispatchQueue.global().async(group: group) {
-                stdin.fileHandleForWriting.write(input)
-                try? stdin.fileHandleForWriting.close()
-            }
-            DispatchQueue.global().async(group: group) { error.data = stderr.fileHandleForReading.readDataToEndOfFile() }
-            let out = stdout.fileHandleForReading.readDataToEndOfFile()
-            group.wait()
-            running.waitUntilExit()
-            return (running.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: error.data, as: UTF8.self))
+        // Input is written, and standard error drained, on threads of their own beside
+        // the read of standard output: a process that fills one pipe while another is
+        // served cannot stall.
+        async let error = onThreadOfItsOwn { stderr.fileHandleForReading.readDataToEndOfFile() }
+        async let written: Void = onThreadOfItsOwn {
+            // A process that exits unread makes the write fail (EPIPE) instead of
+            // signalling this thread, which would end the whole test process.
+            var broken = sigset_t()
+            sigemptyset(&broken)
+            sigaddset(&broken, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &broken, nil)
+            try? stdin.fileHandleForWriting.write(contentsOf: input)
+            try? stdin.fileHandleForWriting.close()
         }
+        let out = await onThreadOfItsOwn { stdout.fileHandleForReading.readDataToEndOfFile() }
+        await written
+        let err = await error
+        await onThreadOfItsOwn { running.waitUntilExit() }
+        return (running.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     } onCancel: {
-        if running.isRunning { kill(running.processIdentifier, SIGKILL) }
+        killGroup(of: running)
     }
+}
+
+/// Kills a process and what it started (its process group, when it leads one), unless
+/// it has exited already: its pid may be another process's by then.
+package func killGroup(of process: Process) {
+    guard process.isRunning else { return }
+    let pid = process.processIdentifier
+    if kill(-pid, SIGKILL) != 0 { kill(pid, SIGKILL) }
 }
 
 /// Runs the built `keyctl` as a real process.
@@ -51,7 +63,3 @@ package func keyctl(_ arguments: [String], input: Data = Data(), environment: [S
     try await runProcess(BuiltProducts.keyctl, arguments, input: input, environment: environment)
 }
 
-/// Written by one reader thread before `DispatchGroup.wait()` returns, read after.
-private final class Drained: @unchecked Sendable {
-    var data = Data()
-}
