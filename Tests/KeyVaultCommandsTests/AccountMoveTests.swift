@@ -16,8 +16,8 @@ import Testing
 func anAccountMovesFromSQLiteToPostgreSQLAndEveryAttachmentOpensOnEveryDevice() async throws {
     let base = try #require(postgres)
     try await PostgresKeyVaultDatabase.withEmptyDatabase(try PostgresURL(base)) { name in
-        let story = try Story("move")
-        let target = try RunningServer(arguments: ["--secret-file", story.path("server-secret")], database: try databaseURL(base, named: name))
+        let story = try await Story("move")
+        let target = try await RunningServer(arguments: ["--secret-file", story.path("server-secret")], database: try databaseURL(base, named: name))
         let account = try await story.laptopAndPhone()
         _ = try await story.run(["device", "enroll", "--server", story.url, "--account", account, "--name", "tablet"], "tablet",
                           input: try String(contentsOfFile: story.path("code"), encoding: .utf8))

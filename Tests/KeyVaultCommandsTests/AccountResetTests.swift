@@ -11,7 +11,7 @@ import Testing
 
 @Test(.timeLimit(.minutes(10)))
 func aResetKeepsThisDeviceAloneWithANewCodeAndNothingElseOpens() async throws {
-    let story = try Story("reset")
+    let story = try await Story("reset")
     let account = try await story.laptopAndPhone()
     let oldCode = try String(contentsOfFile: story.path("code"), encoding: .utf8)
     _ = try await story.run(["member", "add", "Emma"], "laptop")
@@ -69,7 +69,7 @@ private struct LosingResetTransport: HTTPTransport {
 
 @Test(.timeLimit(.minutes(10)))
 func aResetWhoseAnswerIsLostSaysWhetherItHappenedAndKeepsOnlyACodeThatWasSet() async throws {
-    let story = try Story("reset-lost")
+    let story = try await Story("reset-lost")
     _ = try await story.laptopAndPhone()
     func reset(afterServer: Bool, file: String) async -> (code: Int32, out: String, err: String) {
         await KeyctlMain.$transport.withValue({ server in

@@ -40,7 +40,7 @@ private func servicePeak(_ server: RunningServer) throws -> Int {
 func aLargeAttachmentPassesThroughBoundedMemoryInKeyctlAndTheService() async throws {
     let size = Int(ProcessInfo.processInfo.environment["KEYVAULT_MEMORY_TEST_BYTES"] ?? "") ?? 1 << 30
     let ceilingKiB = 64 << 10  // 64 MiB above each process's idle footprint
-    let server = try RunningServer(arguments: ["--max-attachment-bytes", String(size + (1 << 20))])
+    let server = try await RunningServer(arguments: ["--max-attachment-bytes", String(size + (1 << 20))])
     let homes = try DeviceHomes("kv-memory")
     _ = try await homes.run(["init", "--server", server.url, "--name", "laptop", "--recovery-file", homes.path("code"),
                        "--kdf", "interactive", "--yes"], "laptop")

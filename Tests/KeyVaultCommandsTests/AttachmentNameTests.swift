@@ -11,7 +11,7 @@ import Testing
 
 @Test(.timeLimit(.minutes(10)))
 func attachmentsAreListedGotAndDeletedByTheNameTheServerNeverSees() async throws {
-    let story = try Story("names")
+    let story = try await Story("names")
     let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     let account = try #require(created["account"] as? String)
     _ = try await story.run(["member", "add", "Emma"], "laptop")
@@ -91,7 +91,7 @@ private struct SwappingTransport: HTTPTransport {
 
 @Test(.timeLimit(.minutes(10)))
 func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
-    let story = try Story("names-moved")
+    let story = try await Story("names-moved")
     _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     _ = try await story.run(["member", "add", "Emma"], "laptop")
     for name in ["x-ray.png", "allergy.txt"] {
@@ -112,7 +112,7 @@ func aNameTheServerMovesToAnotherAttachmentIsNotShownAsItsName() async throws {
 /// name, for a person leaving the app; two of one name both kept, nothing overwritten.
 @Test(.timeLimit(.minutes(10)))
 func aMembersAttachmentsAreExportedIntoAFolderUnderTheirNames() async throws {
-    let story = try Story("export")
+    let story = try await Story("export")
     _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     _ = try await story.run(["member", "add", "Emma"], "laptop")
     let first = story.root.appendingPathComponent("one"), second = story.root.appendingPathComponent("two")

@@ -22,7 +22,7 @@ private struct FlippingTransport: HTTPTransport {
 
 @Test(.timeLimit(.minutes(10)))
 func attachmentGetWritesThroughAFreshTemporaryFileAndFollowsNoSymlink() async throws {
-    let story = try Story("attachment-get")
+    let story = try await Story("attachment-get")
     _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     _ = try await story.run(["member", "add", "Emma"], "laptop")
     let content = Data("scan of a passport\n".utf8)

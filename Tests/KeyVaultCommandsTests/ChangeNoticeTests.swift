@@ -9,7 +9,7 @@ import Testing
 
 @Test(.timeLimit(.minutes(10)))
 func whatAnotherDeviceChangedIsToldOnceOnTheNextCommandAndTheLogShowsItAll() async throws {
-    let story = try Story("notices")
+    let story = try await Story("notices")
     _ = try await story.laptopAndPhone()
 
     /// keyctl as a person runs it on `device`: text, not JSON.
@@ -66,7 +66,7 @@ func whatAnotherDeviceChangedIsToldOnceOnTheNextCommandAndTheLogShowsItAll() asy
 
 @Test(.timeLimit(.minutes(10)))
 func devicePassphraseSealsChangesAndRemovesThisDevicesPassphrase() async throws {
-    let story = try Story("passphrase")
+    let story = try await Story("passphrase")
     _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     let first = story.path("first"), second = story.path("second")
     try "correct horse battery\n".write(toFile: first, atomically: true, encoding: .utf8)
@@ -104,7 +104,7 @@ func devicePassphraseSealsChangesAndRemovesThisDevicesPassphrase() async throws 
 
 @Test(.timeLimit(.minutes(10)))
 func aNewDeviceIsToldWhatChangedBetweenItsEnrollmentAndItsFirstCommand() async throws {
-    let story = try Story("notices-new")
+    let story = try await Story("notices-new")
     _ = try await story.laptopAndPhone()
     // The laptop did not add the phone (the code did): it is told on its next command.
     let laptop = try await keyctl(["status", "--home", story.path("laptop")])
@@ -118,7 +118,7 @@ func aNewDeviceIsToldWhatChangedBetweenItsEnrollmentAndItsFirstCommand() async t
 /// copied) is told, flagged; what this device appended itself is not.
 @Test(.timeLimit(.minutes(10)))
 func aLinkSignedWithThisDevicesKeyFromACopyOfItsHomeIsTold() async throws {
-    let story = try Story("notices-copy")
+    let story = try await Story("notices-copy")
     _ = try await story.laptopAndPhone()
     _ = try await story.run(["status"], "laptop")  // the laptop has looked: its record of its own links starts
     try FileManager.default.copyItem(atPath: story.path("laptop"), toPath: story.path("copy"))

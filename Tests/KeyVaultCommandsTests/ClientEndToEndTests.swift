@@ -75,7 +75,7 @@ final class BackgroundKeyctl: @unchecked Sendable {
 /// recovery code and by link, revocation, rotations, audit and account deletion.
 @Test(.timeLimit(.minutes(10)))
 func realBinariesTellTheWholeStory() async throws {
-    let story = try Story("story")
+    let story = try await Story("story")
     let server = story.server, url = story.url
     func home(_ name: String) -> [String] { story.home(name) }
     func path(_ name: String) -> String { story.path(name) }

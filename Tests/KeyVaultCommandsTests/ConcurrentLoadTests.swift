@@ -18,7 +18,7 @@ import Testing
 /// running beside it on two cores, the burst has taken over three minutes.
 @Test(.timeLimit(.minutes(10)))
 func manySignedRequestsAtOnceAreAllAnsweredByAFreshServer() async throws {
-    let first = try RunningServer()
+    let first = try await RunningServer()
     var devices = [(AccountID, DeviceID, Ed25519.PrivateKey, String)]()
     for _ in 0..<1024 {
         let signing = Ed25519.PrivateKey(), boxKey = X25519.PrivateKey()
@@ -29,7 +29,7 @@ func manySignedRequestsAtOnceAreAllAnsweredByAFreshServer() async throws {
         devices.append((genesis.accountID, deviceID(for: signing.publicKey), signing, genesis.hash))
     }
     #expect(await first.stop() == 0)
-    let server = try RunningServer(directory: first.directory)
+    let server = try await RunningServer(directory: first.directory)
     let configuration = URLSessionConfiguration.ephemeral
     configuration.timeoutIntervalForRequest = 30
     configuration.httpMaximumConnectionsPerHost = 128
@@ -79,7 +79,7 @@ func aServerStoppedWithRequestsInFlightExitsEveryTime() async throws {
     configuration.timeoutIntervalForRequest = 10
     let session = URLSession(configuration: configuration)
     for round in 0..<stopRounds {
-        let server = try RunningServer()
+        let server = try await RunningServer()
         let url = URL(string: server.url + "/openapi.json")!
         let requests = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -97,7 +97,7 @@ func aServerStoppedWithRequestsInFlightExitsEveryTime() async throws {
 /// Every response carries a `Date` header in IMF-fixdate form (RFC 9110), made by the
 /// service itself now that Hummingbird's date cache does not run.
 @Test func everyResponseCarriesTheDate() async throws {
-    let server = try RunningServer()
+    let server = try await RunningServer()
     var request = URLRequest(url: URL(string: server.url + "/health")!)
     request.httpMethod = "GET"
     let before = Date()

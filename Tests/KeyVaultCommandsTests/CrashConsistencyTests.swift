@@ -25,7 +25,7 @@ final class Counter: Sendable {
     let genesis = ChainLink.genesis(signingKey: signing, boxKey: agreement.publicKey, name: "phone", time: 1_700_000_000)
     var state = try ChainState(genesis: genesis)
 
-    let server = try RunningServer()
+    let server = try await RunningServer()
     let created = try await server.request("POST", "/v1/accounts",
                                            body: try JSONEncoder().encode(CreateAccountRequest(genesis: genesis, boxes: [], recovery: nil)))
     #expect(created.0 == 201)
@@ -71,7 +71,7 @@ final class Counter: Sendable {
     #expect(attempted < 1_000_000, "the kill should have interrupted the appends")
 
     // Restart on the same database; the chain must replay and hold every acknowledged link.
-    let restarted = try RunningServer(directory: server.directory)
+    let restarted = try await RunningServer(directory: server.directory)
     let path = "/v1/accounts/\(account)/chain"
     var request = URLRequest(url: URL(string: "http://127.0.0.1:\(restarted.port)\(path)")!)
     for (name, value) in RequestSignature.headers(method: "GET", path: path, query: "", body: [], device: device, key: signing,

@@ -14,7 +14,7 @@ private let rounds = ProcessInfo.processInfo.environment["KEYVAULT_CRASH_ROUNDS"
 @Test(.timeLimit(.minutes(20)))
 func aServerKilledAtRandomUnderLoadLeavesEveryAccountConsistent() async throws {
     let homes = try DeviceHomes("kv-crash")
-    let first = try RunningServer()
+    let first = try await RunningServer()
     let port = first.port, url = first.url
     var server = first
     let account = try await #require(try homes.run(["init", "--server", url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"],
@@ -45,7 +45,7 @@ func aServerKilledAtRandomUnderLoadLeavesEveryAccountConsistent() async throws {
         if work.contains(where: { $0.process.isRunning }) { killedWhileBusy += 1 }
         #expect(await server.stop(SIGKILL) == SIGKILL)
         for process in work { _ = await process.finish() }
-        server = try RunningServer(directory: first.directory, port: port)
+        server = try await RunningServer(directory: first.directory, port: port)
 
         // An enrollment cut off by the kill is run again: it finishes with the device it added, or adds it now.
         if round % 3 == 0 {

@@ -7,7 +7,7 @@ import Testing
     static let source = repositoryRoot.appendingPathComponent("Examples/FamilyRecords/main.swift")
 
     @Test func theFamilyStoryRunsAgainstARealServer() async throws {
-        let server = try RunningServer()
+        let server = try await RunningServer()
         let result = try await runProcess(BuiltProducts.familyRecords, [server.url])
         #expect(result.code == 0, "\(result.err)")
         let lines = result.out.split(separator: "\n").map(String.init)

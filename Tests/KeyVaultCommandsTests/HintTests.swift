@@ -19,7 +19,7 @@ import Testing
 /// "chain head".
 @Test(.timeLimit(.minutes(10)))
 func sizesAndStepsAreSaidInWordsAPersonUses() async throws {
-    let limited = try RunningServer(arguments: ["--max-attachment-bytes", "10485760"])
+    let limited = try await RunningServer(arguments: ["--max-attachment-bytes", "10485760"])
     let homes = try DeviceHomes("words")
     _ = try await homes.run(["init", "--server", limited.url, "--name", "laptop", "--recovery-file", homes.path("code"), "--yes"], "laptop")
     _ = try await homes.run(["member", "add", "Emma"], "laptop")

@@ -8,7 +8,7 @@ import Testing
 
 @Test(.timeLimit(.minutes(10)))
 func aMemberIsRenamedAndRemovedForEveryDeviceWithItsAttachments() async throws {
-    let story = try Story("members")
+    let story = try await Story("members")
     _ = try await story.laptopAndPhone()
     _ = try await story.run(["member", "add", "Emma"], "laptop")
     _ = try await story.run(["member", "add", "Noah"], "laptop")

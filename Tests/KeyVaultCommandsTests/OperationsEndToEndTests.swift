@@ -40,7 +40,7 @@ struct TestCertificates {
 @Test(.timeLimit(.minutes(10)))
 func httpsWorksEndToEndWithAPrivateCA() async throws {
     let tls = try await TestCertificates()
-    let server = try RunningServer(arguments: ["--tls-cert", tls.certificate, "--tls-key", tls.key])
+    let server = try await RunningServer(arguments: ["--tls-cert", tls.certificate, "--tls-key", tls.key])
     let url = "https://127.0.0.1:\(server.port)"
     let homes = try TemporaryDirectory("kv-tls-homes")
     let home = homes.url.appendingPathComponent("laptop").path
@@ -98,7 +98,7 @@ func badTLSSettingsStopTheServerAtStart() async throws {
 /// started on the copy serves the same account to the same device.
 @Test(.timeLimit(.minutes(10)))
 func aBackupTakenWhileServingStartsAServerWithTheSameAccount() async throws {
-    let server = try RunningServer()
+    let server = try await RunningServer()
     let homes = try TemporaryDirectory("kv-backup")
     let home = homes.url.appendingPathComponent("laptop").path
     let created = try await keyctl(["init", "--server", server.url, "--name", "laptop", "--recovery-file",
@@ -120,7 +120,7 @@ func aBackupTakenWhileServingStartsAServerWithTheSameAccount() async throws {
 
     let port = server.port
     #expect(await server.stop() == 0)
-    let restored = try RunningServer(arguments: ["--port", "\(port)"], directory: copies.url)
+    let restored = try await RunningServer(arguments: ["--port", "\(port)"], directory: copies.url)
     #expect(restored.port == port)
     let status = try await keyctl(["status", "--home", home, "--json"])
     #expect(status.code == 0, "\(status.err)")

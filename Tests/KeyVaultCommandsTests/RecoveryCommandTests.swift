@@ -144,7 +144,7 @@ final class BufferConsoleQuiz: Console, @unchecked Sendable {
 /// Issue 22: `recovery rotate` asks before it replaces a code that is set; nothing
 /// changes, and no new code is shown or written, unless the person says yes.
 @Test func recoveryRotateAsksBeforeItReplacesTheCode() async throws {
-    let story = try Story("rotate-asks")
+    let story = try await Story("rotate-asks")
     _ = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"),
                        "--kdf", "interactive", "--yes"], "laptop")
     let home = ["--home", story.path("laptop")]

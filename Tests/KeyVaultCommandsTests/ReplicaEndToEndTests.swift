@@ -48,7 +48,8 @@ func threeReplicasOnOnePostgreSQLServeOneAccountConsistently() async throws {
         let database = try databaseURL(base, named: name)
         let homes = try DeviceHomes("kv-replicas")
         let secret = ["--secret-file", homes.path("server-secret")]
-        var replicas = try (0..<3).map { _ in try RunningServer(arguments: secret, database: database) }
+        var replicas = [RunningServer]()
+        for _ in 0..<3 { replicas.append(try await RunningServer(arguments: secret, database: database)) }
 
         // A device of another account, by hand: a request signed for one replica and
         // replayed to another is refused; a session opened on one is honoured by another.
@@ -111,7 +112,7 @@ func threeReplicasOnOnePostgreSQLServeOneAccountConsistently() async throws {
             try await Task.sleep(for: .milliseconds(Int.random(in: 20...400)))
             #expect(await replicas[1].stop(SIGKILL) == SIGKILL, "round \(round)")
             _ = await rotation.finish()  // it may have landed or not; either way nothing is half done
-            replicas[1] = try RunningServer(arguments: secret, database: database, port: replicas[1].port)
+            replicas[1] = try await RunningServer(arguments: secret, database: database, port: replicas[1].port)
             for device in ["laptop", "phone"] {
                 let audit = try await keyctl(["audit"] + homes.home(device))
                 #expect(audit.code == 0, "round \(round), \(device): \(audit.out) \(audit.err)")

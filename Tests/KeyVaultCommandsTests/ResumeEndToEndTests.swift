@@ -30,7 +30,7 @@ private func size(_ path: String) -> Int { (try? FileManager.default.attributesO
 
 @Test(.timeLimit(.minutes(10)))
 func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() async throws {
-    let first = try RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)])
+    let first = try await RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)])
     let homes = try DeviceHomes("kv-resume-e2e")
     _ = try await homes.run(["init", "--server", first.url, "--name", "laptop", "--recovery-file", homes.path("code"),
                        "--kdf", "interactive", "--yes"], "laptop")
@@ -86,7 +86,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     #expect(get.terminationStatus != 0, "the get finished before the server went")
     let kept = partial().map(size) ?? 0
     #expect(kept >= 8 << 20, "the cut get kept nothing to go on from")
-    let second = try RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)], directory: first.directory, port: first.port)
+    let second = try await RunningServer(arguments: ["--max-attachment-bytes", String(256 << 20)], directory: first.directory, port: first.port)
     _ = try await homes.run(["attachment", "get", "--member", "Emma", address, "-o", out], "laptop")
     #expect(FileManager.default.contents(atPath: out) == content)
     #expect(partial() == nil)

@@ -70,7 +70,7 @@ private func journals(_ story: Story) -> [String] {
 /// one sealed chunk, the object opens whole, and no journal is left.
 @Test(.timeLimit(.minutes(10)))
 func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOtherContent() async throws {
-    let story = try Story("resume-upload")
+    let story = try await Story("resume-upload")
     try await laptopWithEmma(story)
     let content = Data((0..<(5 << 20) + 1000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) })
     let file = story.path("scan.bin")
@@ -104,7 +104,7 @@ func anUploadCutOffResumesAfterTheChunksTheServerHoldsAndSealsNoIndexTwiceWithOt
 /// a new upload too.
 @Test(.timeLimit(.minutes(10)))
 func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent() async throws {
-    let story = try Story("resume-refused")
+    let story = try await Story("resume-refused")
     try await laptopWithEmma(story)
     let content = Data((0..<(8 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
     let file = story.path("scan.bin")
@@ -148,7 +148,7 @@ func aResumedUploadGivesUpRatherThanSealOtherContentOrBelieveChunksItNeverSent()
 /// starts afresh under a new data key, once, and completes.
 @Test(.timeLimit(.minutes(10)))
 func anUploadJournalOfVersionOneIsNotResumed() async throws {
-    let story = try Story("resume-v1")
+    let story = try await Story("resume-v1")
     try await laptopWithEmma(story)
     let file = story.path("scan.bin")
     try Data((0..<(3 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 5 &+ 1) }).write(to: URL(fileURLWithPath: file))
@@ -185,7 +185,7 @@ private struct CuttingReads: HTTPTransport {
 /// address check (exit 5): nothing is written and the partial file goes.
 @Test(.timeLimit(.minutes(10)))
 func aDownloadCutOffGoesOnAfterTheChunksItHasAndChecksThemWithTheRest() async throws {
-    let story = try Story("resume-download")
+    let story = try await Story("resume-download")
     try await laptopWithEmma(story)
     let content = Data((0..<(3 << 20) + 77).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) })
     try content.write(to: URL(fileURLWithPath: story.path("scan.bin")))
@@ -242,7 +242,7 @@ private struct SlowChunks: HTTPTransport {
 /// and none is sent after the call returned.
 @Test(.timeLimit(.minutes(10)))
 func aCancelledPutStopsSendingChunks() async throws {
-    let story = try Story("cancel-put")
+    let story = try await Story("cancel-put")
     try await laptopWithEmma(story)
     let file = story.path("scan.bin")
     try Data((0..<(9 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 5 &+ $0 >> 13) }).write(to: URL(fileURLWithPath: file))

@@ -3,7 +3,7 @@ import KeyVaultTestSupport
 import Testing
 
 @Test func realServeAnswersOnAFreePortAndStopsGracefullyOnSIGTERM() async throws {
-    let server = try RunningServer()
+    let server = try await RunningServer()
     let (status, body) = try await server.request("GET", "/health")
     #expect(status == 200 && String(decoding: body, as: UTF8.self) == #"{"status":"ok"}"#)
     let (missing, error) = try await server.request("GET", "/v1/accounts/00000000000000000000000000000000/chain")
@@ -29,7 +29,7 @@ import Testing
     let aside = installed.url("moved-aside.resources")
     let moved = (try? FileManager.default.moveItem(at: bundle, to: aside)) != nil
     defer { if moved { try? FileManager.default.moveItem(at: aside, to: bundle) } }
-    let server = try RunningServer(binary: binary)
+    let server = try await RunningServer(binary: binary)
     let (status, body) = try await server.request("GET", "/openapi.json")
     #expect(status == 200)
     let spec = try JSONSerialization.jsonObject(with: body) as? [String: Any]
@@ -59,7 +59,7 @@ import Testing
 /// token; a client off the machine (here through a trusted proxy) gets 404.
 @Test func metricsAreServedToThisMachineOrWithTheOperatorsToken() async throws {
     let token = "metrics-token-0123456789"
-    let server = try RunningServer(environment: ["KEYVAULT_TRUSTED_PROXIES": "127.0.0.1/32", "KEYVAULT_METRICS_TOKEN": token])
+    let server = try await RunningServer(environment: ["KEYVAULT_TRUSTED_PROXIES": "127.0.0.1/32", "KEYVAULT_METRICS_TOKEN": token])
     let (local, body) = try await server.request("GET", "/metrics")
     #expect(local == 200 && String(decoding: body, as: UTF8.self).contains("keyvault_"))
     let remote = ["X-Forwarded-For": "203.0.113.7"]
@@ -78,7 +78,7 @@ import Testing
 /// `keyctl serve` with the usual one-line error and exit code before it creates a
 /// database or a secret file.
 @Test func aPortInUseOrABadHostStopsServeBeforeItCreatesAnything() async throws {
-    let running = try RunningServer()
+    let running = try await RunningServer()
     let directory = try TemporaryDirectory("kv-listen")
     let files = ["--database", directory.path("new.sqlite"), "--secret-file", directory.path("secret")]
     for (arguments, code, says) in [
@@ -98,7 +98,7 @@ import Testing
 /// The SQLite database `keyctl serve` creates is its user's alone (what it holds is
 /// ciphertext, but also who has which devices and when).
 @Test func theDatabaseServeCreatesIsReadableByItsUserOnly() async throws {
-    let server = try RunningServer()
+    let server = try await RunningServer()
     let path = server.directory.appendingPathComponent("keyvault.sqlite").path
     let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
     #expect(mode == 0o600, "mode \(String(mode ?? 0, radix: 8))")
@@ -110,7 +110,7 @@ import Testing
 @Test func serveLogsARefusalsRouteAndItsStop() async throws {
     let directory = try TemporaryDirectory("kv-log")
     let log = directory.url("serve.log")
-    let server = try RunningServer(log: log)
+    let server = try await RunningServer(log: log)
     let (status, _) = try await server.request("GET", "/v1/accounts/00000000000000000000000000000000/chain")
     #expect(status == 401)
     #expect(await server.stop(SIGTERM) == 0)
@@ -129,7 +129,7 @@ func anInviteOnlyServerStopsInitBeforeTheCodeIsShownAndTakesTheToken() async thr
     let token = "family-invite-7f3a9c2e51"
     let homes = try DeviceHomes("kv-invite")
     let log = URL(fileURLWithPath: homes.path("serve.log"))
-    let server = try RunningServer(arguments: ["--log-level", "debug"], environment: ["KEYVAULT_INVITE_TOKEN": token], log: log)
+    let server = try await RunningServer(arguments: ["--log-level", "debug"], environment: ["KEYVAULT_INVITE_TOKEN": token], log: log)
     func initialize(_ name: String, _ extra: [String], environment: [String: String] = [:]) async throws -> ProcessResult {
         try await keyctl(["init", "--server", server.url, "--name", name, "--recovery-file", homes.path("\(name).code"), "--yes",
                     "--kdf", "interactive", "--home", homes.path(name)] + extra, environment: environment)

@@ -8,7 +8,7 @@ import Testing
 /// and after the unshare she is refused and blind to the next key generation.
 @Test(.timeLimit(.minutes(10)))
 func twoAccountsShareAMemberAndTakeItBackWithTheRealBinaries() async throws {
-    let story = try Story("sharing")
+    let story = try await Story("sharing")
     let url = story.url
     func path(_ name: String) -> String { story.path(name) }
     func run(_ arguments: [String], _ device: String, expect: Int32 = 0,
@@ -79,7 +79,7 @@ func twoAccountsShareAMemberAndTakeItBackWithTheRealBinaries() async throws {
 /// takes in; `audit` passes.
 @Test(.timeLimit(.minutes(10)))
 func aThiefsShareMadeOnAStolenPhoneEndsWithItsRevocationWithTheRealBinaries() async throws {
-    let story = try Story("thief-share")
+    let story = try await Story("thief-share")
     let url = story.url
     func path(_ name: String) -> String { story.path(name) }
     func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,

@@ -29,7 +29,7 @@ private struct AgingTransport: HTTPTransport {
 
 @Test(.timeLimit(.minutes(10)))
 func devicesUnseenForAWhileAreShownWarnedAboutAndPrunedTogether() async throws {
-    let story = try Story("stale")
+    let story = try await Story("stale")
     let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     let account = try #require(created["account"] as? String)
     let code = try String(contentsOfFile: story.path("code"), encoding: .utf8)

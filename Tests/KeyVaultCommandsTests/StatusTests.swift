@@ -6,7 +6,7 @@ import Testing
 /// the first few of a long list and how many more, and `--json` still has them all.
 @Test(.timeLimit(.minutes(10)))
 func statusOfAFamilyOfThirtyStaysReadable() async throws {
-    let story = try Story("status")
+    let story = try await Story("status")
     let laptop = story.path("laptop")
     let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("paper"),
                                  "--kdf", "interactive", "--yes"], "laptop")

@@ -12,8 +12,8 @@ final class Story: @unchecked Sendable {
     private let homes: DeviceHomes
     var root: URL { homes.root }
 
-    init(_ name: String) throws {
-        server = try RunningServer()
+    init(_ name: String) async throws {
+        server = try await RunningServer()
         url = server.url
         homes = try DeviceHomes("kv-\(name)")
     }

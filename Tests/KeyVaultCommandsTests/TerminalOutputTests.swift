@@ -38,7 +38,7 @@ private struct HostileStub: HTTPTransport {
 /// rewritten in place, and the digits stay above it.
 @Test(.timeLimit(.minutes(10)))
 func theLinkCountdownStaysOnOneLineUnderTheDigits() async throws {
-    let story = try Story("link-countdown")
+    let story = try await Story("link-countdown")
     let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     let account = try #require(created["account"] as? String)
     let console = BufferConsole(terminal: true)

@@ -8,7 +8,7 @@ import Testing
 /// waits. Revoking the phone from the laptop must take all of that with it.
 @Test(.timeLimit(.minutes(10)))
 func revokingAStolenDeviceRevokesTheCodeAndDevicesItMade() async throws {
-    let story = try Story("thief")
+    let story = try await Story("thief")
     let url = story.url
     func path(_ name: String) -> String { story.path(name) }
     func run(_ arguments: [String], _ device: String, input: String = "", expect: Int32 = 0,
@@ -79,7 +79,7 @@ func revokingAStolenDeviceRevokesTheCodeAndDevicesItMade() async throws {
 /// as an interrupted revocation or another client would leave it.)
 @Test(.timeLimit(.minutes(10)))
 func aCompromisedRecoveryCodeIsReportedUntilItIsReplaced() async throws {
-    let story = try Story("compromised")
+    let story = try await Story("compromised")
     let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("paper"),
                                  "--kdf", "interactive", "--yes"], "laptop")
     let account = try #require(created["account"] as? String)

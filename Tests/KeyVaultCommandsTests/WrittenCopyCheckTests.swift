@@ -35,7 +35,7 @@ private func wrong(_ word: String) -> String { word == "zoo" ? "abandon" : "zoo"
 
 @Test(.timeLimit(.minutes(10)))
 func aMistypedWordOfTheNewCodeCanBeTypedAgainAfterTheWordsLeaveTheScreen() async throws {
-    let story = try Story("copy-check")
+    let story = try await Story("copy-check")
     let home = story.path("laptop")
     let person = TerminalPerson { _, attempt, word in attempt == 1 ? wrong(word) : word.uppercased() }
     let code = await KeyctlMain.run(["init", "--server", story.url, "--name", "laptop", "--home", home, "--kdf", "interactive"],
@@ -56,7 +56,7 @@ func aMistypedWordOfTheNewCodeCanBeTypedAgainAfterTheWordsLeaveTheScreen() async
 
 @Test(.timeLimit(.minutes(10)))
 func threeWrongAnswersFailTheCheckAndMakeNothing() async throws {
-    let story = try Story("copy-check-fails")
+    let story = try await Story("copy-check-fails")
     let home = story.path("laptop"), paper = story.path("paper")
     // On a terminal: the code on screen, then three wrong answers to the first word asked.
     let person = TerminalPerson { _, _, word in wrong(word) }

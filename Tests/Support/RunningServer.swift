@@ -21,7 +21,7 @@ package final class RunningServer {
     ///   - port: 0 picks a free one.
     ///   - log: a file for its standard error (its JSON log); by default it is dropped.
     package init(arguments: [String] = [], environment: [String: String] = [:], directory existing: URL? = nil,
-                 database: String? = nil, port: Int = 0, binary: URL = BuiltProducts.keyctl, log: URL? = nil) throws {
+                 database: String? = nil, port: Int = 0, binary: URL = BuiltProducts.keyctl, log: URL? = nil) async throws {
         temporary = existing == nil ? try TemporaryDirectory("kv-serve") : nil
         directory = existing ?? temporary!.url
         process.executableURL = binary
@@ -37,10 +37,21 @@ package final class RunningServer {
         }
         try process.run()
         // The first line says where it listens: "keyctl: serving on http://127.0.0.1:PORT (…)".
-        var text = ""
-        let deadline = Date().addingTimeInterval(20)
-        while !text.contains("\n"), Date() < deadline, process.isRunning {
-            text += String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        // Read on a thread of its own, within 20 s however long the server stays silent.
+        nonisolated(unsafe) let (process, output) = (process, output)
+        let text = await onThreadOfItsOwn {
+            var text = ""
+            let deadline = Date().addingTimeInterval(20)
+            var ready = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            while !text.contains("\n"), deadline.timeIntervalSinceNow > 0, process.isRunning {
+                let polled = poll(&ready, 1, Int32(deadline.timeIntervalSinceNow * 1000) + 1)
+                if polled < 0, errno == EINTR { continue }
+                guard polled > 0 else { break }
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { break }
+                text += String(decoding: data, as: UTF8.self)
+            }
+            return text
         }
         guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
               let port = Int(text[range].split(separator: ":").last!) else {
