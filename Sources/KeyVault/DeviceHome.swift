@@ -137,8 +137,9 @@ package final class DeviceHome: Sendable {
             let passphrase = try self.passphrase ?? passphraseProvider?() ?? {
                 throw KeyVaultError(.passphraseRequired, "the keys in \(directory) are sealed under a passphrase")
             }()
+            let envelope = try sealed.parsedEnvelope()
             let key = try sealed.key(passphrase: passphrase)
-            secretBytes = try sealed.open(under: key)
+            secretBytes = try sealed.open(envelope, under: key)
             sealing.withLock { $0 = Sealing(passphrase: passphrase, provider: $0.provider, key: key) }
         } else if let secrets = stored.secrets {
             secretBytes = Array(try JSONEncoder().encode(secrets))
@@ -210,15 +211,18 @@ package final class DeviceHome: Sendable {
                                 chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed,
                                 written: record.written.isEmpty ? nil : record.written, movedFrom: record.movedFrom,
                                 instance: record.instance)
+        // The passphrase and its key are read together: a key is only ever kept beside the passphrase it came from.
+        let (passphrase, cached) = sealing.withLock { ($0.passphrase, $0.key) }
         if let passphrase {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
-            let key = try sealing.withLock { state in
-                // Derived afresh (a new salt) unless this passphrase's key is at hand at today's cost.
-                if let key = state.key, key.parameters == .interactive { return key }
-                let key = try SealingKey(passphrase: passphrase)
-                state.key = key
-                return key
+            let key: SealingKey
+            if let cached, cached.parameters == .interactive {
+                key = cached
+            } else {
+                // A new salt at today's cost, derived outside the lock; kept only if the passphrase is still this one.
+                key = try SealingKey(passphrase: passphrase)
+                sealing.withLock { if $0.passphrase == passphrase { $0.key = key } }
             }
             stored.sealed = try SealedSecrets.seal(plain, under: key)
         } else {
@@ -262,7 +266,7 @@ struct StoredSecrets: Codable {
 
 /// The key a home's secrets are sealed under: Argon2id(passphrase, salt) at the
 /// parameters the file names.
-struct SealingKey: Sendable {
+package struct SealingKey: Sendable {
     let salt: [UInt8]
     let parameters: Argon2id.Parameters
     let key: SymmetricKey
@@ -272,7 +276,7 @@ struct SealingKey: Sendable {
         try self.init(passphrase: passphrase, salt: SystemRandom.bytes(count: Argon2id.saltByteCount), parameters: .interactive)
     }
 
-    init(passphrase: SecureBytes, salt: [UInt8], parameters: Argon2id.Parameters) throws {
+    package init(passphrase: SecureBytes, salt: [UInt8], parameters: Argon2id.Parameters) throws {
         self.salt = salt
         self.parameters = parameters
         key = try SymmetricKey(Argon2id.deriveKey(from: passphrase, salt: salt, parameters: parameters, outputByteCount: 32))
@@ -280,8 +284,8 @@ struct SealingKey: Sendable {
 }
 
 /// The secrets sealed under Argon2id(passphrase).
-struct SealedSecrets: Codable {
-    var salt: String
+package struct SealedSecrets: Codable {
+    package var salt: String
     var iterations: UInt32
     var memoryKiB: UInt32
     var envelope: String
@@ -289,13 +293,14 @@ struct SealedSecrets: Codable {
     static let context = try! EnvelopeContext(purpose: "device-home")
 
     /// Sealed with a fresh nonce under `key`, whose salt and parameters the file names.
-    static func seal(_ plain: [UInt8], under key: SealingKey) throws -> SealedSecrets {
+    package static func seal(_ plain: [UInt8], under key: SealingKey) throws -> SealedSecrets {
         SealedSecrets(salt: Hex.encode(key.salt), iterations: key.parameters.iterations, memoryKiB: key.parameters.memoryKiB,
-                      envelope: try Envelope.seal(plain, under: key.key, generation: 1, context: context).base64)
+                      envelope: try Envelope.seal(plain, under: key.key, generation: 1, context: context,
+                                                  algorithm: .xchacha20Poly1305).base64)  // random 24-byte nonces: one key seals every save
     }
 
     /// The key `passphrase` gives at this file's salt and parameters (which are checked first).
-    func key(passphrase: SecureBytes) throws -> SealingKey {
+    package func key(passphrase: SecureBytes) throws -> SealingKey {
         let parameters: Argon2id.Parameters
         do {
             parameters = try Argon2id.Parameters(iterations: iterations, memoryKiB: memoryKiB)
@@ -310,10 +315,15 @@ struct SealedSecrets: Codable {
         return try SealingKey(passphrase: passphrase, salt: salt, parameters: parameters)
     }
 
-    func open(under key: SealingKey) throws -> [UInt8] {
+    /// The envelope, parsed before any key is derived for it.
+    package func parsedEnvelope() throws -> Envelope {
         guard let envelope = try? Envelope(base64: self.envelope) else {
             throw KeyVaultError(.homeDamaged, "the sealed keys of the device file do not parse")
         }
+        return envelope
+    }
+
+    package func open(_ envelope: Envelope, under key: SealingKey) throws -> [UInt8] {
         guard let plain = try? envelope.open(using: key.key, context: Self.context) else {
             throw KeyVaultError(.wrongPassphrase, "that passphrase does not open this device's keys",
                               kind: .rejected)

@@ -299,6 +299,23 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     let new = DeviceHome(directory: directory.path)
     new.passphrase = SecureBytes(copying: Array("battery staple".utf8))
     #expect(try new.load().device == record.device)
+
+    // A file at other parameters than today's (here the floor) is sealed afresh at today's by its next save.
+    let file = directory.appendingPathComponent("device.json")
+    var document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+    let current = try JSONDecoder().decode(SealedSecrets.self, from: JSONSerialization.data(withJSONObject: try #require(document["sealed"])))
+    let staple = SecureBytes(copying: Array("battery staple".utf8))
+    let plain = try current.open(current.parsedEnvelope(), under: current.key(passphrase: staple))
+    let weak = try SealedSecrets.seal(plain, under: SealingKey(passphrase: staple, salt: SystemRandom.bytes(count: Argon2id.saltByteCount),
+                                                                parameters: .floor))
+    document["sealed"] = try JSONSerialization.jsonObject(with: JSONEncoder().encode(weak))
+    try JSONSerialization.data(withJSONObject: document).write(to: file)
+    let upgraded = DeviceHome(directory: directory.path)
+    upgraded.passphrase = staple
+    _ = try upgraded.load()
+    try upgraded.save(record)
+    let resealed = try #require((try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])?["sealed"] as? [String: Any])
+    #expect(resealed["memoryKiB"] as? Int == 65536 && resealed["salt"] as? String != weak.salt)
 }
 
 @Test func serverTextCannotDriveTheTerminal() async throws {
