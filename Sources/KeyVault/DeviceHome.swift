@@ -122,6 +122,12 @@ package final class DeviceHome: Sendable {
 
     // MARK: Load
 
+    /// ``load()`` on a thread of its own: reading the file, asking for a passphrase and
+    /// deriving its key (Argon2id, a fraction of a second) hold no thread of the caller's.
+    package func loadOnThreadOfItsOwn() async throws -> DeviceRecord {
+        try await onThreadOfItsOwn { try self.load() }
+    }
+
     package func load() throws -> DeviceRecord {
         guard var bytes = try storage.read() else { throw notFound }
         defer { secureWipe(&bytes) }

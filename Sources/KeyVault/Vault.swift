@@ -119,7 +119,7 @@ public actor Vault {
         // Before the lock, which would create the directory.
         guard try home.exists else { throw home.notFound }
         return try await locked(home) {
-            let record = try home.load()
+            let record = try await home.loadOnThreadOfItsOwn()
             guard record.enrolled else {
                 throw KeyVaultError(.enrollmentIncomplete, "this device's enrollment in account \(record.account) did not finish")
             }

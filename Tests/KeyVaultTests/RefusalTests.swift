@@ -318,6 +318,32 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     #expect(resealed["memoryKiB"] as? Int == 65536 && resealed["salt"] as? String != weak.salt)
 }
 
+/// Opening a sealed device reads its file and derives its key (Argon2id) on a thread of
+/// its own, and asks for the passphrase there: the caller's executor stays free. The
+/// prompt here notes the thread it was asked on, then refuses.
+@Test func openingASealedDeviceLeavesTheCallersThreadFree() async throws {
+    let scratch = try TemporaryDirectory("kv-home")
+    let directory = scratch.url("home")
+    let home = DeviceHome(directory: directory.path)
+    home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    try home.save(DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
+                               head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))
+    let threads = Locked<(caller: pthread_t?, asked: pthread_t?)>((nil, nil))
+    await withTaskExecutorPreference(OneThreadExecutor()) {
+        async let opened: Void = {
+            threads.withLock { $0.caller = pthread_self() }
+            _ = try? await Vault.open(storage: FileDeviceStorage(directory: directory.path), offline: true, passphrase: {
+                threads.withLock { $0.asked = pthread_self() }
+                throw KeyVaultError(.passphraseRequired, "refused by the test")
+            }, transportFor: { _ in throw KeyVaultError(.invalidInput, "offline") })
+        }()
+        await opened
+    }
+    let (caller, asked) = threads.withLock { $0 }
+    let askedOn = try #require(asked, "the passphrase was never asked for")
+    #expect(pthread_equal(try #require(caller), askedOn) == 0, "the file was opened on the caller's thread")
+}
+
 @Test func serverTextCannotDriveTheTerminal() async throws {
     #expect("a\u{1B}[2Jb\u{7}\nc".printable == "a?[2Jb??c")
     #expect(String(repeating: "x", count: 2000).printable.count == 500)
