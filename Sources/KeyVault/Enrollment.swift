@@ -178,9 +178,9 @@ extension Vault {
                             pollInterval: Duration = .seconds(1), events: (LinkEvent) -> Void,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
-            try prepareNewDevice(home: home, name: name)
+            let leftover = try prepareNewDevice(home: home, name: name)
             var device = DeviceKeys()
-            if let earlier = try? home.load(), earlier.account == account, earlier.server == server, !earlier.enrolled {
+            if let earlier = leftover, earlier.account == account, earlier.server == server, !earlier.enrolled {
                 // A request made from this home may still be approved: keep the keys it named,
                 // so that its approval never leaves a device nobody holds the keys of.
                 device = earlier.keys

@@ -150,7 +150,9 @@ extension Vault {
     ///
     /// - Parameters:
     ///   - passphrase: called when `storage` is sealed under a passphrase (a prompt);
-    ///     nil: such a device is refused with `passphrase_required`.
+    ///     nil: such a device is refused with `passphrase_required`. It is called, and
+    ///     `storage` read, on a thread of their own (as the key is derived), never on
+    ///     the caller's executor.
     ///   - transportFor: the transport for the stored server's URL.
     /// - Throws: as ``open(storage:transport:offline:progress:)``; `wrong_passphrase`
     ///   when the passphrase does not open the secrets.

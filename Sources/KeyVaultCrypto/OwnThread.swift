@@ -3,7 +3,8 @@ import Foundation
 /// Does `work` on a new thread and suspends until it is done: for work that blocks a
 /// thread for long (Argon2id's second, a process waited for), which must hold none of
 /// Swift's shared threads (one per core) nor the caller's executor meanwhile. The
-/// thread runs at the calling task's priority.
+/// thread asks for the calling task's priority (where the platform has priorities:
+/// Darwin; on Linux Foundation keeps it and changes nothing).
 package func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     let quality = quality(of: Task.currentPriority)
     return try await withCheckedThrowingContinuation { continuation in

@@ -9,9 +9,9 @@ func lastJSON(_ output: String) throws -> [String: Any] {
     return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
 }
 
-/// A `keyctl` running in the background (`device link`, `device approve`): its
-/// standard output read a line at a time, its standard input written on demand.
-/// A keyctl running beside the test (link, approve, contact add), driven by one task at a time.
+/// A `keyctl` running in the background (`device link`, `device approve`, `contact add`,
+/// `master rotate`): its standard output read a line at a time, its standard input
+/// written on demand; driven by one task at a time.
 final class BackgroundKeyctl: @unchecked Sendable {
     let process = Process()
     let stdout = Pipe(), stderr = Pipe(), stdin = Pipe()
@@ -29,23 +29,7 @@ final class BackgroundKeyctl: @unchecked Sendable {
     /// The next JSON line of standard output, waited for at most 30 s on a thread of
     /// its own (none of the shared pool's, where the in-process tasks beside it run).
     func nextJSON() async throws -> [String: Any] {
-        try lastJSON(await onThreadOfItsOwn { self.nextLine(within: 30) })
-    }
-
-    private func nextLine(within seconds: Double) -> String {
-        let deadline = Date().addingTimeInterval(seconds)
-        var ready = pollfd(fd: stdout.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
-        while !buffered.contains("\n"), deadline.timeIntervalSinceNow > 0 {
-            let polled = poll(&ready, 1, Int32(deadline.timeIntervalSinceNow * 1000) + 1)
-            if polled < 0, errno == EINTR { continue }
-            guard polled > 0 else { break }
-            let data = stdout.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            buffered += String(decoding: data, as: UTF8.self)
-        }
-        let line = String(buffered.prefix { $0 != "\n" })
-        buffered = String(buffered.dropFirst(line.count + 1))
-        return line
+        try lastJSON(await onThreadOfItsOwn { nextLine(from: self.stdout.fileHandleForReading, buffer: &self.buffered, within: 30) ?? "" })
     }
 
     /// Types a line, as a person would, and closes standard input.
@@ -54,19 +38,11 @@ final class BackgroundKeyctl: @unchecked Sendable {
         try? stdin.fileHandleForWriting.close()
     }
 
-    /// Closes standard input and waits, on threads of their own, for the exit and all the
-    /// output (both pipes drained at once); a cancelled test kills the process.
+    /// Closes standard input and waits for the exit and all the output (Process.outputAndExit).
     func finish() async -> (code: Int32, out: String, err: String) {
         try? stdin.fileHandleForWriting.close()
-        return await withTaskCancellationHandler {
-            async let error = onThreadOfItsOwn { self.stderr.fileHandleForReading.readDataToEndOfFile() }
-            let out = await onThreadOfItsOwn { self.stdout.fileHandleForReading.readDataToEndOfFile() }
-            let err = await error
-            await onThreadOfItsOwn { self.process.waitUntilExit() }
-            return (process.terminationStatus, buffered + String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-        } onCancel: {
-            killGroup(of: process)
-        }
+        let (out, err) = await process.outputAndExit(out: stdout.fileHandleForReading, err: stderr.fileHandleForReading)
+        return (process.terminationStatus, buffered + String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 }
 

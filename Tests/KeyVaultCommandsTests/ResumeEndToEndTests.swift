@@ -55,8 +55,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     let putID = put.processIdentifier
     let started = await wait(until: { journal().map { size($0) > 200 + 8 * 32 } ?? false }, then: { kill(putID, SIGKILL) })
     if !started { kill(putID, SIGKILL) }  // killed above when it started
-    nonisolated(unsafe) let killedPut = put
-    await onThreadOfItsOwn { killedPut.waitUntilExit() }
+    await put.exited()
     #expect(started, "the put never journaled 8 chunks")
     #expect(put.terminationReason == .uncaughtSignal, "the put finished before it was killed")
 
@@ -83,8 +82,7 @@ func aKilledPutAndAGetCutByAServerRestartGoOnWhenRunAgainWithTheRealBinaries() a
     let arrived = await wait(until: { partial().map { size($0) >= 8 << 20 } ?? false }, then: { kill(serverID, SIGKILL) })
     #expect(arrived, "the get never wrote 8 MiB")
     _ = await first.stop(SIGKILL)
-    nonisolated(unsafe) let cutGet = get
-    await onThreadOfItsOwn { cutGet.waitUntilExit() }
+    await get.exited()
     #expect(get.terminationStatus != 0, "the get finished before the server went")
     let kept = partial().map(size) ?? 0
     #expect(kept >= 8 << 20, "the cut get kept nothing to go on from")

@@ -315,7 +315,7 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     _ = try upgraded.load()
     try upgraded.save(record)
     let resealed = try #require((try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])?["sealed"] as? [String: Any])
-    #expect(resealed["memoryKiB"] as? Int == 65536 && resealed["salt"] as? String != weak.salt)
+    #expect(resealed["memoryKiB"] as? Int == Int(Argon2id.Parameters.interactive.memoryKiB) && resealed["salt"] as? String != weak.salt)
 }
 
 /// Opening a sealed device reads its file and derives its key (Argon2id) on a thread of
@@ -330,6 +330,8 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
                                head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))
     let threads = Locked<(caller: pthread_t?, asked: pthread_t?)>((nil, nil))
     await withTaskExecutorPreference(OneThreadExecutor()) {
+        // A child task: it starts on the preferred executor (the body itself goes on
+        // where it was until it first suspends).
         async let opened: Void = {
             threads.withLock { $0.caller = pthread_self() }
             _ = try? await Vault.open(storage: FileDeviceStorage(directory: directory.path), offline: true, passphrase: {

@@ -24,30 +24,68 @@ package func runProcess(_ executable: URL, _ arguments: [String], input: Data = 
     process.standardOutput = stdout
     process.standardError = stderr
     try process.run()
-    nonisolated(unsafe) let running = process
-    return await withTaskCancellationHandler {
-        // Input is written, and standard error drained, on threads of their own beside
-        // the read of standard output: a process that fills one pipe while another is
-        // served cannot stall.
-        async let error = onThreadOfItsOwn { stderr.fileHandleForReading.readDataToEndOfFile() }
-        async let written: Void = onThreadOfItsOwn {
-            // A process that exits unread makes the write fail (EPIPE) instead of
-            // signalling this thread, which would end the whole test process.
-            var broken = sigset_t()
-            sigemptyset(&broken)
-            sigaddset(&broken, SIGPIPE)
-            pthread_sigmask(SIG_BLOCK, &broken, nil)
-            try? stdin.fileHandleForWriting.write(contentsOf: input)
-            try? stdin.fileHandleForWriting.close()
-        }
-        let out = await onThreadOfItsOwn { stdout.fileHandleForReading.readDataToEndOfFile() }
-        await written
-        let err = await error
-        await onThreadOfItsOwn { running.waitUntilExit() }
-        return (running.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-    } onCancel: {
-        killGroup(of: running)
+    // Input is written on a thread of its own beside the reads: a process that fills
+    // one pipe while another is served cannot stall.
+    async let written: Void = onThreadOfItsOwn {
+        // A process that exits unread makes the write fail (EPIPE) instead of
+        // signalling this thread, which would end the whole test process.
+        var broken = sigset_t()
+        sigemptyset(&broken)
+        sigaddset(&broken, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &broken, nil)
+        try? stdin.fileHandleForWriting.write(contentsOf: input)
+        try? stdin.fileHandleForWriting.close()
     }
+    let (out, err) = await process.outputAndExit(out: stdout.fileHandleForReading, err: stderr.fileHandleForReading)
+    await written
+    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+}
+
+extension Process {
+    /// Reads standard output and standard error to their ends at once, each on a thread
+    /// of its own, then waits there for the exit; a cancelled test kills the process.
+    package func outputAndExit(out: FileHandle, err: FileHandle) async -> (out: Data, err: Data) {
+        nonisolated(unsafe) let process = self
+        return await withTaskCancellationHandler {
+            async let error = onThreadOfItsOwn { err.readDataToEndOfFile() }
+            let output = await onThreadOfItsOwn { out.readDataToEndOfFile() }
+            let errors = await error
+            await process.exited()
+            return (output, errors)
+        } onCancel: {
+            killGroup(of: process)
+        }
+    }
+
+    /// Waits for the exit on a thread of its own.
+    package func exited() async {
+        nonisolated(unsafe) let process = self
+        await onThreadOfItsOwn { process.waitUntilExit() }
+    }
+}
+
+/// The next line `handle` gives, read on into `buffer` (which keeps what follows it):
+/// waits at most `seconds`, and no longer than `alive` holds; nil at the end of the
+/// output or the deadline. It blocks: call it on a thread of its own.
+package func nextLine(from handle: FileHandle, buffer: inout String, within seconds: Double,
+                      while alive: () -> Bool = { true }) -> String? {
+    let deadline = Date().addingTimeInterval(seconds)
+    var ready = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+    while !buffer.contains("\n"), alive() {
+        let left = deadline.timeIntervalSinceNow
+        guard left > 0 else { break }
+        // Read once: a negative timeout would make poll wait without a limit.
+        let polled = poll(&ready, 1, Int32(left * 1000) + 1)
+        if polled < 0, errno == EINTR { continue }
+        guard polled > 0 else { break }
+        let data = handle.availableData
+        if data.isEmpty { break }
+        buffer += String(decoding: data, as: UTF8.self)
+    }
+    guard let end = buffer.firstIndex(of: "\n") else { return nil }
+    let line = String(buffer[..<end])
+    buffer = String(buffer[buffer.index(after: end)...])
+    return line
 }
 
 /// Kills a process and what it started (its process group, when it leads one), unless

@@ -40,18 +40,8 @@ package final class RunningServer {
         // Read on a thread of its own, within 20 s however long the server stays silent.
         nonisolated(unsafe) let (process, output) = (process, output)
         let text = await onThreadOfItsOwn {
-            var text = ""
-            let deadline = Date().addingTimeInterval(20)
-            var ready = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
-            while !text.contains("\n"), deadline.timeIntervalSinceNow > 0, process.isRunning {
-                let polled = poll(&ready, 1, Int32(deadline.timeIntervalSinceNow * 1000) + 1)
-                if polled < 0, errno == EINTR { continue }
-                guard polled > 0 else { break }
-                let data = output.fileHandleForReading.availableData
-                if data.isEmpty { break }
-                text += String(decoding: data, as: UTF8.self)
-            }
-            return text
+            var buffer = ""
+            return nextLine(from: output.fileHandleForReading, buffer: &buffer, within: 20, while: { process.isRunning }) ?? buffer
         }
         guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
               let port = Int(text[range].split(separator: ":").last!) else {
