@@ -143,9 +143,8 @@ package final class DeviceHome: Sendable {
             let passphrase = try self.passphrase ?? passphraseProvider?() ?? {
                 throw KeyVaultError(.passphraseRequired, "the keys in \(directory) are sealed under a passphrase")
             }()
-            let envelope = try sealed.parsedEnvelope()
-            let key = try sealed.key(passphrase: passphrase)
-            secretBytes = try sealed.open(envelope, under: key)
+            let key: SealingKey
+            (secretBytes, key) = try sealed.open(passphrase: passphrase)
             sealing.withLock { $0 = Sealing(passphrase: passphrase, provider: $0.provider, key: key) }
         } else if let secrets = stored.secrets {
             secretBytes = Array(try JSONEncoder().encode(secrets))
@@ -223,7 +222,7 @@ package final class DeviceHome: Sendable {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
             let key: SealingKey
-            if let cached, cached.parameters == .interactive {
+            if let cached, cached.parameters == SealingKey.parameters {
                 key = cached
             } else {
                 // A new salt at today's cost, derived outside the lock; kept only if the passphrase is still this one.
@@ -277,9 +276,12 @@ package struct SealingKey: Sendable {
     let parameters: Argon2id.Parameters
     let key: SymmetricKey
 
+    /// Today's cost: a save seals a file at other parameters under a new key at these.
+    static let parameters = Argon2id.Parameters.interactive
+
     /// A new salt, at today's cost.
     init(passphrase: SecureBytes) throws {
-        try self.init(passphrase: passphrase, salt: SystemRandom.bytes(count: Argon2id.saltByteCount), parameters: .interactive)
+        try self.init(passphrase: passphrase, salt: SystemRandom.bytes(count: Argon2id.saltByteCount), parameters: Self.parameters)
     }
 
     package init(passphrase: SecureBytes, salt: [UInt8], parameters: Argon2id.Parameters) throws {
@@ -305,8 +307,9 @@ package struct SealedSecrets: Codable {
                                                   algorithm: .xchacha20Poly1305).base64)  // random 24-byte nonces: one key seals every save
     }
 
-    /// The key `passphrase` gives at this file's salt and parameters (which are checked first).
-    package func key(passphrase: SecureBytes) throws -> SealingKey {
+    /// Opens the secrets with `passphrase`, and returns them with the key it gave. The
+    /// file's parameters, salt and envelope are checked before any key is derived.
+    package func open(passphrase: SecureBytes) throws -> (plain: [UInt8], key: SealingKey) {
         let parameters: Argon2id.Parameters
         do {
             parameters = try Argon2id.Parameters(iterations: iterations, memoryKiB: memoryKiB)
@@ -315,26 +318,16 @@ package struct SealedSecrets: Codable {
             throw KeyVaultError(error.code == .parametersAboveCeiling ? .kdfAboveCeiling : .weakKDF,
                               "the device file's passphrase parameters are refused: \(error.message)")
         }
-        guard let salt = try? Hex.decode(self.salt) else {
+        guard let salt = try? Hex.decode(self.salt), salt.count == Argon2id.saltByteCount,
+              let envelope = try? Envelope(base64: self.envelope) else {
             throw KeyVaultError(.homeDamaged, "the sealed keys of the device file do not parse")
         }
-        return try SealingKey(passphrase: passphrase, salt: salt, parameters: parameters)
-    }
-
-    /// The envelope, parsed before any key is derived for it.
-    package func parsedEnvelope() throws -> Envelope {
-        guard let envelope = try? Envelope(base64: self.envelope) else {
-            throw KeyVaultError(.homeDamaged, "the sealed keys of the device file do not parse")
-        }
-        return envelope
-    }
-
-    package func open(_ envelope: Envelope, under key: SealingKey) throws -> [UInt8] {
+        let key = try SealingKey(passphrase: passphrase, salt: salt, parameters: parameters)
         guard let plain = try? envelope.open(using: key.key, context: Self.context) else {
             throw KeyVaultError(.wrongPassphrase, "that passphrase does not open this device's keys",
                               kind: .rejected)
         }
-        return plain.unprotectedCopy()
+        return (plain.unprotectedCopy(), key)
     }
 }
 

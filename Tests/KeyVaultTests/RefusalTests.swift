@@ -261,6 +261,24 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     #expect(loaded.device == record.device && loaded.masterKeys[1] == record.masterKeys[1])
 }
 
+/// A sealed home whose salt is not 16 bytes is damaged, said so before any key is
+/// derived (it was Argon2id's own `invalid_parameter`).
+@Test func aSealedHomeWithASaltOfAnotherLengthIsDamaged() throws {
+    let scratch = try TemporaryDirectory("kv-home")
+    let directory = scratch.url("home")
+    let home = DeviceHome(directory: directory.path)
+    home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    try home.save(DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
+                               head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))
+    let file = directory.appendingPathComponent("device.json")
+    let text = try String(contentsOf: file, encoding: .utf8)
+    let salt = try #require(text.range(of: #""salt" : "[0-9a-f]{32}""#, options: .regularExpression))
+    try text.replacingCharacters(in: salt, with: #""salt" : "00112233445566778899""#).write(to: file, atomically: true, encoding: .utf8)
+    let reader = DeviceHome(directory: directory.path)
+    reader.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    #expect { try reader.load() } throws: { ($0 as? KeyVaultError)?.code == .homeDamaged }
+}
+
 /// A sealed home derives its key from the passphrase once (Argon2id takes a fraction of
 /// a second, and every change to the device is a save): later saves seal under the same
 /// key and salt, each with a fresh nonce, and a new passphrase derives a new key.
@@ -305,7 +323,7 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     var document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
     let current = try JSONDecoder().decode(SealedSecrets.self, from: JSONSerialization.data(withJSONObject: try #require(document["sealed"])))
     let staple = SecureBytes(copying: Array("battery staple".utf8))
-    let plain = try current.open(current.parsedEnvelope(), under: current.key(passphrase: staple))
+    let plain = try current.open(passphrase: staple).plain
     let weak = try SealedSecrets.seal(plain, under: SealingKey(passphrase: staple, salt: SystemRandom.bytes(count: Argon2id.saltByteCount),
                                                                 parameters: .floor))
     document["sealed"] = try JSONSerialization.jsonObject(with: JSONEncoder().encode(weak))
