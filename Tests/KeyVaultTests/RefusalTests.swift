@@ -261,15 +261,20 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     #expect(loaded.device == record.device && loaded.masterKeys[1] == record.masterKeys[1])
 }
 
+/// Saves a device in `directory`, sealed under "correct horse".
+private func saveSealedHome(in directory: URL) throws {
+    let home = DeviceHome(directory: directory.path)
+    home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
+    try home.save(DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
+                               head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))
+}
+
 /// A sealed home whose salt is not 16 bytes is damaged, said so before any key is
 /// derived (it was Argon2id's own `invalid_parameter`).
 @Test func aSealedHomeWithASaltOfAnotherLengthIsDamaged() throws {
     let scratch = try TemporaryDirectory("kv-home")
     let directory = scratch.url("home")
-    let home = DeviceHome(directory: directory.path)
-    home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
-    try home.save(DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
-                               head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))
+    try saveSealedHome(in: directory)
     let file = directory.appendingPathComponent("device.json")
     let text = try String(contentsOf: file, encoding: .utf8)
     let salt = try #require(text.range(of: #""salt" : "[0-9a-f]{32}""#, options: .regularExpression))
@@ -342,10 +347,7 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
 @Test func openingASealedDeviceLeavesTheCallersThreadFree() async throws {
     let scratch = try TemporaryDirectory("kv-home")
     let directory = scratch.url("home")
-    let home = DeviceHome(directory: directory.path)
-    home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
-    try home.save(DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
-                               head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))
+    try saveSealedHome(in: directory)
     let threads = Locked<(caller: pthread_t?, asked: pthread_t?)>((nil, nil))
     await withTaskExecutorPreference(OneThreadExecutor()) {
         // A child task: it starts on the preferred executor (the body itself goes on
