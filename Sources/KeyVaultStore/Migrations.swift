@@ -236,6 +236,31 @@ extension KeyVaultDatabase {
             // Idempotent: a database of a build of the same day may have it from its v13.
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS attachment_uploads_unfinished_by_starter ON attachment_uploads (started_by) WHERE complete = 0")
         }
+        migrator.registerMigration("v15 attachments with rowids") { db in
+            // The content out of the key's B-tree, and last: WITHOUT ROWID made the whole
+            // row the key's cell, so that every comparison on the way down to a row read
+            // all of its content's overflow pages, and a column after the content (key,
+            // upload, meta) was read by walking them. (account, member, address) stays
+            // the primary key, now an index beside the rows.
+            try db.execute(sql: """
+                CREATE TABLE attachments_v15 (
+                    account TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    member TEXT NOT NULL,
+                    address TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    created INTEGER NOT NULL,
+                    key BLOB NOT NULL DEFAULT x'',
+                    upload TEXT,
+                    meta BLOB,
+                    data BLOB NOT NULL,
+                    PRIMARY KEY (account, member, address)
+                ) STRICT;
+                INSERT INTO attachments_v15 (account, member, address, size, created, key, upload, meta, data)
+                    SELECT account, member, address, size, created, key, upload, meta, data FROM attachments;
+                DROP TABLE attachments;
+                ALTER TABLE attachments_v15 RENAME TO attachments;
+                """)
+        }
         return migrator
     }
 }

@@ -255,3 +255,60 @@ func onPostgreSQLNoChainWriteDeadlocksWithACompletion() async throws {
         #expect(database.transactionsRunAgain == 0)
     }
 }
+
+/// An attachment's content is the last column of a table with rowids: kept out of the
+/// key's B-tree, and after every column a read or an update of the row names. In a
+/// table WITHOUT ROWID (as attachments were until v15) the whole row is the key's
+/// B-tree cell, and each comparison on the way down to a row whose content spills
+/// onto overflow pages read all of them: a 64 KiB upload cost the service about twice
+/// the CPU in SQLite (BENCHMARKS.md, "Attachments out of their key's B-tree"). A column
+/// added after the content (as key, upload and meta were) is read by walking every
+/// overflow page of it.
+@Test func anAttachmentsContentIsTheLastColumnOfATableWithRowids() throws {
+    let directory = try TemporaryDirectory("kv-schema")
+    let queue = try database(in: directory, migratedUpTo: nil)
+    try queue.read { db in
+        let schema = try #require(try String.fetchOne(db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'attachments'"))
+        #expect(!schema.uppercased().contains("WITHOUT ROWID"), "\(schema)")
+        let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(attachments)").map { $0["name"] as String }
+        #expect(columns.last == "data", "\(columns)")
+        #expect(Set(columns) == ["account", "member", "address", "size", "created", "key", "upload", "meta", "data"])
+        // (account, member, address) is still unique.
+        let unique = try Row.fetchAll(db, sql: "PRAGMA index_list(attachments)").filter { $0["unique"] as Bool }
+        #expect(try unique.contains { index in
+            try Row.fetchAll(db, sql: "PRAGMA index_info(\(index["name"] as String))").map { $0["name"] as String } == ["account", "member", "address"]
+        })
+    }
+}
+
+/// Migration v15 moves every attachment, whole or uploaded in chunks, named or not,
+/// into the new table with all of its columns.
+@Test func theAttachmentsTableMigrationKeepsEveryAttachment() throws {
+    let directory = try TemporaryDirectory("kv-migrate")
+    let queue = try database(in: directory, migratedUpTo: "v14 unfinished uploads by starter")
+    let whole = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+    try queue.write { db in
+        try db.execute(sql: """
+            INSERT INTO attachments (account, member, address, size, created, data, key, upload, meta)
+            VALUES ('a', 'm', 'ca1.1.w', 70000, 5, ?, x'0102', NULL, x'0304'),
+                   ('a', 'm', 'ca1.1.c', 2048, 6, x'', x'05', 'u', NULL)
+            """, arguments: [whole])
+    }
+    try KeyVaultDatabase.migrator.migrate(queue)
+    let rows = try queue.read { db in
+        try Row.fetchAll(db, sql: "SELECT account, member, address, size, created, data, key, upload, meta FROM attachments ORDER BY created")
+    }
+    #expect(rows.count == 2)
+    #expect(rows.map { $0["address"] as String } == ["ca1.1.w", "ca1.1.c"])
+    #expect(rows.map { $0["size"] as Int } == [70000, 2048])
+    #expect(rows.map { $0["data"] as Data } == [whole, Data()])
+    #expect(rows.map { $0["key"] as Data } == [Data([1, 2]), Data([5])])
+    #expect(rows.map { $0["upload"] as String? } == [nil, "u"])
+    #expect(rows.map { $0["meta"] as Data? } == [Data([3, 4]), nil])
+    // And (account, member, address) stays unique.
+    #expect(throws: DatabaseError.self) {
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO attachments (account, member, address, size, created, data, key) VALUES ('a', 'm', 'ca1.1.w', 1, 1, x'', x'')")
+        }
+    }
+}
