@@ -46,7 +46,7 @@ extension KeyVaultDatabase {
 
     static func audit(_ db: Database, account: AccountID, event: AuditEvent, device: String?, sequence: UInt64? = nil,
                       detail: String?) throws {
-        try db.execute(sql: "INSERT INTO audit (account, time, event, device, sequence, detail) VALUES (?, ?, ?, ?, ?, ?)",
-                       arguments: [account.rawValue, now(), event.rawValue, device, sequence.map(Int64.init), detail])
+        try db.cachedStatement(sql: "INSERT INTO audit (account, time, event, device, sequence, detail) VALUES (?, ?, ?, ?, ?, ?)")
+            .execute(arguments: [account.rawValue, now(), event.rawValue, device, sequence.map(Int64.init), detail])
     }
 }
