@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# Attachments of 1 GiB through keyctl and keyctl serve (SQLite), side by side with
-# `openssl enc -chacha20` writing the same file on the same disk (issue 21, item 3):
-# put and get, each timed over several runs by Benchmarks/paired.py (public tools
-# only), paired with openssl run for run, so the ratio holds however the machine's
-# speed drifts. Prints the Markdown table BENCHMARKS.md holds. A put's CPU is its
-# script's (keyctl member add and put, and the shell's od and tr); its peak is keyctl's.
+# Attachments of 1 GiB through keyctl and keyctl serve, on SQLite and on PostgreSQL
+# in one run, side by side with `openssl enc -chacha20` writing the same file on the
+# same disk (issue 21, item 3): put and get, each timed over several runs by
+# Benchmarks/paired.py (public tools only), paired with openssl run for run, so the
+# ratio holds however the machine's speed drifts. Prints the Markdown table
+# BENCHMARKS.md holds. A put's CPU is its script's (keyctl member add and put, and the
+# shell's od and tr); its peak is keyctl's. The service's CPU (and PostgreSQL's) is
+# its mean per run, read from /proc around the runs (openssl's runs cost it nothing).
+# PostgreSQL keeps its durable defaults (fsync on), as backends.sh.
 #
-#   bash Benchmarks/attachments.sh        # ~5 minutes on 2 cores, after a release build
+#   bash Benchmarks/attachments.sh        # ~10 minutes on 2 cores, after a release build
 #
-# Needs: Swift, openssl, python3, 3 GiB of free disk in $TMPDIR.
+# Needs: Swift, openssl, python3, Debian's postgresql, 4 GiB of free disk in $TMPDIR.
+# BENCH_BACKENDS="SQLite" (or "PostgreSQL") measures one backend only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+backends=${BENCH_BACKENDS:-SQLite PostgreSQL}
+if [[ " $backends " == *" PostgreSQL "* && -z "${KEYVAULT_TEST_DATABASE_URL:-}" ]]; then
+  exec env KEYVAULT_PG_DURABLE=1 bash Scripts/with-postgres.sh bash "$0" "$@"
+fi
 runs=${BENCH_RUNS:-3}
 # BENCH_KEYCTL: another build to measure (an older commit's, for a before-and-after in one sitting).
 [ -n "${BENCH_KEYCTL:-}" ] || swift build -c release --scratch-path .build-release --product keyctl >&2
@@ -19,34 +27,66 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/kv-bench-att.XXXXXX")
 server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-"$keyctl" serve --port 0 --database "$work/kv.sqlite" --secret-file "$work/secret" \
-  --max-attachment-bytes $((2 << 30)) >"$work/serve.out" 2>/dev/null &
-server=$!
-for _ in $(seq 100); do grep -q "serving on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.out")
-home=(--home "$work/home")
-"$keyctl" init --server "$url" --name bench --recovery-file "$work/code" --kdf interactive --yes "${home[@]}" >/dev/null
+hz=$(getconf CLK_TCK)
+cpu_seconds() {  # cpu_seconds PID…: user+system seconds of those processes
+  local total=0 pid fields
+  for pid in "$@"; do
+    fields=$(cut -d')' -f2 "/proc/$pid/stat" 2>/dev/null) || continue
+    total=$((total + $(awk '{print $12 + $13}' <<<"$fields")))
+  done
+  awk -v t=$total -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}'
+}
+postgres_pids() { pgrep -x postgres || true; }
+
 head -c $((1 << 30)) /dev/urandom > "$work/1g.bin"
 cat "$work/1g.bin" > /dev/null  # into the page cache: measure the work, not the first read
 key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'); iv=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 openssl_enc=$(printf '%q ' openssl enc -chacha20 -K "$key" -iv "$iv" -in "$work/1g.bin" -out "$work/openssl.out")
-# Each put goes to a new member: the same content under another member key is a new
-# attachment (a second put to one member is "already there" and sends nothing).
-cat > "$work/put.sh" <<SH
+
+# paired LABEL COMMAND: one table row, with the service's and PostgreSQL's CPU per run.
+paired() {
+  local label=$1 command=$2 s0 p0 s1 p1
+  s0=$(cpu_seconds "$server"); p0=$(cpu_seconds $(postgres_pids))
+  python3 Benchmarks/paired.py --runs "$runs" --label "$label" --a "$command" --b "$openssl_enc" > "$work/row.txt"
+  s1=$(cpu_seconds "$server"); p1=$(cpu_seconds $(postgres_pids))
+  local service postgres
+  service=$(awk -v a="$s0" -v b="$s1" -v n="$runs" 'BEGIN {printf "%.2f", (b - a) / n}')
+  postgres=$(awk -v a="$p0" -v b="$p1" -v n="$runs" -v pg="$backend" 'BEGIN {if (pg == "PostgreSQL") printf "%.2f", (b - a) / n; else printf "–"}')
+  echo "$(cat "$work/row.txt") $service | $postgres |"
+}
+
+echo "| 1 GiB | keyctl wall s | openssl enc wall s | openssl / keyctl (goal ≥ 0.5) | keyctl cpu s | keyctl peak MiB | service cpu s | PostgreSQL cpu s |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+for backend in $backends; do
+  if [ "$backend" = SQLite ]; then
+    database="$work/kv.sqlite"
+  else
+    database=${KEYVAULT_TEST_DATABASE_URL/\/keyvault\?/\/kvattach?}
+    psql -q "$KEYVAULT_TEST_DATABASE_URL" -c "CREATE DATABASE kvattach"
+  fi
+  "$keyctl" serve --port 0 --database "$database" --secret-file "$work/secret" \
+    --max-attachment-bytes $((2 << 30)) >"$work/serve.out" 2>/dev/null &
+  server=$!
+  for _ in $(seq 100); do grep -q "serving on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
+  url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.out")
+  home=(--home "$work/home-$backend")
+  "$keyctl" init --server "$url" --name bench --recovery-file "$work/code-$backend" --kdf interactive --yes "${home[@]}" >/dev/null
+  # Each put goes to a new member: the same content under another member key is a new
+  # attachment (a second put to one member is "already there" and sends nothing).
+  cat > "$work/put.sh" <<SH
 #!/bin/sh
 n=\$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-"$keyctl" member add "m\$n" --home "$work/home" >/dev/null && exec "$keyctl" attachment put --member "m\$n" "$work/1g.bin" --home "$work/home" >/dev/null
+"$keyctl" member add "m\$n" --home "$work/home-$backend" >/dev/null && exec "$keyctl" attachment put --member "m\$n" "$work/1g.bin" --home "$work/home-$backend" >/dev/null
 SH
-chmod +x "$work/put.sh"
-echo "put…" >&2
-python3 Benchmarks/paired.py --runs "$runs" --label '`attachment put` (new member each run)' \
-  --a "$(printf '%q' "$work/put.sh")" --b "$openssl_enc" > "$work/put.txt"
-member=$("$keyctl" member list --json "${home[@]}" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])["members"][0]["name"])')
-address=$("$keyctl" attachment list --member "$member" --json "${home[@]}" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])["attachments"][0]["address"])')
-echo "get…" >&2
-python3 Benchmarks/paired.py --runs "$runs" --label '`attachment get -o`' --b "$openssl_enc" \
-  --a "$(printf '%q ' "$keyctl" attachment get --member "$member" "$address" -o "$work/copy.bin" "${home[@]}")" > "$work/get.txt"
-cmp -s "$work/1g.bin" "$work/copy.bin" || { echo "attachments.sh: the copy differs" >&2; exit 1; }
-echo "| 1 GiB | keyctl wall s | openssl enc wall s | openssl / keyctl (goal ≥ 0.5) | keyctl cpu s | keyctl peak MiB |"
-echo "| --- | --- | --- | --- | --- | --- |"
-cat "$work/put.txt" "$work/get.txt"
+  chmod +x "$work/put.sh"
+  echo "$backend: put…" >&2
+  paired "$backend: \`attachment put\` (new member each run)" "$(printf '%q' "$work/put.sh")"
+  member=$("$keyctl" member list --json "${home[@]}" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])["members"][0]["name"])')
+  address=$("$keyctl" attachment list --member "$member" --json "${home[@]}" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])["attachments"][0]["address"])')
+  echo "$backend: get…" >&2
+  paired "$backend: \`attachment get -o\`" "$(printf '%q ' "$keyctl" attachment get --member "$member" "$address" -o "$work/copy.bin" "${home[@]}")"
+  cmp -s "$work/1g.bin" "$work/copy.bin" || { echo "attachments.sh: the copy differs ($backend)" >&2; exit 1; }
+  kill -TERM "$server"; wait "$server" 2>/dev/null || true
+  server=""
+  rm -f "$work/copy.bin" "$work"/kv.sqlite*
+done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `keyctl serve` on SQLite and on PostgreSQL, side by side in one run: session-MAC
-# reads and signed chain appends, with the server's CPU time per request (and
-# PostgreSQL's), p50/p99 and non-2xx; then pgbench's select-only figure on the same
+# reads, signed chain appends and signed 64 KiB uploads, with the server's CPU time
+# per request (and PostgreSQL's), p50/p99 and non-2xx; then pgbench's select-only figure on the same
 # PostgreSQL as its ceiling. The service and PostgreSQL run on core 0, wrk and
 # pgbench on core 1. PostgreSQL keeps its durable defaults (fsync on), as SQLite's
 # chain writes are synced (FULL).
@@ -76,6 +76,9 @@ for backend in SQLite PostgreSQL; do
   rows+=("$(wrk_run "$backend|session-MAC read of this device's key boxes" http://127.0.0.1:18093 "$work/session.req" $server)")
   "$bin/keyvault-bench" sign-requests "$work/all.json" $((accounts - 1)) append "$work/append.req"
   rows+=("$(wrk_run "$backend|signed chain append (member.add, one per account)" http://127.0.0.1:18093 "$work/append.req" $server)")
+  # As server.sh's upload row: 6,000 signed 64 KiB uploads of new content to one member, 5 s.
+  "$bin/keyvault-bench" sign-requests "$work/devices.json" 6000 upload "$work/upload.req"
+  rows+=("$(duration=5 wrk_run "$backend|signed 64 KiB attachment upload (new content each)" http://127.0.0.1:18093 "$work/upload.req" $server)")
   kill -TERM $server; wait $server 2>/dev/null || true
   rm -f "$work"/*.req
 done
