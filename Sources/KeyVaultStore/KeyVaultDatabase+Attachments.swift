@@ -17,8 +17,8 @@ extension KeyVaultDatabase {
                 return AttachmentInfo(address: address, size: Int(row["size"] as Int64), created: row["created"], existed: true)
             }
             let now = Self.now()
-            try db.cachedStatement(sql: "INSERT INTO attachments (account, member, address, size, created, key, data) VALUES (?, ?, ?, ?, ?, ?, ?)")
-                .execute(arguments: [account.rawValue, member.rawValue, address, data.count, now, key, data])
+            try db.executeLettingGo(sql: "INSERT INTO attachments (account, member, address, size, created, key, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                    arguments: [account.rawValue, member.rawValue, address, data.count, now, key, data])
             try Self.audit(db, account: account, event: .attachmentPut, device: device.rawValue, detail: "\(member.rawValue) \(address)")
             return AttachmentInfo(address: address, size: data.count, created: now, existed: false)
         }
@@ -28,11 +28,11 @@ extension KeyVaultDatabase {
                                   device: DeviceID) async throws -> AttachmentInfo {
         try await writer.write { db in
             let now = Self.now()
-            try db.cachedStatement(sql: """
+            try db.executeLettingGo(sql: """
                 INSERT INTO attachments (account, member, address, size, created, key, data) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (account, member, address) DO UPDATE SET size = excluded.size, created = excluded.created,
                     key = excluded.key, data = excluded.data, upload = NULL, meta = NULL
-                """).execute(arguments: [account.rawValue, member.rawValue, address, data.count, now, key, data])
+                """, arguments: [account.rawValue, member.rawValue, address, data.count, now, key, data])
             // Chunks of what it replaced, when that was uploaded in chunks, go with it.
             try db.cachedStatement(sql: """
                 DELETE FROM attachment_uploads WHERE complete = 1 AND account = ? AND member = ? AND address = ?
@@ -102,8 +102,8 @@ extension KeyVaultDatabase {
                 SELECT 1 FROM attachment_uploads
                 WHERE upload = ? AND account = ? AND member = ? AND address = ? AND started_by = ? AND complete = 0
                 """), arguments: [upload, account.rawValue, member.rawValue, address, starter.rawValue]) != nil else { return false }
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO attachment_chunks (upload, idx, data) VALUES (?, ?, ?)")
-                .execute(arguments: [upload, index, data])
+            try db.executeLettingGo(sql: "INSERT OR REPLACE INTO attachment_chunks (upload, idx, data) VALUES (?, ?, ?)",
+                                    arguments: [upload, index, data])
             return true
         }
     }
@@ -229,5 +229,18 @@ extension KeyVaultDatabase {
             try Self.audit(db, account: account, event: .attachmentDelete, device: device.rawValue, detail: "\(member.rawValue) \(address)")
             return true
         }
+    }
+}
+
+extension Database {
+    /// Runs `sql` through GRDB's statement cache (compiled once per connection) with
+    /// `arguments`, then lets go of them: a cached statement keeps its last arguments
+    /// until it runs again, and these hold an attachment's content (up to 64 MiB whole,
+    /// a chunk of up to 4 MiB). A statement that fails leaves the cache, and its
+    /// arguments with it.
+    fileprivate func executeLettingGo(sql: String, arguments: StatementArguments) throws {
+        let statement = try cachedStatement(sql: sql)
+        try statement.execute(arguments: arguments)
+        statement.setUncheckedArguments(StatementArguments())
     }
 }

@@ -312,3 +312,31 @@ func onPostgreSQLNoChainWriteDeadlocksWithACompletion() async throws {
         }
     }
 }
+
+/// The store lets go of an attachment's content once it is written: on SQLite a
+/// statement kept in GRDB's cache held its last arguments until it ran again (up to
+/// 64 MiB of a whole object, as much again for a replace, a chunk of up to 4 MiB),
+/// memory a service keeps while idle. Each content here tells when it is freed.
+@Test(arguments: Backend.all) func theStoreLetsGoOfTheContentItWrote(_ backend: Backend) async throws {
+    let freed = Locked(0)
+    func content(_ count: Int) -> Data {
+        let bytes = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
+        bytes.initializeMemory(as: UInt8.self, repeating: 7, count: count)
+        return Data(bytesNoCopy: bytes, count: count, deallocator: .custom { bytes, _ in
+            bytes.deallocate()
+            freed.withLock { $0 += 1 }
+        })
+    }
+    try await backend.withStore { database in
+        try await createAccount(database)
+        _ = try await database.putAttachment(account, member: member, address: "ca1.1.p", key: Data([1]), data: content(70_000), device: phone.id)
+        #expect(freed.withLock { $0 } == 1, "the put's content is still held")
+        _ = try await database.replaceAttachment(account, member: member, address: "ca1.1.p", key: Data([1]), data: content(70_000), device: phone.id)
+        #expect(freed.withLock { $0 } == 2, "the replace's content is still held")
+        try await database.beginUpload(account, member: member, address: "ca1.1.q", upload: hex(700), startedBy: account, key: Data([7]),
+                                       chunkShift: 10, size: 1500, chunks: 2)
+        #expect(try await database.putUploadChunk(account, member: member, address: "ca1.1.q", upload: hex(700), startedBy: account,
+                                                  index: 0, data: content(1024)))
+        #expect(freed.withLock { $0 } == 3, "the chunk is still held")
+    }
+}
