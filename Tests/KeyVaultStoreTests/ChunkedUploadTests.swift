@@ -281,6 +281,18 @@ func onPostgreSQLNoChainWriteDeadlocksWithACompletion() async throws {
     }
 }
 
+/// A table's columns (name, type, NOT NULL, default; in name order), foreign keys and strictness.
+private func shape(of table: String, in db: Database) throws -> (columns: [String], foreignKeys: [String], strict: Bool) {
+    let columns = try Row.fetchAll(db, sql: "PRAGMA table_xinfo(\(table))").map { row in
+        "\(row["name"] as String) \(row["type"] as String) notnull=\(row["notnull"] as Int) default=\(row["dflt_value"] as String? ?? "none")"
+    }.sorted()
+    let foreignKeys = try Row.fetchAll(db, sql: "PRAGMA foreign_key_list(\(table))").map { row in
+        "\(row["from"] as String) -> \(row["table"] as String)(\(row["to"] as String)) ON DELETE \(row["on_delete"] as String)"
+    }
+    let strict = try Int.fetchOne(db, sql: "SELECT strict FROM pragma_table_list WHERE name = ?", arguments: [table]) == 1
+    return (columns, foreignKeys, strict)
+}
+
 /// Migration v15 moves every attachment, whole or uploaded in chunks, named or not,
 /// into the new table with all of its columns.
 @Test func theAttachmentsTableMigrationKeepsEveryAttachment() throws {
@@ -305,6 +317,15 @@ func onPostgreSQLNoChainWriteDeadlocksWithACompletion() async throws {
     #expect(rows.map { $0["key"] as Data } == [Data([1, 2]), Data([5])])
     #expect(rows.map { $0["upload"] as String? } == [nil, "u"])
     #expect(rows.map { $0["meta"] as Data? } == [Data([3, 4]), nil])
+    // Every column keeps its type, NOT NULL and default, the table stays STRICT, and the
+    // account's deletion still takes its attachments (the foreign key's cascade).
+    let after = try queue.read { db in try shape(of: "attachments", in: db) }
+    let reference = try DatabaseQueue()
+    try KeyVaultDatabase.migrator.migrate(reference, upTo: "v14 unfinished uploads by starter")
+    let before = try reference.read { db in try shape(of: "attachments", in: db) }
+    #expect(after.columns == before.columns)
+    #expect(after.foreignKeys == before.foreignKeys && after.foreignKeys == ["account -> accounts(id) ON DELETE CASCADE"])
+    #expect(after.strict && before.strict)
     // And (account, member, address) stays unique.
     #expect(throws: DatabaseError.self) {
         try queue.write { db in
