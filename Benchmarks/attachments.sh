@@ -5,19 +5,25 @@
 # Benchmarks/paired.py (public tools only), paired with openssl run for run, so the
 # ratio holds however the machine's speed drifts. Prints the Markdown table
 # BENCHMARKS.md holds. A put's CPU is its script's (keyctl member add and put, and the
-# shell's od and tr); its peak is keyctl's. The service's CPU (and PostgreSQL's) is
-# its mean per run, read from /proc around the runs (openssl's runs cost it nothing).
-# PostgreSQL keeps its durable defaults (fsync on), as backends.sh.
+# shell's od and tr); its peak is keyctl's. The service's CPU (and PostgreSQL's, with
+# the backends and workers it reaped) is its mean per run, read from /proc around the
+# runs (openssl's runs cost it nothing). PostgreSQL is a throwaway one
+# (Scripts/with-postgres.sh) with its durable defaults (fsync on), as backends.sh.
 #
-#   bash Benchmarks/attachments.sh        # ~10 minutes on 2 cores, after a release build
+#   bash Benchmarks/attachments.sh        # ~12 minutes on 2 cores, after a release build
 #
-# Needs: Swift, openssl, python3, Debian's postgresql, 4 GiB of free disk in $TMPDIR.
-# BENCH_BACKENDS="SQLite" (or "PostgreSQL") measures one backend only.
+# Needs: Swift, openssl, python3, Debian's postgresql, and about 8 GiB free in
+# $TMPDIR (three puts of 1 GiB per backend, the file, its copies, PostgreSQL's WAL).
+# BENCH_BACKENDS=SQLite (or PostgreSQL) measures one backend only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/lib.sh
 backends=${BENCH_BACKENDS:-SQLite PostgreSQL}
-if [[ " $backends " == *" PostgreSQL "* && -z "${KEYVAULT_TEST_DATABASE_URL:-}" ]]; then
-  exec env KEYVAULT_PG_DURABLE=1 bash Scripts/with-postgres.sh bash "$0" "$@"
+for backend in $backends; do
+  case $backend in SQLite | PostgreSQL) ;; *) echo "attachments.sh: BENCH_BACKENDS names SQLite and PostgreSQL, not $backend" >&2; exit 64 ;; esac
+done
+if [[ " $backends " == *" PostgreSQL "* && -z "${KEYVAULT_BENCH_POSTGRES:-}" ]]; then
+  exec env KEYVAULT_PG_DURABLE=1 KEYVAULT_BENCH_POSTGRES=1 bash Scripts/with-postgres.sh bash "$0" "$@"
 fi
 runs=${BENCH_RUNS:-3}
 # BENCH_KEYCTL: another build to measure (an older commit's, for a before-and-after in one sitting).
@@ -28,14 +34,6 @@ server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 hz=$(getconf CLK_TCK)
-cpu_seconds() {  # cpu_seconds PID…: user+system seconds of those processes
-  local total=0 pid fields
-  for pid in "$@"; do
-    fields=$(cut -d')' -f2 "/proc/$pid/stat" 2>/dev/null) || continue
-    total=$((total + $(awk '{print $12 + $13}' <<<"$fields")))
-  done
-  awk -v t=$total -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}'
-}
 postgres_pids() { pgrep -x postgres || true; }
 
 head -c $((1 << 30)) /dev/urandom > "$work/1g.bin"
@@ -43,15 +41,16 @@ cat "$work/1g.bin" > /dev/null  # into the page cache: measure the work, not the
 key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'); iv=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 openssl_enc=$(printf '%q ' openssl enc -chacha20 -K "$key" -iv "$iv" -in "$work/1g.bin" -out "$work/openssl.out")
 
-# paired LABEL COMMAND: one table row, with the service's and PostgreSQL's CPU per run.
+# paired BACKEND LABEL COMMAND: one table row, with the service's and PostgreSQL's CPU per run.
 paired() {
-  local label=$1 command=$2 s0 p0 s1 p1
-  s0=$(cpu_seconds "$server"); p0=$(cpu_seconds $(postgres_pids))
-  python3 Benchmarks/paired.py --runs "$runs" --label "$label" --a "$command" --b "$openssl_enc" > "$work/row.txt"
-  s1=$(cpu_seconds "$server"); p1=$(cpu_seconds $(postgres_pids))
-  local service postgres
-  service=$(awk -v a="$s0" -v b="$s1" -v n="$runs" 'BEGIN {printf "%.2f", (b - a) / n}')
-  postgres=$(awk -v a="$p0" -v b="$p1" -v n="$runs" -v pg="$backend" 'BEGIN {if (pg == "PostgreSQL") printf "%.2f", (b - a) / n; else printf "–"}')
+  local backend=$1 label=$2 command=$3 s0 p0 s1 p1
+  s0=$(cpu_ticks "$server"); p0=$(cpu_ticks $(postgres_pids))
+  python3 Benchmarks/paired.py --runs "$runs" --label "$backend: $label" --a "$command" --b "$openssl_enc" > "$work/row.txt"
+  s1=$(cpu_ticks "$server"); p1=$(cpu_ticks $(postgres_pids))
+  local per_run='BEGIN {printf "%.2f", (b - a) / hz / n}'
+  local service postgres="–"
+  service=$(awk -v a="$s0" -v b="$s1" -v hz="$hz" -v n="$runs" "$per_run")
+  [ "$backend" = PostgreSQL ] && postgres=$(awk -v a="$p0" -v b="$p1" -v hz="$hz" -v n="$runs" "$per_run")
   echo "$(cat "$work/row.txt") $service | $postgres |"
 }
 
@@ -61,14 +60,12 @@ for backend in $backends; do
   if [ "$backend" = SQLite ]; then
     database="$work/kv.sqlite"
   else
+    [ "$(psql -tA "$KEYVAULT_TEST_DATABASE_URL" -c 'SHOW fsync')" = on ] || { echo "attachments.sh: PostgreSQL runs with fsync off" >&2; exit 1; }
     database=${KEYVAULT_TEST_DATABASE_URL/\/keyvault\?/\/kvattach?}
     psql -q "$KEYVAULT_TEST_DATABASE_URL" -c "CREATE DATABASE kvattach"
   fi
-  "$keyctl" serve --port 0 --database "$database" --secret-file "$work/secret" \
-    --max-attachment-bytes $((2 << 30)) >"$work/serve.out" 2>/dev/null &
-  server=$!
-  for _ in $(seq 100); do grep -q "serving on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-  url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.out")
+  start_server "$work/serve.out" "$keyctl" serve --port 0 --database "$database" --secret-file "$work/secret" \
+    --max-attachment-bytes $((2 << 30)) --log-level warning
   home=(--home "$work/home-$backend")
   "$keyctl" init --server "$url" --name bench --recovery-file "$work/code-$backend" --kdf interactive --yes "${home[@]}" >/dev/null
   # Each put goes to a new member: the same content under another member key is a new
@@ -80,13 +77,15 @@ n=\$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 SH
   chmod +x "$work/put.sh"
   echo "$backend: put…" >&2
-  paired "$backend: \`attachment put\` (new member each run)" "$(printf '%q' "$work/put.sh")"
+  paired "$backend" '`attachment put` (new member each run)' "$(printf '%q' "$work/put.sh")"
   member=$("$keyctl" member list --json "${home[@]}" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])["members"][0]["name"])')
   address=$("$keyctl" attachment list --member "$member" --json "${home[@]}" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])["attachments"][0]["address"])')
   echo "$backend: get…" >&2
-  paired "$backend: \`attachment get -o\`" "$(printf '%q ' "$keyctl" attachment get --member "$member" "$address" -o "$work/copy.bin" "${home[@]}")"
+  paired "$backend" '`attachment get -o`' "$(printf '%q ' "$keyctl" attachment get --member "$member" "$address" -o "$work/copy.bin" "${home[@]}")"
   cmp -s "$work/1g.bin" "$work/copy.bin" || { echo "attachments.sh: the copy differs ($backend)" >&2; exit 1; }
   kill -TERM "$server"; wait "$server" 2>/dev/null || true
   server=""
+  # What this backend stored goes before the next one stores as much.
   rm -f "$work/copy.bin" "$work"/kv.sqlite*
+  [ "$backend" = SQLite ] || psql -q "$KEYVAULT_TEST_DATABASE_URL" -c "DROP DATABASE kvattach"
 done

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # `keyctl serve` on SQLite and on PostgreSQL, side by side in one run: session-MAC
 # reads, signed chain appends and signed 64 KiB uploads, with the server's CPU time
-# per request (and PostgreSQL's), p50/p99 and non-2xx; then pgbench's select-only figure on the same
-# PostgreSQL as its ceiling. The service and PostgreSQL run on core 0, wrk and
-# pgbench on core 1. PostgreSQL keeps its durable defaults (fsync on), as SQLite's
-# chain writes are synced (FULL).
+# per request (and PostgreSQL's, with the backends and workers it reaped), p50/p99
+# and non-2xx; then pgbench's select-only figure on the same PostgreSQL as its
+# ceiling. The service and PostgreSQL run on core 0, wrk and pgbench on core 1.
+# PostgreSQL keeps its durable defaults (fsync on), as SQLite's chain writes are
+# synced (FULL).
 #
 #   bash Benchmarks/backends.sh        # ~6 minutes after the release build; prints Markdown
 #
 # Needs wrk (apt-get install wrk) and Debian's postgresql.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/lib.sh  # cpu_ticks
 if [ -z "${KEYVAULT_TEST_DATABASE_URL:-}" ]; then
   exec env KEYVAULT_PG_DURABLE=1 bash Scripts/with-postgres.sh bash "$0" "$@"
 fi
@@ -31,15 +33,6 @@ for pid in $(pgrep -x postgres); do taskset -a -p -c 0 "$pid" >/dev/null; done
 pg_url=$KEYVAULT_TEST_DATABASE_URL
 psql -q "$pg_url" -c "CREATE DATABASE kvbench" -c "CREATE DATABASE pgbench"
 kv_pg=${pg_url/\/keyvault\?/\/kvbench?}
-
-cpu_ticks() {  # cpu_ticks PID…: user+system clock ticks of those processes
-  local total=0 pid fields
-  for pid in "$@"; do
-    fields=$(cut -d')' -f2 "/proc/$pid/stat" 2>/dev/null) || continue
-    total=$((total + $(awk '{print $12 + $13}' <<<"$fields")))
-  done
-  echo $total
-}
 
 wrk_run() {  # wrk_run LABEL URL FILE SERVER-PID: "label|rps|p50|p99|non2xx|server µs/req|postgres µs/req"
   local label=$1 url=$2 file=$3 server=$4

@@ -57,7 +57,7 @@ for accounts in 100 100000; do
   rows+=("$(wrk_run "read of this device's key boxes, session MAC per request, $accounts accounts" http://127.0.0.1:18091 "$work/session.req")")
   if [ "$accounts" = 100 ]; then
     "$bin/keyvault-bench" sign-requests "$work/devices.json" 6000 upload "$work/uploads.req"
-    rows+=("$(BENCH_DURATION=5 wrk_run "signed 64 KiB attachment upload (new content each)" http://127.0.0.1:18091 "$work/uploads.req")")
+    rows+=("$(duration=5 wrk_run "signed 64 KiB attachment upload (new content each)" http://127.0.0.1:18091 "$work/uploads.req")")
   fi
   kill -TERM $server; wait $server 2>/dev/null || true
   rm -f "$work"/*.req

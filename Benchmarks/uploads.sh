@@ -11,13 +11,20 @@
 # --scratch-path .build-release --product keyctl` (and `--product keyvault-bench`).
 # Needs wrk (apt-get install wrk).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+usage() { echo "usage: bash Benchmarks/uploads.sh [--rounds N] DIR…" >&2; exit 64; }
 rounds=3
-if [ "${1:-}" = --rounds ]; then rounds=$2; shift 2; fi
-if [ $# -eq 0 ]; then echo "usage: bash Benchmarks/uploads.sh [--rounds N] DIR…" >&2; exit 64; fi
+if [ "${1:-}" = --rounds ]; then
+  [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || usage
+  rounds=$2; shift 2
+fi
+[ $# -gt 0 ] || usage
+dirs=()
 for dir in "$@"; do
   [ -x "$dir/keyctl" ] && [ -x "$dir/keyvault-bench" ] || { echo "uploads.sh: $dir has no keyctl and keyvault-bench" >&2; exit 66; }
+  dirs+=("$(cd "$dir" && pwd)")  # before the cd below: a relative DIR is the caller's
 done
+cd "$(dirname "$0")/.."
+source Benchmarks/lib.sh
 command -v wrk >/dev/null || { echo "uploads.sh: needs wrk (apt-get install wrk)" >&2; exit 69; }
 work=$(mktemp -d)
 server=""
@@ -26,16 +33,15 @@ hz=$(getconf CLK_TCK)
 echo "| build | round | uploads/s | service CPU per upload | non-2xx |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 for round in $(seq "$rounds"); do
-  for dir in "$@"; do
+  for dir in "${dirs[@]}"; do
     rm -f "$work"/kv.sqlite* "$work"/*.req
-    "$dir/keyvault-bench" server-setup "$work/kv.sqlite" 100 "$work/devices.json" >/dev/null 2>&1
-    taskset -c 0 "$dir/keyctl" serve --port 18095 --database "$work/kv.sqlite" --log-level warning > "$work/serve.out" 2>&1 &
-    server=$!
-    for _ in $(seq 50); do grep -q serving "$work/serve.out" 2>/dev/null && break; sleep 0.2; done
-    "$dir/keyvault-bench" sign-requests "$work/devices.json" 6000 upload "$work/upload.req" >/dev/null 2>&1
-    before=$(cut -d')' -f2 "/proc/$server/stat" | awk '{print $12 + $13}')
-    out=$(taskset -c 1 wrk -t1 -c32 -d5s -s Benchmarks/replay.lua http://127.0.0.1:18095 -- "$work/upload.req" 2>/dev/null)
-    after=$(cut -d')' -f2 "/proc/$server/stat" | awk '{print $12 + $13}')
+    "$dir/keyvault-bench" server-setup "$work/kv.sqlite" 100 "$work/devices.json" >"$work/setup.out" 2>&1 ||
+      { echo "uploads.sh: setup failed:" >&2; cat "$work/setup.out" >&2; exit 1; }
+    start_server "$work/serve.out" taskset -c 0 "$dir/keyctl" serve --port 0 --database "$work/kv.sqlite" --log-level warning
+    "$dir/keyvault-bench" sign-requests "$work/devices.json" 6000 upload "$work/upload.req" >/dev/null
+    before=$(cpu_ticks "$server")
+    out=$(taskset -c 1 wrk -t1 -c32 -d5s -s Benchmarks/replay.lua "$url" -- "$work/upload.req" 2>/dev/null)
+    after=$(cpu_ticks "$server")
     kill "$server"; wait "$server" 2>/dev/null || true
     server=""
     requests=$(awk '/requests in/ {print $1}' <<<"$out")

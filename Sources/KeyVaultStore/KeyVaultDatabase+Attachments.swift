@@ -236,8 +236,10 @@ extension Database {
     /// Runs `sql` through GRDB's statement cache (compiled once per connection) with
     /// `arguments`, then lets go of them: a cached statement keeps its last arguments
     /// until it runs again, and these hold an attachment's content (up to 64 MiB whole,
-    /// a chunk of up to 4 MiB). A statement that fails leaves the cache, and its
-    /// arguments with it.
+    /// a chunk of up to 4 MiB). A statement whose execution fails leaves the cache, and
+    /// its arguments with it; one refused before it runs (a cancelled task, an aborted
+    /// transaction) keeps them until its next use. Not in a `defer`: clearing resets the
+    /// statement with `try!`, and after a failed step the reset returns that failure.
     fileprivate func executeLettingGo(sql: String, arguments: StatementArguments) throws {
         let statement = try cachedStatement(sql: sql)
         try statement.execute(arguments: arguments)

@@ -485,22 +485,18 @@ extension StoreFixture {
     }
 }
 
-/// A database audited before the typed sequence keeps its links' sequences: migration
-/// v9 moves "sequence N" out of the detail into the number, and leaves other details.
-/// A database file in `directory` migrated up to `migration` (nil: all of them), without
-/// foreign keys (a migration test writes rows of accounts it does not make).
-func database(in directory: TemporaryDirectory, migratedUpTo migration: String?) throws -> DatabaseQueue {
+/// A database file in `directory` migrated up to `migration`, without foreign keys (a
+/// migration test writes rows of accounts it does not make).
+func database(in directory: TemporaryDirectory, migratedUpTo migration: String) throws -> DatabaseQueue {
     var configuration = Configuration()
     configuration.foreignKeysEnabled = false
     let queue = try DatabaseQueue(path: directory.path("old.sqlite"), configuration: configuration)
-    if let migration {
-        try KeyVaultDatabase.migrator.migrate(queue, upTo: migration)
-    } else {
-        try KeyVaultDatabase.migrator.migrate(queue)
-    }
+    try KeyVaultDatabase.migrator.migrate(queue, upTo: migration)
     return queue
 }
 
+/// A database audited before the typed sequence keeps its links' sequences: migration
+/// v9 moves "sequence N" out of the detail into the number, and leaves other details.
 @Test func theAuditSequenceMigrationKeepsEveryLoggedLink() throws {
     let directory = try TemporaryDirectory("kv-migrate")
     let queue = try database(in: directory, migratedUpTo: "v8 head statements")
