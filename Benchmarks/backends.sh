@@ -7,12 +7,12 @@
 # PostgreSQL keeps its durable defaults (fsync on), as SQLite's chain writes are
 # synced (FULL).
 #
-#   bash Benchmarks/backends.sh        # ~6 minutes after the release build; prints Markdown
+#   bash Benchmarks/backends.sh        # ~8 minutes after the release build; prints Markdown
 #
 # Needs wrk (apt-get install wrk) and Debian's postgresql.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source Benchmarks/lib.sh  # cpu_ticks
+source Benchmarks/lib.sh  # cpu_ticks, start_server
 if [ -z "${KEYVAULT_TEST_DATABASE_URL:-}" ]; then
   exec env KEYVAULT_PG_DURABLE=1 bash Scripts/with-postgres.sh bash "$0" "$@"
 fi
@@ -60,11 +60,7 @@ for backend in SQLite PostgreSQL; do
   echo "setting up $accounts accounts on $backend…" >&2
   "$bin/keyvault-bench" server-setup "$database" "$accounts" "$work/all.json" all >&2
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); json.dump(d[:1000], open(sys.argv[2],'w'))" "$work/all.json" "$work/devices.json"
-  taskset -c 0 "$bin/keyctl" serve --port 18093 --database "$database" "${secret[@]}" --log-level warning \
-    > "$work/serve.out" 2>&1 &
-  server=$!
-  for _ in $(seq 100); do grep -q serving "$work/serve.out" 2>/dev/null && break; sleep 0.2; done
-  kill -0 $server 2>/dev/null && grep -q serving "$work/serve.out" || { echo "keyctl serve did not start:" >&2; cat "$work/serve.out" >&2; exit 1; }
+  start_server "$work/serve.out" taskset -c 0 "$bin/keyctl" serve --port 18093 --database "$database" "${secret[@]}" --log-level warning
   "$bin/keyvault-bench" session-requests "$work/devices.json" $((duration * 40000)) http://127.0.0.1:18093 "$work/session.req"
   rows+=("$(wrk_run "$backend|session-MAC read of this device's key boxes" http://127.0.0.1:18093 "$work/session.req" $server)")
   "$bin/keyvault-bench" sign-requests "$work/all.json" $((accounts - 1)) append "$work/append.req"
