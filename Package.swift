@@ -137,7 +137,7 @@ let package = Package(
             "KeyVaultCrypto", "KeyVaultModel", "KeyVaultTestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
-        ]),
+        ], resources: [.copy("Vectors")]),
         .testTarget(name: "KeyVaultFuzzTests", dependencies: ["KeyVaultFuzzing", "KeyVaultTestSupport"]),
         .testTarget(name: "KeyVaultCommandsTests", dependencies: [
             "KeyVaultCommands", "keyctl", "FamilyRecords", "KeyVaultProtocol", "KeyVaultModel", "KeyVaultCrypto",

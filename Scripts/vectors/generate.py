@@ -7,7 +7,7 @@ addresses are built from the specs in docs/formats/ with pyca/cryptography
 trezor's python-mnemonic, the BIP's reference implementation. RFC vectors are
 transcribed from the RFCs and re-checked here before they are written.
 
-    pip install cryptography pynacl mnemonic
+    pip install cryptography pynacl mnemonic argon2-cffi
     python3 Scripts/vectors/generate.py
 
 CI does not run this; the JSON it writes is committed.
@@ -34,6 +34,7 @@ MNEMONIC = ROOT / "Tests" / "KeyVaultMnemonicTests" / "Vectors"
 SERVER = ROOT / "Tests" / "KeyVaultProtocolTests" / "Vectors"
 VAULT = ROOT / "Tests" / "KeyVaultVaultTests" / "Vectors"
 SERVICE = ROOT / "Tests" / "KeyVaultServerTests" / "Vectors"
+CLIENT = ROOT / "Tests" / "KeyVaultTests" / "Vectors"
 rng = random.Random(20261121)  # deterministic, so regenerating changes nothing
 
 
@@ -1181,6 +1182,82 @@ def account_reset_vectors() -> None:
         "laptop": ids["laptop"], "phone": ids["phone"], "reset": chain.at["reset"], "steps": chain.steps})
 
 
+# --------------------------------------------------------------------------- the device home, version 1
+
+def device_home_vectors() -> None:
+    """A device file sealed under a passphrase (docs/formats/device-home.md: `sealed`, an
+    envelope of the secrets under Argon2id(passphrase, salt)), and a device document sealed
+    under an app's key (`SealedDeviceStorage`: an envelope of the whole document)."""
+    import base64
+    from argon2.low_level import Type, hash_secret_raw
+
+    homes = []
+    for name, passphrase, t, m in [
+        ("at the floor (t=2, 19 MiB)", "correct horse battery staple", 2, 19 * 1024),
+        ("at today's cost (t=2, 64 MiB), a passphrase beyond ASCII", "mot de passe \u00e9t\u00e9 \U0001f511", 2, 64 * 1024),
+    ]:
+        signing = SigningKey(rand(32))
+        box = PrivateKey(rand(32))
+        secrets = {"signingSeed": signing.encode().hex(), "boxKey": bytes(box).hex(),
+                   "master": {"1": rand(32).hex(), "2": rand(32).hex()},
+                   "members": {rand(16).hex(): {"1": rand(32).hex(), "3": rand(32).hex()}}}
+        salt, nonce = rand(16), rand(24)
+        key = hash_secret_raw(passphrase.encode(), salt, time_cost=t, memory_cost=m, parallelism=1, hash_len=32, type=Type.ID)
+        plain = json.dumps(secrets, sort_keys=True, separators=(",", ":")).encode()
+        envelope = seal_envelope("xchacha20poly1305", key, 1, "device-home", {}, nonce, plain)
+        document = {"format": 1, "server": "https://vault.example.org", "account": rand(16).hex(),
+                    "device": device_id(signing.verify_key.encode()), "name": "laptop", "head": rand(32).hex(),
+                    "sequence": 3, "enrolled": True,
+                    "sealed": {"salt": salt.hex(), "iterations": t, "memoryKiB": m, "envelope": base64.b64encode(envelope).decode()}}
+        homes.append({"name": name, "outcome": "valid", "passphrase": passphrase, "passphraseHex": passphrase.encode().hex(),
+                      "key": key.hex(), "nonce": nonce.hex(), "document": json.dumps(document, sort_keys=True),
+                      "secrets": secrets, "signingPublicKey": signing.verify_key.encode().hex(),
+                      "boxPublicKey": bytes(box.public_key).hex()})
+
+    base = homes[0]
+    document = json.loads(base["document"])
+
+    def variant(name, outcome, passphrase=None, **sealed):
+        changed = dict(document, sealed=dict(document["sealed"], **sealed))
+        homes.append({"name": name, "outcome": outcome, "passphrase": passphrase or base["passphrase"],
+                      "passphraseHex": (passphrase or base["passphrase"]).encode().hex(),
+                      "document": json.dumps(changed, sort_keys=True)})
+
+    envelope = base64.b64decode(document["sealed"]["envelope"])
+    variant("another passphrase", "wrong_passphrase", passphrase="correct horse battery stapler")
+    flipped = bytearray(envelope); flipped[-1] ^= 1
+    variant("the envelope's tag changed", "wrong_passphrase", envelope=base64.b64encode(bytes(flipped)).decode())
+    other_salt = bytearray(bytes.fromhex(document["sealed"]["salt"])); other_salt[0] ^= 1
+    variant("another salt", "wrong_passphrase", salt=bytes(other_salt).hex())
+    key = bytes.fromhex(base["key"])
+    plain = json.dumps(base["secrets"], sort_keys=True, separators=(",", ":")).encode()
+    other_purpose = seal_envelope("xchacha20poly1305", key, 1, "device-storage", {}, bytes.fromhex(base["nonce"]), plain)
+    variant("sealed for another purpose (device-storage)", "wrong_passphrase",
+            envelope=base64.b64encode(other_purpose).decode())
+    variant("one iteration (below the floor)", "weak_kdf", iterations=1)
+    variant("8 MiB (below the floor)", "weak_kdf", memoryKiB=8 * 1024)
+    variant("2 GiB (above the ceiling)", "kdf_above_ceiling", memoryKiB=2 * 1024 * 1024)
+    variant("11 iterations (above the ceiling)", "kdf_above_ceiling", iterations=11)
+    variant("a salt of 8 bytes", "home_damaged", salt=rand(8).hex())
+    variant("an envelope that is not base64", "home_damaged", envelope="not base64!")
+
+    storage = []
+    app_key, nonce = rand(32), rand(24)
+    whole = base["document"].encode()
+    storage.append({"name": "a sealed device's document under an app's key", "outcome": "valid", "key": app_key.hex(),
+                    "nonce": nonce.hex(), "document": base["document"],
+                    "stored": seal_envelope("xchacha20poly1305", app_key, 1, "device-storage", {}, nonce, whole).hex()})
+    storage.append({"name": "sealed for another purpose (device-home)", "outcome": "bad_box", "key": app_key.hex(),
+                    "stored": seal_envelope("xchacha20poly1305", app_key, 1, "device-home", {}, nonce, whole).hex()})
+    storage.append({"name": "another key", "outcome": "bad_box", "key": rand(32).hex(), "stored": storage[0]["stored"]})
+
+    write(CLIENT / "device-home-v1.json", {
+        "source": "Generated by Scripts/vectors/generate.py from docs/formats/device-home.md and envelope.md with "
+                  "argon2-cffi (Argon2id, parallelism 1), PyNaCl (Ed25519, X25519, XChaCha20-Poly1305) and pyca/cryptography (HKDF).",
+        "outcomes": ["valid", "wrong_passphrase", "weak_kdf", "kdf_above_ceiling", "home_damaged", "bad_box"],
+        "homes": homes, "storage": storage})
+
+
 if __name__ == "__main__":
     ed25519_vectors()
     x25519_vectors()
@@ -1189,8 +1266,9 @@ if __name__ == "__main__":
     content_address_vectors()
     bip39_vectors()
     # Added later; last, so that the seeded generator gives the files above the
-    # same bytes as before. (x25519-rfc7748.json's sealed box uses a fresh
-    # ephemeral key on every run, so that one file always changes.)
+    # same bytes as before. (The sealed boxes of x25519-rfc7748.json and
+    # key-box-v2.json use a fresh ephemeral key on every run, so those two files
+    # always change: keep the committed ones.)
     chain_vectors()
     request_vectors()
     recovery_vectors()
@@ -1210,3 +1288,4 @@ if __name__ == "__main__":
     attachment_meta_vectors()
     member_lifecycle_vectors()
     account_reset_vectors()
+    device_home_vectors()
