@@ -87,6 +87,21 @@ package final class DeviceHome: Sendable {
         set { sealing.withLock { $0 = Sealing(passphrase: newValue, provider: $0.provider) } }
     }
 
+    /// Seals the saves after this under `passphrase` (nil: unsealed), its key derived
+    /// here on a thread of its own (Argon2id, a fraction of a second), so that no save
+    /// derives it on the caller's executor.
+    /// - Returns: what puts back the passphrase and key before (for a save that failed).
+    @discardableResult
+    package func seal(under passphrase: SecureBytes?) async throws -> @Sendable () -> Void {
+        var key: SealingKey?
+        if let passphrase { key = try await onThreadOfItsOwn { try SealingKey(passphrase: passphrase) } }
+        let before = sealing.withLock { sealing in
+            defer { sealing = Sealing(passphrase: passphrase, provider: sealing.provider, key: key) }
+            return sealing
+        }
+        return { [sealing] in sealing.withLock { $0 = Sealing(passphrase: before.passphrase, provider: $0.provider, key: before.key) } }
+    }
+
     /// Asked for the passphrase of a sealed home.
     package var passphraseProvider: (@Sendable () throws -> SecureBytes)? {
         get { sealing.withLock { $0.provider } }

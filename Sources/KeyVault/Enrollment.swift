@@ -15,7 +15,7 @@ extension Vault {
                                      progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
             if try home.exists {
-                let existing = try? home.load()
+                let existing = try? await home.loadOnThreadOfItsOwn()
                 throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds a device\(existing.map { " of account \($0.account)" } ?? "")")
             }
             try Vault.checkName(name, of: "a device")
@@ -57,7 +57,7 @@ extension Vault {
                                               name: String, code: Mnemonic,
                                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
-            let leftover = try prepareNewDevice(home: home, name: name).flatMap { $0.account == account ? $0 : nil }
+            let leftover = try await prepareNewDevice(home: home, name: name).flatMap { $0.account == account ? $0 : nil }
             let api = ServerAPI(transport: transport, account: account)
             let slot = try await api.recoverySlot()
             let parameters: Argon2id.Parameters
@@ -139,13 +139,13 @@ extension Vault {
     /// Checks the home of a device about to join (locked by the caller), which must not
     /// hold an enrolled device already; returns what an unfinished enrollment left there.
     @discardableResult
-    static func prepareNewDevice(home: DeviceHome, name: String) throws -> DeviceRecord? {
+    static func prepareNewDevice(home: DeviceHome, name: String) async throws -> DeviceRecord? {
         // Only an empty home, or one an enrollment or link left unfinished, may take a new
         // device: a device whose record cannot be read now (sealed, damaged, a storage
         // error) is never overwritten.
         var leftover: DeviceRecord?
         do {
-            let existing = try home.load()
+            let existing = try await home.loadOnThreadOfItsOwn()
             if existing.enrolled {
                 throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds an enrolled device of account \(existing.account)")
             }
@@ -178,7 +178,7 @@ extension Vault {
                             pollInterval: Duration = .seconds(1), events: (LinkEvent) -> Void,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
-            let leftover = try prepareNewDevice(home: home, name: name)
+            let leftover = try await prepareNewDevice(home: home, name: name)
             var device = DeviceKeys()
             if let earlier = leftover, earlier.account == account, earlier.server == server, !earlier.enrolled {
                 // A request made from this home may still be approved: keep the keys it named,

@@ -76,7 +76,7 @@ extension Vault {
                               transport: (any HTTPTransport)? = nil, invite: String? = nil, parameters: RecoveryCost = .recovery,
                               passphrase: SecureBytes? = nil,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await createAccount(home: try home(storage, sealedUnder: passphrase), server: server.absoluteString,
+        try await createAccount(home: try await home(storage, sealedUnder: passphrase), server: server.absoluteString,
                                 transport: transport ?? defaultTransport(server), invite: invite, name: deviceName,
                                 code: recoveryCode.mnemonic, parameters: parameters.parameters, progress: progress)
     }
@@ -99,7 +99,7 @@ extension Vault {
                               storage: any DeviceStorage, transport: (any HTTPTransport)? = nil, passphrase: SecureBytes? = nil,
                               askPassphrase: (@Sendable () throws -> SecureBytes)? = nil,
                               progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await enrollWithRecoveryCode(home: try home(storage, sealedUnder: passphrase, asking: askPassphrase), server: server.absoluteString,
+        try await enrollWithRecoveryCode(home: try await home(storage, sealedUnder: passphrase, asking: askPassphrase), server: server.absoluteString,
                                          transport: transport ?? defaultTransport(server), account: account,
                                          name: deviceName, code: recoveryCode.mnemonic, progress: progress)
     }
@@ -121,7 +121,7 @@ extension Vault {
                             transport: (any HTTPTransport)? = nil, passphrase: SecureBytes? = nil,
                             askPassphrase: (@Sendable () throws -> SecureBytes)? = nil, pollInterval: Duration = .seconds(1),
                             events: (LinkEvent) -> Void, progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
-        try await link(home: try home(storage, sealedUnder: passphrase, asking: askPassphrase), server: server.absoluteString,
+        try await link(home: try await home(storage, sealedUnder: passphrase, asking: askPassphrase), server: server.absoluteString,
                        transport: transport ?? defaultTransport(server), account: account, name: deviceName,
                        pollInterval: pollInterval, events: events, progress: progress)
     }
@@ -185,16 +185,17 @@ extension Vault {
     public static let minimumPassphraseBytes = 8
 
     /// The home of a new device, its secrets sealed under `passphrase` when one is
-    /// given; `asking` is asked for the passphrase of a sealed one this call resumes.
+    /// given (its key derived now, on a thread of its own); `asking` is asked for the
+    /// passphrase of a sealed one this call resumes.
     private static func home(_ storage: any DeviceStorage, sealedUnder passphrase: SecureBytes?,
-                             asking: (@Sendable () throws -> SecureBytes)? = nil) throws -> DeviceHome {
+                             asking: (@Sendable () throws -> SecureBytes)? = nil) async throws -> DeviceHome {
         let home = DeviceHome(storage: storage)
         home.passphraseProvider = asking
         if let passphrase {
             guard passphrase.count >= minimumPassphraseBytes else {
                 throw KeyVaultError(.invalidInput, "a passphrase has at least \(minimumPassphraseBytes) bytes")
             }
-            home.passphrase = passphrase
+            try await home.seal(under: passphrase)
         }
         return home
     }
@@ -202,17 +203,17 @@ extension Vault {
     /// Seals this device's keys under `passphrase` (at least ``minimumPassphraseBytes``),
     /// replacing the one they are sealed under; nil stores them unsealed. Local to this
     /// device: nothing reaches the server, and no other device's passphrase changes.
+    /// The key is derived (Argon2id) on a thread of its own, not on the caller's executor.
     public func setPassphrase(_ passphrase: SecureBytes?) async throws {
         if let passphrase, passphrase.count < Self.minimumPassphraseBytes {
             throw KeyVaultError(.invalidInput, "a passphrase has at least \(Self.minimumPassphraseBytes) bytes", kind: .rejected)
         }
         try await exclusively {
-            let before = home.passphrase
-            home.passphrase = passphrase
+            let putBack = try await home.seal(under: passphrase)
             do {
                 try home.save(record)
             } catch {
-                home.passphrase = before
+                putBack()
                 throw error
             }
         }

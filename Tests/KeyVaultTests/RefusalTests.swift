@@ -366,6 +366,34 @@ private func saveSealedHome(in directory: URL) throws {
     #expect(pthread_equal(try #require(caller), askedOn) == 0, "the file was opened on the caller's thread")
 }
 
+/// Setting a passphrase derives its key (Argon2id) on a thread of its own, as opening
+/// does: the caller's executor runs its other work meanwhile. Both tasks here share one
+/// thread; the watcher must see the change under way twice, yielding between (as
+/// `derivingRecoveryKeysLeavesTheCallersThreadFree`): a key derived on that thread, by
+/// the save after it, leaves the watcher nothing to see until the end.
+@Test(.timeLimit(.minutes(1)))
+func settingAPassphraseLeavesTheCallersThreadFree() async throws {
+    try await Fixture.run { _, laptop in
+        let state = Locked((started: false, done: false, seenMeanwhile: 0))
+        try await withTaskExecutorPreference(OneThreadExecutor()) {
+            async let set: Void = {
+                state.withLock { $0.started = true }
+                defer { state.withLock { $0.done = true } }
+                try await laptop.setPassphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
+            }()
+            async let watched: Void = {
+                while !Task.isCancelled, state.withLock({ !$0.done && $0.seenMeanwhile < 2 }) {
+                    state.withLock { if $0.started { $0.seenMeanwhile += 1 } }
+                    await Task.yield()
+                }
+            }()
+            try await set
+            await watched
+        }
+        #expect(state.withLock { $0.seenMeanwhile } == 2, "the other task ran only once the key had been derived")
+    }
+}
+
 @Test func serverTextCannotDriveTheTerminal() async throws {
     #expect("a\u{1B}[2Jb\u{7}\nc".printable == "a?[2Jb??c")
     #expect(String(repeating: "x", count: 2000).printable.count == 500)
