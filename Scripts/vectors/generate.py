@@ -1188,7 +1188,6 @@ def device_home_vectors() -> None:
     """A device file sealed under a passphrase (docs/formats/device-home.md: `sealed`, an
     envelope of the secrets under Argon2id(passphrase, salt)), and a device document sealed
     under an app's key (`SealedDeviceStorage`: an envelope of the whole document)."""
-    import base64
     from argon2.low_level import Type, hash_secret_raw
 
     homes = []
@@ -1248,7 +1247,7 @@ def device_home_vectors() -> None:
                     "nonce": nonce.hex(), "document": base["document"],
                     "stored": seal_envelope("xchacha20poly1305", app_key, 1, "device-storage", {}, nonce, whole).hex()})
     storage.append({"name": "sealed for another purpose (device-home)", "outcome": "bad_box", "key": app_key.hex(),
-                    "stored": seal_envelope("xchacha20poly1305", app_key, 1, "device-home", {}, nonce, whole).hex()})
+                    "stored": seal_envelope("xchacha20poly1305", app_key, 1, "device-home", {}, rand(24), whole).hex()})
     storage.append({"name": "another key", "outcome": "bad_box", "key": rand(32).hex(), "stored": storage[0]["stored"]})
 
     write(CLIENT / "device-home-v1.json", {

@@ -76,8 +76,9 @@ package final class DeviceHome: Sendable {
     private struct Sealing {
         var passphrase: SecureBytes?
         var provider: (@Sendable () throws -> SecureBytes)?
-        /// The key derived from `passphrase` (Argon2id) by the last open or save: the
-        /// saves after it seal under it, with fresh nonces, instead of deriving again.
+        /// The key derived from `passphrase` (Argon2id) by the last open, by a save, or
+        /// before ``seal(under:)``: the saves after it seal under it, with fresh nonces,
+        /// instead of deriving again.
         var key: SealingKey?
     }
 
@@ -87,20 +88,26 @@ package final class DeviceHome: Sendable {
         set { sealing.withLock { $0 = Sealing(passphrase: newValue, provider: $0.provider) } }
     }
 
-    /// Seals the saves after this under `passphrase` (nil: unsealed), its key derived
-    /// here on a thread of its own (Argon2id, a fraction of a second), so that no save
+    /// A passphrase with a new key for it (a new salt at today's cost), the key derived
+    /// on a thread of its own (Argon2id, a fraction of a second), so that no save
     /// derives it on the caller's executor.
-    /// - Returns: what puts back the passphrase and key before (for a save that failed).
-    @discardableResult
-    package func seal(under passphrase: SecureBytes?) async throws -> @Sendable () -> Void {
-        var key: SealingKey?
-        if let passphrase { key = try await onThreadOfItsOwn { try SealingKey(passphrase: passphrase) } }
-        let before = sealing.withLock { sealing in
-            defer { sealing = Sealing(passphrase: passphrase, provider: sealing.provider, key: key) }
-            return sealing
+    package struct NewSealing: Sendable {
+        let passphrase: SecureBytes
+        let key: SealingKey
+
+        package init(_ passphrase: SecureBytes) async throws {
+            self.passphrase = passphrase
+            key = try await onThreadOfItsOwn { try SealingKey(passphrase: passphrase) }
         }
-        return { [sealing] in sealing.withLock { $0 = Sealing(passphrase: before.passphrase, provider: $0.provider, key: before.key) } }
     }
+
+    /// Seals the saves after this under `new` (a home not yet saved: a new device's).
+    package func seal(under new: NewSealing) {
+        sealing.withLock { $0 = Sealing(passphrase: new.passphrase, provider: $0.provider, key: new.key) }
+    }
+
+    /// The salt of the key the next save seals under, if one is kept (the tests).
+    package var keptSalt: [UInt8]? { sealing.withLock { $0.key?.salt } }
 
     /// Asked for the passphrase of a sealed home.
     package var passphraseProvider: (@Sendable () throws -> SecureBytes)? {
@@ -217,6 +224,24 @@ package final class DeviceHome: Sendable {
 
     /// Writes the record (atomically where the storage is a file: a crash leaves the old one or the new one).
     package func save(_ record: DeviceRecord) throws {
+        // The passphrase and its key are read together: a key is only ever kept beside the passphrase it came from.
+        let (passphrase, cached) = sealing.withLock { ($0.passphrase, $0.key) }
+        guard let passphrase else { return try write(record, sealedUnder: nil) }
+        if let cached, cached.parameters == SealingKey.parameters { return try write(record, sealedUnder: cached) }
+        // A new salt at today's cost, derived outside the lock; kept only if the passphrase is still this one.
+        let key = try SealingKey(passphrase: passphrase)
+        sealing.withLock { if $0.passphrase == passphrase { $0.key = key } }
+        try write(record, sealedUnder: key)
+    }
+
+    /// Writes the record sealed under `new` (nil: unsealed), and seals the saves after it
+    /// so once it is written; a failed write leaves the passphrase and key as they were.
+    package func save(_ record: DeviceRecord, sealedUnder new: NewSealing?) throws {
+        try write(record, sealedUnder: new?.key)
+        sealing.withLock { $0 = Sealing(passphrase: new?.passphrase, provider: $0.provider, key: new?.key) }
+    }
+
+    private func write(_ record: DeviceRecord, sealedUnder key: SealingKey?) throws {
         let secrets = StoredSecrets(
             signingSeed: HexSecret(record.keys.signing.seed), boxKey: HexSecret(record.keys.boxKey.rawRepresentation),
             master: Dictionary(uniqueKeysWithValues: record.masterKeys.map { (String($0.key), HexSecret($0.value.bytes)) }),
@@ -231,19 +256,9 @@ package final class DeviceHome: Sendable {
                                 chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed,
                                 written: record.written.isEmpty ? nil : record.written, movedFrom: record.movedFrom,
                                 instance: record.instance)
-        // The passphrase and its key are read together: a key is only ever kept beside the passphrase it came from.
-        let (passphrase, cached) = sealing.withLock { ($0.passphrase, $0.key) }
-        if let passphrase {
+        if let key {
             var plain = Array(try JSONEncoder().encode(secrets))
             defer { secureWipe(&plain) }
-            let key: SealingKey
-            if let cached, cached.parameters == SealingKey.parameters {
-                key = cached
-            } else {
-                // A new salt at today's cost, derived outside the lock; kept only if the passphrase is still this one.
-                key = try SealingKey(passphrase: passphrase)
-                sealing.withLock { if $0.passphrase == passphrase { $0.key = key } }
-            }
             stored.sealed = try SealedSecrets.seal(plain, under: key)
         } else {
             stored.secrets = secrets

@@ -151,8 +151,8 @@ extension Vault {
     /// - Parameters:
     ///   - passphrase: called when `storage` is sealed under a passphrase (a prompt);
     ///     nil: such a device is refused with `passphrase_required`. It is called, and
-    ///     `storage` read, on a thread of their own (as the key is derived), never on
-    ///     the caller's executor.
+    ///     `storage` read, on a thread of their own (as the key is derived), not on
+    ///     the caller's executor (unless the system can start no thread).
     ///   - transportFor: the transport for the stored server's URL.
     /// - Throws: as ``open(storage:transport:offline:progress:)``; `wrong_passphrase`
     ///   when the passphrase does not open the secrets.
@@ -195,7 +195,7 @@ extension Vault {
             guard passphrase.count >= minimumPassphraseBytes else {
                 throw KeyVaultError(.invalidInput, "a passphrase has at least \(minimumPassphraseBytes) bytes")
             }
-            try await home.seal(under: passphrase)
+            home.seal(under: try await DeviceHome.NewSealing(passphrase))
         }
         return home
     }
@@ -209,13 +209,9 @@ extension Vault {
             throw KeyVaultError(.invalidInput, "a passphrase has at least \(Self.minimumPassphraseBytes) bytes", kind: .rejected)
         }
         try await exclusively {
-            let putBack = try await home.seal(under: passphrase)
-            do {
-                try home.save(record)
-            } catch {
-                putBack()
-                throw error
-            }
+            var new: DeviceHome.NewSealing?
+            if let passphrase { new = try await DeviceHome.NewSealing(passphrase) }
+            try home.save(record, sealedUnder: new)
         }
     }
 

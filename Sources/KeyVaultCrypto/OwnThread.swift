@@ -11,6 +11,9 @@ import Darwin
 /// Darwin; Linux has none to ask for). When the system will not start a thread (a
 /// process at its limit of threads or memory), `work` runs on the caller's thread
 /// instead: slower for the others meanwhile, never a wait for a thread that never ran.
+/// So `work` must never wait for other tasks to make progress (it may hold the thread
+/// they need), and code that promises it runs off the caller's thread says "unless no
+/// thread can be started".
 package func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await onThreadOfItsOwn(starting: startThread, work)
 }
@@ -59,11 +62,14 @@ private let startThread: ThreadStarter = { priority, body in
     let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
     #if canImport(Darwin)
     var thread: pthread_t?
-    let started = pthread_create(&thread, &attributes, { Unmanaged<ThreadBody>.fromOpaque($0).takeRetainedValue().run(); return nil }, context)
     #else
     var thread = pthread_t()
-    let started = pthread_create(&thread, &attributes, { Unmanaged<ThreadBody>.fromOpaque($0!).takeRetainedValue().run(); return nil }, context)
     #endif
+    // The argument is optional on Linux and not on Darwin: read as optional, it is both.
+    let started = pthread_create(&thread, &attributes, {
+        Unmanaged<ThreadBody>.fromOpaque(($0 as UnsafeMutableRawPointer?)!).takeRetainedValue().run()
+        return nil
+    }, context)
     if started != 0 { Unmanaged<ThreadBody>.fromOpaque(context).release() }
     return started == 0
 }

@@ -14,7 +14,8 @@ import Testing
     /// The thread the work ran on, as a number to compare.
     static func currentThread() -> UInt { UInt(bitPattern: Int(bitPattern: unsafeBitCast(pthread_self(), to: UInt.self))) }
 
-    @Test func workRunsOnAThreadOfItsOwnAndItsErrorComesBack() async throws {
+    @Test(.timeLimit(.minutes(1)))
+    func workRunsOnAThreadOfItsOwnAndItsErrorComesBack() async throws {
         let caller = Self.currentThread()
         let ranOn = try await onThreadOfItsOwn { Self.currentThread() }
         #expect(ranOn != caller)
@@ -62,7 +63,8 @@ import Testing
     @Test func theStarterIsGivenTheCallersPriority() async {
         let seen = Locked<TaskPriority?>(nil)
         let recording: ThreadStarter = { priority, body in seen.withLock { $0 = priority }; body(); return true }
-        let priority = await Task(priority: .utility) { await onThreadOfItsOwn(starting: recording) { Task.currentPriority } }.value
-        #expect(seen.withLock { $0 } == priority)
+        // High: the highest a task asks for, so waiting for it escalates nothing.
+        await Task(priority: .high) { await onThreadOfItsOwn(starting: recording) {} }.value
+        #expect(seen.withLock { $0 } == .high)
     }
 }

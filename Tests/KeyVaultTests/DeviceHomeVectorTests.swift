@@ -21,9 +21,10 @@ struct DeviceHomeVectors: Decodable {
         let name: String, outcome: String, key: String, stored: String, document: String?
         var testDescription: String { name }
     }
-    struct Sealed: Decodable { let salt: String, iterations: UInt32, memoryKiB: UInt32 }
+    struct Sealed: Decodable { let salt: String, iterations: UInt32, memoryKiB: UInt32, envelope: String }
     struct Document: Decodable { let account: String, device: String, sealed: Sealed }
 
+    let outcomes: [String]
     let homes: [Home]
     let storage: [Stored]
 
@@ -31,6 +32,17 @@ struct DeviceHomeVectors: Decodable {
 }
 
 @Suite struct DeviceHomeVectorTests {
+    /// Every outcome the file names has a case (an empty list would pass the tests below).
+    @Test func theVectorsCoverEveryOutcome() throws {
+        let file = try DeviceHomeVectors.load()
+        #expect(Set(file.homes.map(\.outcome) + file.storage.map(\.outcome)) == Set(file.outcomes))
+        #expect(file.homes.filter { $0.outcome == "valid" }.count == 2)
+    }
+
+    /// The 22 bytes an envelope begins with (version, algorithm, key id, generation):
+    /// what a seal with the same key must write too.
+    static func header(_ envelope: [UInt8]) -> [UInt8] { Array(envelope.prefix(22)) }
+
     @Test(arguments: try DeviceHomeVectors.load().homes)
     func aDeviceFileSealedUnderAPassphraseOpensAsTheIndependentImplementationSealedIt(_ v: DeviceHomeVectors.Home) throws {
         let storage = MemoryDeviceStorage()
@@ -61,6 +73,13 @@ struct DeviceHomeVectors: Decodable {
         #expect(Dictionary(uniqueKeysWithValues: record.memberKeys.map { member, keys in
             (member.rawValue, Dictionary(uniqueKeysWithValues: keys.map { (String($0.key), Hex.encode($0.value.bytes.unprotectedCopy())) }))
         }) == secrets.members)
+        // Sealing under that key writes what the independent implementation wrote, but the
+        // nonce (fresh) and so the ciphertext: the same salt, parameters and envelope header.
+        let plain = Array(#"{"secret":1}"#.utf8)
+        let sealed = try SealedSecrets.seal(plain, under: key)
+        #expect(sealed.salt == document.sealed.salt)
+        #expect(Self.header(try Envelope(base64: sealed.envelope).bytes) == Self.header(try Envelope(base64: document.sealed.envelope).bytes))
+        #expect(try sealed.open(passphrase: passphrase).plain == plain)
     }
 
     @Test(arguments: try DeviceHomeVectors.load().storage)
@@ -72,6 +91,12 @@ struct DeviceHomeVectors: Decodable {
             #expect { try sealed.read() } throws: { ($0 as? KeyVaultError)?.code.rawValue == v.outcome }
             return
         }
-        #expect(try sealed.read() == Array(try #require(v.document).utf8))
+        let document = Array(try #require(v.document).utf8)
+        #expect(try sealed.read() == document)
+        // Sealing with the same key writes the same envelope header (the nonce is fresh).
+        try sealed.write(document)
+        let written = try #require(try base.read())
+        #expect(Self.header(written) == Self.header(try Hex.decode(v.stored)))
+        #expect(try sealed.read() == document)
     }
 }
