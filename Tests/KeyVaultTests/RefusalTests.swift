@@ -395,6 +395,21 @@ func settingAPassphraseLeavesTheCallersThreadFree() async throws {
     }
 }
 
+/// A passphrase set on an open vault seals every save after it, not only the one that
+/// set it: a change made later in the same session is sealed under it, and the
+/// passphrase before (here: none) opens nothing.
+@Test func aChangeAfterANewPassphraseIsSealedUnderIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        let passphrase = SecureBytes(copying: Array("correct horse battery".utf8))
+        try await laptop.setPassphrase(passphrase)
+        _ = try await laptop.addMember(name: "Emma")
+        let reader = fixture.home("laptop")
+        #expect { try reader.load() } throws: { ($0 as? KeyVaultError)?.code == .passphraseRequired }
+        reader.passphrase = passphrase
+        #expect(try reader.load().memberKeys.count == 1)
+    }
+}
+
 /// A new device's passphrase has its key before the first save, and that save seals
 /// under it (the key was derived on a thread of its own; the save derives nothing).
 @Test func aNewDevicesFirstSaveSealsUnderTheKeyDerivedBeforeIt() async throws {
