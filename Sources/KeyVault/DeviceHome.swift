@@ -76,9 +76,10 @@ package final class DeviceHome: Sendable {
     private struct Sealing {
         var passphrase: SecureBytes?
         var provider: (@Sendable () throws -> SecureBytes)?
-        /// The key derived from `passphrase` (Argon2id) by the last open, by a save, or
-        /// before ``seal(under:)``: the saves after it seal under it, with fresh nonces,
-        /// instead of deriving again.
+        /// The key for `passphrase` at today's cost (Argon2id): the one the last open
+        /// opened with (or a new one, when the file's cost was another), or a
+        /// ``NewSealing``'s. The saves after it seal under it, with fresh nonces, instead
+        /// of deriving again.
         var key: SealingKey?
     }
 
@@ -88,22 +89,21 @@ package final class DeviceHome: Sendable {
         set { sealing.withLock { $0 = Sealing(passphrase: newValue, provider: $0.provider) } }
     }
 
-    /// A passphrase with a new key for it (a new salt at today's cost), the key derived
-    /// on a thread of its own (Argon2id, a fraction of a second), so that no save
-    /// derives it on the caller's executor.
+    /// A passphrase with a new key for it (a new salt at today's cost).
     package struct NewSealing: Sendable {
         let passphrase: SecureBytes
         let key: SealingKey
 
-        package init(_ passphrase: SecureBytes) async throws {
-            self.passphrase = passphrase
-            key = try await onThreadOfItsOwn { try SealingKey(passphrase: passphrase) }
+        /// The key derived on a thread of its own (Argon2id, a fraction of a second),
+        /// not on the caller's executor.
+        package static func derive(_ passphrase: SecureBytes) async throws -> NewSealing {
+            NewSealing(passphrase: passphrase, key: try await onThreadOfItsOwn { try SealingKey(passphrase: passphrase) })
         }
     }
 
-    /// Seals the saves after this under `new` (a home not yet saved: a new device's).
-    package func seal(under new: NewSealing) {
-        sealing.withLock { $0 = Sealing(passphrase: new.passphrase, provider: $0.provider, key: new.key) }
+    /// Seals the saves after this under `new` (nil: unsealed), with its key.
+    package func seal(under new: NewSealing?) {
+        sealing.withLock { $0 = Sealing(passphrase: new?.passphrase, provider: $0.provider, key: new?.key) }
     }
 
     /// The salt of the key the next save seals under, if one is kept (the tests).
@@ -165,9 +165,12 @@ package final class DeviceHome: Sendable {
             let passphrase = try self.passphrase ?? passphraseProvider?() ?? {
                 throw KeyVaultError(.passphraseRequired, "the keys in \(directory) are sealed under a passphrase")
             }()
-            let key: SealingKey
-            (secretBytes, key) = try sealed.open(passphrase: passphrase)
-            sealing.withLock { $0 = Sealing(passphrase: passphrase, provider: $0.provider, key: key) }
+            let opened: SealingKey
+            (secretBytes, opened) = try sealed.open(passphrase: passphrase)
+            // A file at another cost than today's is sealed afresh at today's by its next
+            // save: under a new key, derived here (off the caller's executor, as the open).
+            let key = opened.parameters == SealingKey.parameters ? opened : try SealingKey(passphrase: passphrase)
+            seal(under: NewSealing(passphrase: passphrase, key: key))
         } else if let secrets = stored.secrets {
             secretBytes = Array(try JSONEncoder().encode(secrets))
         } else {
@@ -227,8 +230,9 @@ package final class DeviceHome: Sendable {
         // The passphrase and its key are read together: a key is only ever kept beside the passphrase it came from.
         let (passphrase, cached) = sealing.withLock { ($0.passphrase, $0.key) }
         guard let passphrase else { return try write(record, sealedUnder: nil) }
-        if let cached, cached.parameters == SealingKey.parameters { return try write(record, sealedUnder: cached) }
-        // A new salt at today's cost, derived outside the lock; kept only if the passphrase is still this one.
+        if let cached { return try write(record, sealedUnder: cached) }
+        // A passphrase set without its key (the `passphrase` setter: the tests) is derived
+        // here, once, outside the lock; kept only if the passphrase is still this one.
         let key = try SealingKey(passphrase: passphrase)
         sealing.withLock { if $0.passphrase == passphrase { $0.key = key } }
         try write(record, sealedUnder: key)
@@ -238,7 +242,7 @@ package final class DeviceHome: Sendable {
     /// so once it is written; a failed write leaves the passphrase and key as they were.
     package func save(_ record: DeviceRecord, sealedUnder new: NewSealing?) throws {
         try write(record, sealedUnder: new?.key)
-        sealing.withLock { $0 = Sealing(passphrase: new?.passphrase, provider: $0.provider, key: new?.key) }
+        seal(under: new)
     }
 
     private func write(_ record: DeviceRecord, sealedUnder key: SealingKey?) throws {

@@ -187,7 +187,7 @@ extension Vault {
     /// The home of a new device, its secrets sealed under `passphrase` when one is
     /// given (its key derived now, on a thread of its own); `asking` is asked for the
     /// passphrase of a sealed one this call resumes.
-    private static func home(_ storage: any DeviceStorage, sealedUnder passphrase: SecureBytes?,
+    package static func home(_ storage: any DeviceStorage, sealedUnder passphrase: SecureBytes?,
                              asking: (@Sendable () throws -> SecureBytes)? = nil) async throws -> DeviceHome {
         let home = DeviceHome(storage: storage)
         home.passphraseProvider = asking
@@ -195,7 +195,7 @@ extension Vault {
             guard passphrase.count >= minimumPassphraseBytes else {
                 throw KeyVaultError(.invalidInput, "a passphrase has at least \(minimumPassphraseBytes) bytes")
             }
-            home.seal(under: try await DeviceHome.NewSealing(passphrase))
+            home.seal(under: try await DeviceHome.NewSealing.derive(passphrase))
         }
         return home
     }
@@ -208,11 +208,10 @@ extension Vault {
         if let passphrase, passphrase.count < Self.minimumPassphraseBytes {
             throw KeyVaultError(.invalidInput, "a passphrase has at least \(Self.minimumPassphraseBytes) bytes", kind: .rejected)
         }
-        try await exclusively {
-            var new: DeviceHome.NewSealing?
-            if let passphrase { new = try await DeviceHome.NewSealing(passphrase) }
-            try home.save(record, sealedUnder: new)
-        }
+        // Derived before the vault is taken: its other calls do not wait for Argon2id.
+        var new: DeviceHome.NewSealing?
+        if let passphrase { new = try await DeviceHome.NewSealing.derive(passphrase) }
+        try await exclusively { try home.save(record, sealedUnder: new) }
     }
 
     // MARK: The account at a glance

@@ -12,10 +12,9 @@ import Darwin
 /// process at its limit of threads or memory), `work` runs on the caller's thread
 /// instead: slower for the others meanwhile, never a wait for a thread that never ran.
 /// So `work` must never wait for other tasks to make progress (it may hold the thread
-/// they need), and code that promises it runs off the caller's thread says "unless no
-/// thread can be started".
+/// they need).
 package func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await onThreadOfItsOwn(starting: startThread, work)
+    try await onThreadOfItsOwn(starting: startThread) { Result { try work() } }.get()
 }
 
 /// ``onThreadOfItsOwn(_:)`` for work that does not throw.
@@ -25,21 +24,11 @@ package func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) 
 
 /// Starts its body on a new thread, with a task priority's quality of service; false
 /// when no thread was started (the body then has not run, and will not).
-package typealias ThreadStarter = @Sendable (TaskPriority, @escaping @Sendable () -> Void) -> Bool
+typealias ThreadStarter = @Sendable (TaskPriority, @escaping @Sendable () -> Void) -> Bool
 
 /// ``onThreadOfItsOwn(_:)`` with the way threads are started given (the tests give one
 /// that fails).
-package func onThreadOfItsOwn<T: Sendable>(starting start: ThreadStarter,
-                                           _ work: @escaping @Sendable () throws -> T) async throws -> T {
-    let priority = Task.currentPriority
-    return try await withCheckedThrowingContinuation { continuation in
-        let body: @Sendable () -> Void = { continuation.resume(with: Result { try work() }) }
-        if !start(priority, body) { body() }
-    }
-}
-
-/// ``onThreadOfItsOwn(starting:_:)`` for work that does not throw.
-package func onThreadOfItsOwn<T: Sendable>(starting start: ThreadStarter, _ work: @escaping @Sendable () -> T) async -> T {
+func onThreadOfItsOwn<T: Sendable>(starting start: ThreadStarter, _ work: @escaping @Sendable () -> T) async -> T {
     let priority = Task.currentPriority
     return await withCheckedContinuation { continuation in
         let body: @Sendable () -> Void = { continuation.resume(returning: work()) }

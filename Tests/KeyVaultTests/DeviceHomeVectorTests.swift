@@ -78,6 +78,7 @@ struct DeviceHomeVectors: Decodable {
         let plain = Array(#"{"secret":1}"#.utf8)
         let sealed = try SealedSecrets.seal(plain, under: key)
         #expect(sealed.salt == document.sealed.salt)
+        #expect(sealed.iterations == document.sealed.iterations && sealed.memoryKiB == document.sealed.memoryKiB)
         #expect(Self.header(try Envelope(base64: sealed.envelope).bytes) == Self.header(try Envelope(base64: document.sealed.envelope).bytes))
         #expect(try sealed.open(passphrase: passphrase).plain == plain)
     }

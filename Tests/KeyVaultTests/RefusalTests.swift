@@ -367,31 +367,16 @@ private func saveSealedHome(in directory: URL) throws {
 }
 
 /// Setting a passphrase derives its key (Argon2id) on a thread of its own, as opening
-/// does: the caller's executor runs its other work meanwhile. Both tasks here share one
-/// thread; the watcher must see the change under way 16 times, yielding between. The
-/// hops between the vault and the code around it let it run three times at most
-/// (every hop goes through the preferred executor's queue); a key derived on that
-/// thread leaves it nothing more to see until the end.
+/// does: the caller's executor runs its other work meanwhile. The watcher, on the same
+/// one thread, must get 16 turns while it runs (`watcherTurns`): a key derived on that
+/// thread leaves it the hops only (two, here).
 @Test(.timeLimit(.minutes(10)))  // the account it needs first took 98 s beside the whole suite
 func settingAPassphraseLeavesTheCallersThreadFree() async throws {
     try await Fixture.run { _, laptop in
-        let state = Locked((started: false, done: false, seenMeanwhile: 0))
-        try await withTaskExecutorPreference(OneThreadExecutor()) {
-            async let set: Void = {
-                state.withLock { $0.started = true }
-                defer { state.withLock { $0.done = true } }
-                try await laptop.setPassphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
-            }()
-            async let watched: Void = {
-                while !Task.isCancelled, state.withLock({ !$0.done && $0.seenMeanwhile < 16 }) {
-                    state.withLock { if $0.started { $0.seenMeanwhile += 1 } }
-                    await Task.yield()
-                }
-            }()
-            try await set
-            await watched
+        let (_, turns) = try await watcherTurns(upTo: 16) {
+            try await laptop.setPassphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
         }
-        #expect(state.withLock { $0.seenMeanwhile } == 16, "the other task ran only once the key had been derived")
+        #expect(turns == 16, "the other task ran only once the key had been derived")
     }
 }
 
@@ -410,12 +395,12 @@ func settingAPassphraseLeavesTheCallersThreadFree() async throws {
     }
 }
 
-/// A new device's passphrase has its key before the first save, and that save seals
-/// under it (the key was derived on a thread of its own; the save derives nothing).
+/// A new device's passphrase (create, enroll, link) has its key before the first save,
+/// and that save seals under it (the key was derived on a thread of its own; the save
+/// derives nothing).
 @Test func aNewDevicesFirstSaveSealsUnderTheKeyDerivedBeforeIt() async throws {
     let storage = MemoryDeviceStorage()
-    let home = DeviceHome(storage: storage)
-    home.seal(under: try await DeviceHome.NewSealing(SecureBytes(copying: Array("correct horse battery".utf8))))
+    let home = try await Vault.home(storage, sealedUnder: SecureBytes(copying: Array("correct horse battery".utf8)))
     let kept = try #require(home.keptSalt)
     try home.save(DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
                                head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))

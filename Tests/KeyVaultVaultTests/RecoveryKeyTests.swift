@@ -77,33 +77,15 @@ func recoveryKeysMatchIndependentImplementation(_ v: RecoveryFile.Vector) throws
 }
 
 /// Argon2id takes a recovery code's second (and more on a phone) on a thread of its
-/// own: the caller's executor runs its other work meanwhile. Both tasks here share one
-/// thread, so a derivation done on it leaves the other task nothing to see but the end.
-/// The watcher must see it running 16 times, yielding between: a derivation that yields
-/// once or twice (a hop), then runs on the caller's thread, is seen no more often than
-/// that. (No sleep: a timer's
-/// wake-up waits for the shared pool, which the suite beside keeps busy.)
+/// own: the caller's executor runs its other work meanwhile. The watcher, on the same
+/// one thread, must get 16 turns while it runs (`watcherTurns`): a derivation done on
+/// that thread leaves it the hops only.
 @Test(.timeLimit(.minutes(1)))
 func derivingRecoveryKeysLeavesTheCallersThreadFree() async throws {
     var entropy = [UInt8](repeating: 7, count: 32)
     let code = try Mnemonic(entropy: SecureBytes(wiping: &entropy))
     let salt = [UInt8](repeating: 1, count: Argon2id.saltByteCount)
-    let state = Locked((started: false, done: false, seenMeanwhile: 0))
-    try await withTaskExecutorPreference(OneThreadExecutor()) {
-        async let derived: RecoveryKeys = {
-            state.withLock { $0.started = true }
-            defer { state.withLock { $0.done = true } }
-            return try await RecoveryKeys.derive(code: code, salt: salt, parameters: .interactive)
-        }()
-        async let watched: Void = {
-            while !Task.isCancelled, state.withLock({ !$0.done && $0.seenMeanwhile < 16 }) {
-                state.withLock { if $0.started { $0.seenMeanwhile += 1 } }
-                await Task.yield()
-            }
-        }()
-        let keys = try await derived
-        await watched
-        #expect(keys.authKey.publicKey == (try RecoveryKeys(code: code, salt: salt, parameters: .interactive)).authKey.publicKey)
-    }
-    #expect(state.withLock { $0.seenMeanwhile } == 16, "the other task ran only once the derivation had ended")
+    let (keys, turns) = try await watcherTurns(upTo: 16) { try await RecoveryKeys.derive(code: code, salt: salt, parameters: .interactive) }
+    #expect(keys.authKey.publicKey == (try RecoveryKeys(code: code, salt: salt, parameters: .interactive)).authKey.publicKey)
+    #expect(turns == 16, "the other task ran only once the derivation had ended")
 }
