@@ -90,7 +90,8 @@ extension Vault {
     ///
     /// `passphrase` seals the new device's secrets as ``create(server:deviceName:recoveryCode:storage:transport:parameters:passphrase:progress:)``
     /// does; `askPassphrase` is asked for the passphrase of a sealed device this call
-    /// resumes (one whose enrollment was cut off).
+    /// resumes (one whose enrollment was cut off), as `open`'s `passphrase` is (it must
+    /// not wait for a Swift task to finish).
     ///
     /// - Throws: ``KeyVaultError`` `wrong_recovery_code` when the code does not open
     ///   the account's anchor; a `verification` kind error when the server's data
@@ -152,7 +153,8 @@ extension Vault {
     ///   - passphrase: called when `storage` is sealed under a passphrase (a prompt);
     ///     nil: such a device is refused with `passphrase_required`. It is called, and
     ///     `storage` read, on a thread of their own (as the key is derived), not on
-    ///     the caller's executor (unless the system can start no thread).
+    ///     the caller's executor; where the system can start no thread, on one of
+    ///     Swift's shared threads. So it must not wait for a Swift task to finish.
     ///   - transportFor: the transport for the stored server's URL.
     /// - Throws: as ``open(storage:transport:offline:progress:)``; `wrong_passphrase`
     ///   when the passphrase does not open the secrets.
@@ -208,10 +210,13 @@ extension Vault {
         if let passphrase, passphrase.count < Self.minimumPassphraseBytes {
             throw KeyVaultError(.invalidInput, "a passphrase has at least \(Self.minimumPassphraseBytes) bytes", kind: .rejected)
         }
-        // Derived before the vault is taken: its other calls do not wait for Argon2id.
-        var new: DeviceHome.NewSealing?
-        if let passphrase { new = try await DeviceHome.NewSealing.derive(passphrase) }
-        try await exclusively { try home.save(record, sealedUnder: new) }
+        // Derived in the vault's turn (on a thread of its own): a change made after this
+        // one waits for it, and lands after it (passphraseChangesLandInTheOrderTheyWereMade).
+        try await exclusively {
+            var new: DeviceHome.NewSealing?
+            if let passphrase { new = try await DeviceHome.NewSealing.derive(passphrase) }
+            try home.save(record, sealedUnder: new)
+        }
     }
 
     // MARK: The account at a glance

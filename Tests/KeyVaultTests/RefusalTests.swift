@@ -380,6 +380,23 @@ func settingAPassphraseLeavesTheCallersThreadFree() async throws {
     }
 }
 
+/// Two passphrase changes land in the order they were made: a vault's calls run one at
+/// a time in the order they came, and the second's save is the one that stays. Both run
+/// on one thread here, so the first is sure to reach the vault first; it then waits for
+/// its Argon2id, and the second (no passphrase: nothing to derive) must wait for it.
+@Test(.timeLimit(.minutes(10)))  // the account it needs first took 98 s beside the whole suite
+func passphraseChangesLandInTheOrderTheyWereMade() async throws {
+    try await Fixture.run { fixture, laptop in
+        try await withTaskExecutorPreference(OneThreadExecutor()) {
+            async let first: Void = laptop.setPassphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
+            async let second: Void = laptop.setPassphrase(nil)
+            _ = try await (first, second)
+        }
+        #expect(try fixture.home("laptop").load().device == (try await laptop.status()).device,
+                "the file is sealed under the first passphrase, set after the second")
+    }
+}
+
 /// A passphrase set on an open vault seals every save after it, not only the one that
 /// set it: a change made later in the same session is sealed under it, and the
 /// passphrase before (here: none) opens nothing.
