@@ -247,8 +247,7 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
     let directory = scratch.url("home")  // made by the first save
     let home = DeviceHome(directory: directory.path)
     home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
-    let record = DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
-                              head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()])
+    let record = newDeviceRecord()
     try home.save(record)
     let text = try String(contentsOfFile: directory.path + "/device.json", encoding: .utf8)
     #expect(text.contains("sealed") && !text.contains(Hex.encode(record.keys.signing.seed.unprotectedCopy())))
@@ -262,11 +261,16 @@ func enrollAndRevokePhone(_ fixture: Fixture, _ laptop: Vault) async throws -> D
 }
 
 /// Saves a device in `directory`, sealed under "correct horse".
+/// An enrolled device's record with new keys, for the device-home tests.
+private func newDeviceRecord() -> DeviceRecord {
+    DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
+                 head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()])
+}
+
 private func saveSealedHome(in directory: URL) throws {
     let home = DeviceHome(directory: directory.path)
     home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
-    try home.save(DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
-                               head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))
+    try home.save(newDeviceRecord())
 }
 
 /// A sealed home whose salt is not 16 bytes is damaged, said so before any key is
@@ -297,8 +301,7 @@ private func saveSealedHome(in directory: URL) throws {
     }
     let home = DeviceHome(directory: directory.path)
     home.passphrase = SecureBytes(copying: Array("correct horse".utf8))
-    let record = DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
-                              head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()])
+    let record = newDeviceRecord()
     try home.save(record)
     let first = try sealed()
     try home.save(record)
@@ -419,8 +422,7 @@ func passphraseChangesLandInTheOrderTheyWereMade() async throws {
     let storage = MemoryDeviceStorage()
     let home = try await Vault.home(storage, sealedUnder: SecureBytes(copying: Array("correct horse battery".utf8)))
     let kept = try #require(home.keptSalt)
-    try home.save(DeviceRecord(server: "http://x", account: AccountID(unchecked: String(repeating: "a", count: 32)), name: "laptop",
-                               head: "", sequence: 0, enrolled: true, keys: DeviceKeys(), masterKeys: [1: SymmetricKey()]))
+    try home.save(newDeviceRecord())
     let bytes = try #require(try storage.read())
     let document = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
     #expect((document["sealed"] as? [String: Any])?["salt"] as? String == Hex.encode(kept))
