@@ -136,6 +136,14 @@ package final class DeviceHome: Sendable {
         }
     }
 
+    /// The account the stored document names (in the clear, sealed or not), read without
+    /// opening its secrets: nil when none is stored or it does not parse.
+    package var storedAccount: AccountID? {
+        guard var bytes = try? storage.read() else { return nil }
+        defer { secureWipe(&bytes) }
+        return (try? JSONDecoder().decode(StoredHome.self, from: Data(bytes))).flatMap { AccountID(rawValue: $0.account) }
+    }
+
     /// Takes the storage's lock so that two processes never work on one device at once.
     package func lock() throws { try storage.lock() }
 

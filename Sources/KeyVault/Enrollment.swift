@@ -15,8 +15,8 @@ extension Vault {
                                      progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
             if try home.exists {
-                let existing = try? await home.loadOnThreadOfItsOwn()
-                throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds a device\(existing.map { " of account \($0.account)" } ?? "")")
+                // Named from the file without opening it: no passphrase asked for, no key derived.
+                throw KeyVaultError(.alreadyInitialized, "\(home.directory) already holds a device\(home.storedAccount.map { " of account \($0)" } ?? "")")
             }
             try Vault.checkName(name, of: "a device")
             let keys = DeviceKeys()

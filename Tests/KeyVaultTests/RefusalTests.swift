@@ -383,6 +383,29 @@ func settingAPassphraseLeavesTheCallersThreadFree() async throws {
     }
 }
 
+/// Creating an account in a home that holds a sealed device is refused, naming the
+/// device's account (in the clear in the file) without opening its keys: no passphrase
+/// is asked for or derived to say so.
+@Test func creatingWhereASealedDeviceIsNamesItsAccountWithoutOpeningIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        try await laptop.setPassphrase(SecureBytes(copying: Array("correct horse battery".utf8)))
+        let account = try await laptop.status().account
+        // A copy of the sealed file (the laptop's vault holds its home's lock).
+        let copy = fixture.home("copy").directory
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: fixture.home("laptop").directory + "/device.json", toPath: copy + "/device.json")
+        do {
+            _ = try await Vault.create(server: URL(string: "http://test")!, deviceName: "again", recoveryCode: RecoveryCode.generate(),
+                                       storage: FileDeviceStorage(directory: copy),
+                                       transport: fixture.transport, passphrase: SecureBytes(copying: Array("another passphrase".utf8)))
+            Issue.record("a second account was created over a sealed device")
+        } catch let error as KeyVaultError {
+            #expect(error.code == .alreadyInitialized)
+            #expect(error.message.contains(account.rawValue), "\(error.message)")
+        }
+    }
+}
+
 /// Two passphrase changes land in the order they were made: a vault's calls run one at
 /// a time in the order they came, and the second's save is the one that stays. Both run
 /// on one thread here, so the first is sure to reach the vault first; it then waits for
