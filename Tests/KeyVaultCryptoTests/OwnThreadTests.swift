@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KeyVaultTestSupport
 import Testing
 @testable import KeyVaultCrypto
 
@@ -43,24 +44,11 @@ import Testing
     @Test func whenNoThreadStartsTheWorkRunsOnTheCallersThreadOnce() async throws {
         let runs = Locked(0)
         let refusing: ThreadStarter = { _, _ in false }
-        let answer = await Self.within(seconds: 20) {
+        let answer = await within(seconds: 20) {
             await onThreadOfItsOwn(starting: refusing) { () -> Int in runs.withLock { $0 += 1 }; return 42 }
         }
         #expect(answer == 42)
         #expect(runs.withLock { $0 } == 1)
-    }
-
-    /// What `body` returned, or nil (a recorded issue) when it has not returned within
-    /// `seconds`; a body that never ends is left running.
-    static func within<T: Sendable>(seconds: Int, _ body: @escaping @Sendable () async -> T) async -> T? {
-        let outcome = Locked<T?>(nil)
-        Task { let result = await body(); outcome.withLock { $0 = result } }
-        for _ in 0..<(seconds * 100) {
-            if let done = outcome.withLock({ $0 }) { return done }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("no answer within \(seconds) s")
-        return nil
     }
 
     /// The starter is told the calling task's priority (Darwin turns it into the thread's
