@@ -20,9 +20,16 @@ duration=${BENCH_DURATION:-10}
 connections=${BENCH_CONNECTIONS:-32}
 accounts=${BENCH_ACCOUNTS:-30000}
 command -v wrk >/dev/null || { echo "installing wrk" >&2; apt-get install -y -qq wrk >/dev/null; }
-swift build -c release --scratch-path .build-release --product keyctl >&2
-swift build -c release --scratch-path .build-release --product keyvault-bench >&2
-bin=.build-release/release
+# BENCH_BIN=DIR: a release keyctl and keyvault-bench built before (another commit's, for a
+# before-and-after); otherwise this checkout's, built here.
+if [ -n "${BENCH_BIN:-}" ]; then
+  bin=$BENCH_BIN
+  [ -x "$bin/keyctl" ] && [ -x "$bin/keyvault-bench" ] || { echo "backends.sh: $bin has no keyctl and keyvault-bench" >&2; exit 66; }
+else
+  swift build -c release --scratch-path .build-release --product keyctl >&2
+  swift build -c release --scratch-path .build-release --product keyvault-bench >&2
+  bin=.build-release/release
+fi
 work=$(mktemp -d)
 chmod 755 "$work"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT

@@ -33,7 +33,7 @@ enum NonceBatches {
     }
 
     /// A second request with a (device, nonce) pair in one batch is a replay.
-    static func make(client: PostgresClient, logger: Logger) -> StatementBatches<Request, [String], Answer> {
+    static func make(client: WatchedPool, logger: Logger) -> StatementBatches<Request, [String], Answer> {
         StatementBatches(key: { [$0.device, $0.nonce] }, repeated: { (false, $0.device, $0.head) },
                          send: { try await use($0, client: client, logger: logger) })
     }
@@ -41,7 +41,7 @@ enum NonceBatches {
     /// One batch: every nonce inserted (when new), every device read and touched, in one
     /// statement and so one snapshot. A request whose device does not exist is not fresh. A
     /// device touched is returned with its new last-seen time.
-    private static func use(_ requests: [Request], client: PostgresClient, logger: Logger) async throws -> [Answer] {
+    private static func use(_ requests: [Request], client: WatchedPool, logger: Logger) async throws -> [Answer] {
         var answers = [Answer](repeating: (false, nil, nil), count: requests.count)
         for try await (position, fresh, id, account, name, signingKey, boxKey, added, revoked, lastSeen, sequence, head)
             in try await client.execute(NoncesReadingDevices(requests), logger: logger) {

@@ -126,7 +126,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    private func contactRequests(_ rows: PostgresRowSequence) async throws -> [ContactRequestInfo] {
+    private func contactRequests(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [ContactRequestInfo] {
         try await collect(rows, as: Data.self).map { try JSONDecoder().decode(ContactRequestInfo.self, from: $0) }
     }
 }

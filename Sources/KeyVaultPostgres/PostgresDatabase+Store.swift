@@ -331,7 +331,7 @@ extension PostgresKeyVaultDatabase {
         typealias Answer = (boxes: [Data], head: HeadSeen?)
 
         /// The same read twice in one batch gets the same boxes.
-        static func batches(client: PostgresClient, logger: Logger) -> StatementBatches<Request, [String], Answer> {
+        static func batches(client: WatchedPool, logger: Logger) -> StatementBatches<Request, [String], Answer> {
             StatementBatches(key: { [$0.account, $0.recipient] }, repeated: { $0 }) { requests in
                 var answers = [Answer](repeating: ([], nil), count: requests.count)
                 for try await (position, sequence, head, box) in try await client.execute(RecipientBoxes(requests), logger: logger) {
@@ -646,9 +646,9 @@ extension PostgresKeyVaultDatabase {
     private static let deviceColumns = deviceColumnList + " FROM devices"
     typealias DeviceRow = (String, String, String, Data, Data, Int64, Int64?, Int64?)
 
-    private func devices(_ rows: PostgresRowSequence) async throws -> [StoredDevice] {
+    private func devices(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [StoredDevice] {
         var devices: [StoredDevice] = []
-        for try await row in rows.decode(DeviceRow.self) { devices.append(Self.device(row)) }
+        for try await row in rows { devices.append(Self.device(try row.decode(DeviceRow.self))) }
         return devices
     }
 
@@ -662,19 +662,20 @@ extension PostgresKeyVaultDatabase {
     private static let linkRequestColumns =
         "SELECT code, status, expires, request, approver_nonce, device_nonce, approver FROM link_requests"
 
-    private func linkRequests(_ rows: PostgresRowSequence) async throws -> [LinkRequestInfo] {
+    private func linkRequests(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [LinkRequestInfo] {
         var list: [LinkRequestInfo] = []
-        for try await (code, status, expires, request, approverNonce, deviceNonce, approver)
-            in rows.decode((String, String, Int64, Data, String?, String?, String?).self) {
+        for try await row in rows {
+            let (code, status, expires, request, approverNonce, deviceNonce, approver)
+                = try row.decode((String, String, Int64, Data, String?, String?, String?).self)
             list.append(try LinkRequestStatus.info(code: code, status: status, expires: expires, request: request,
                                                    approverNonce: approverNonce, deviceNonce: deviceNonce, approver: approver))
         }
         return list
     }
 
-    func collect<T: PostgresDecodable & Sendable>(_ rows: PostgresRowSequence, as type: T.Type) async throws -> [T] {
+    func collect<T: PostgresDecodable & Sendable>(_ rows: some AsyncSequence<PostgresRow, any Error>, as type: T.Type) async throws -> [T] {
         var values: [T] = []
-        for try await value in rows.decode(T.self) { values.append(value) }
+        for try await row in rows { values.append(try row.decode(T.self)) }
         return values
     }
 }

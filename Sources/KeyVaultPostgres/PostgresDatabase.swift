@@ -19,7 +19,8 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// Replicas share it: see ``KeyVaultRepository/isSharedWithOtherProcesses``.
     package var isSharedWithOtherProcesses: Bool { true }
 
-    package let client: PostgresClient
+    /// The pool, each statement's connection watched (``WatchedPool``).
+    package let client: WatchedPool
     let logger: Logger
     /// When this process last swept each table of expired rows.
     let sweeps = SweepClock()
@@ -31,7 +32,7 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// This replica's copies of the boxes its devices read, each under the head it was read at.
     let boxCopies = BoxCopies()
 
-    init(client: PostgresClient, logger: Logger) {
+    init(client: WatchedPool, logger: Logger) {
         self.client = client
         self.logger = logger
         nonceBatches = NonceBatches.make(client: client, logger: logger)
@@ -48,25 +49,28 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// keeps all its connections open (`keepAllOpen`: opened at start, never timed out) and
     /// runs no keep-alive queries; PostgreSQL's own TCP keep-alives (every 30 s on an idle
     /// connection, set per session in ``startupParameters(_:)``) keep a path through NAT and
-    /// firewalls open, and let PostgreSQL find a replica that died. (A replica finds a server
-    /// that died silently only when its kernel stops retransmitting: postgres-nio sets no
-    /// keep-alive on its side.)
+    /// firewalls open, and let PostgreSQL find a replica that died. A replica finds a server
+    /// that stopped answering through ``WatchedPool``: a connection leased for longer than
+    /// `statementDeadline` is closed (postgres-nio sets no keep-alive or timeout on its side).
     ///
     /// - Parameters:
     ///   - keepAllOpen: open all `maximumConnections` at start (a service); otherwise open them
     ///     on demand and close them after a minute idle (tests, which make many pools).
     ///   - schema: the schema to use instead of the user's default (tests each take their own).
+    ///   - statementDeadline: how long a connection may be leased for one statement or
+    ///     transaction before it is closed (``WatchedPool``); shorter only in tests.
     /// - Throws: ``ConfigurationError`` (kind `database`) saying why the database cannot be used (never
     ///   quoting the password).
     package static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20, keepAllOpen: Bool = false,
-                               schema: String? = nil) async throws -> PostgresKeyVaultDatabase {
+                               schema: String? = nil, statementDeadline: Duration = WatchedPool.deadline) async throws -> PostgresKeyVaultDatabase {
         try await migrate(url, logger: logger, schema: schema)
         var configuration = try url.clientConfiguration
         configuration.options.maximumConnections = maximumConnections
         configuration.options.minimumConnections = keepAllOpen ? maximumConnections : 0
         configuration.options.keepAliveBehavior = nil
         configuration.options.additionalStartupParameters = startupParameters(schema)
-        return PostgresKeyVaultDatabase(client: PostgresClient(configuration: configuration, backgroundLogger: logger), logger: logger)
+        let pool = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        return PostgresKeyVaultDatabase(client: WatchedPool(pool, deadline: statementDeadline, logger: logger), logger: logger)
     }
 
     /// Connects, applies the migrations not applied yet, and disconnects.
@@ -105,7 +109,8 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
             + (schema.map { [("search_path", $0)] } ?? [])
     }
 
-    /// Runs the pool until the task is cancelled (or a graceful shutdown, as a service).
+    /// Runs the pool, and the watch on its connections, until the task is cancelled (or a
+    /// graceful shutdown, as a service).
     package func run() async { await client.run() }
 
     /// A PostgreSQL error as a sentence: the server's message and SQLSTATE, or the
@@ -381,11 +386,11 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// Runs `body` on a store in a new schema of its own, with its pool running, then drops
     /// the schema: tests share one database and run in parallel.
     package static func withTemporarySchema<T: Sendable>(
-        _ url: PostgresURL, logger: Logger = quietLogger,
+        _ url: PostgresURL, logger: Logger = quietLogger, statementDeadline: Duration = WatchedPool.deadline,
         _ body: (PostgresKeyVaultDatabase) async throws -> T
     ) async throws -> T {
         try await withEmptySchema(url, logger: logger) { schema in
-            let database = try await connect(url, logger: logger, maximumConnections: 8, schema: schema)
+            let database = try await connect(url, logger: logger, maximumConnections: 8, schema: schema, statementDeadline: statementDeadline)
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await database.run() }
                 defer { group.cancelAll() }
@@ -576,6 +581,25 @@ extension PSQLError: StoreContention {
         return ["40001", "40P01", "55P03"].contains(state)
     }
     package var contentionDetail: String { serverInfo?[.sqlState].map { "SQLSTATE \($0)" } ?? "\(code)" }
+}
+
+/// A connection lost, closed (also by ``StatementWatch``, for a statement past its deadline)
+/// or never made, a pool shut down; or PostgreSQL's refusals for its connection, its
+/// resources or an operator (SQLSTATE classes 08, 53, 57: too many connections, out of
+/// memory or disk, shutting down, a statement cancelled).
+extension PSQLError: StoreUnreachable {
+    package var isUnreachable: Bool {
+        if let state = serverInfo?[.sqlState] { return ["08", "53", "57"].contains(String(state.prefix(2))) }
+        return [.clientClosedConnection, .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed,
+                .queryCancelled].contains(code)
+    }
+    package var unreachableDetail: String { serverInfo?[.sqlState].map { "SQLSTATE \($0)" } ?? "\(code)" }
+}
+
+extension PostgresTransactionError: StoreUnreachable {
+    private var unreachable: (any StoreUnreachable)? { (closureError ?? commitError ?? beginError ?? rollbackError) as? any StoreUnreachable }
+    package var isUnreachable: Bool { unreachable?.isUnreachable ?? false }
+    package var unreachableDetail: String { unreachable?.unreachableDetail ?? "a transaction" }
 }
 
 extension PostgresTransactionError: StoreContention {

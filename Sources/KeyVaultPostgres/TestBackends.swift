@@ -59,8 +59,8 @@ extension PostgresKeyVaultDatabase {
     /// For the durability test: `synchronous_commit` inside a chain write's transaction and
     /// for any other statement, as PostgreSQL itself reports them.
     package func synchronousModes() async throws -> (chainWrite: String, other: String) {
-        func setting(_ rows: PostgresRowSequence) async throws -> String {
-            for try await value in rows.decode(String.self) { return value }
+        func setting(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> String {
+            for try await row in rows { return try row.decode(String.self) }
             return "?"
         }
         let chainWrite = try await durableTransaction { db in

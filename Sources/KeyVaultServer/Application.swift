@@ -155,7 +155,7 @@ package func runServer(_ configuration: ServerConfiguration, logger: Logger,
         let postgres = try await PostgresKeyVaultDatabase.connect(url, logger: logger, maximumConnections: postgresPoolSize,
                                                                   keepAllOpen: true)
         database = postgres
-        services.append(postgres.client)
+        services.append(PostgresStoreService(store: postgres))
         metrics.databasePool(maximumConnections: postgresPoolSize)
     }
     let app = try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
@@ -167,6 +167,13 @@ package func runServer(_ configuration: ServerConfiguration, logger: Logger,
     group.maximumCancellationDuration = .seconds(5)
     try await ServiceGroup(configuration: group).run()
     logger.info("stopped", metadata: ["reason": "a signal, or the service's end; requests in flight finished or were cancelled"])
+}
+
+/// The PostgreSQL pool, and the watch that closes a connection PostgreSQL stopped answering
+/// on (``PostgresKeyVaultDatabase/run()``), for as long as the service runs.
+struct PostgresStoreService: Service {
+    let store: PostgresKeyVaultDatabase
+    func run() async throws { await store.run() }
 }
 
 /// How long a stopping service waits for requests in flight before it cancels them.

@@ -47,3 +47,15 @@ package protocol StoreContention: Error {
     /// What the store said, for the log (a SQLSTATE, a SQLite result code): never a value of the write.
     var contentionDetail: String { get }
 }
+
+/// An error of a store that could not be reached or gave no answer in time: the connection
+/// to the database was lost or closed (also by the service, for a statement past its
+/// deadline), or the database is out of resources or shutting down. Whether a write the
+/// request carried was made is not known; the request may be sent again (a signed one
+/// with a new nonce, as any). The server answers it with 503 `unavailable` and
+/// Retry-After, never 500.
+package protocol StoreUnreachable: Error {
+    var isUnreachable: Bool { get }
+    /// What the store said, for the log (a SQLSTATE, the driver's code): never a value of the request.
+    var unreachableDetail: String { get }
+}

@@ -55,6 +55,15 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             var api = APIError(.unavailable, "other writes held what this request needed, and its write was not made: try again")
             api.headers[.retryAfter] = String(RetryAfter.busy)
             throw api
+        } catch let error as any StoreUnreachable where error.isUnreachable {
+            // The connection was lost or closed (a statement past its deadline), or the database
+            // refused for its resources: whether a write was made is not known, so the client is
+            // told at once (`down`: not sent again by itself).
+            context.logger.warning("refused: the database did not answer", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
+                .merging(["store": .string(error.unreachableDetail)]) { a, _ in a })
+            var api = APIError(.unavailable, "the service's database did not answer this request; try again shortly")
+            api.headers[.retryAfter] = String(RetryAfter.down)
+            throw api
         } catch is DecodingError {
             throw APIError.badRequest("the JSON body does not have the expected fields and types")
         } catch {
