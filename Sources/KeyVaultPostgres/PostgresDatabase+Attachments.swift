@@ -34,7 +34,7 @@ extension PostgresKeyVaultDatabase {
 
     package func replaceAttachment(_ account: AccountID, member: MemberID, address: String, key: Data, data: Data,
                                   device: DeviceID) async throws -> AttachmentInfo {
-        try await transaction { db in
+        try await transaction(deadline: WatchedPool.longDeadline) { db in
             let now = KeyVaultDatabase.now()
             try await db.query("""
                 INSERT INTO attachments (account, member, address, size, created, key, data)
@@ -68,7 +68,7 @@ extension PostgresKeyVaultDatabase {
     package func beginUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
                              key: Data, chunkShift: Int, size: Int, chunks: Int) async throws {
         let now = KeyVaultDatabase.now()
-        try await transaction { db in
+        try await transaction(deadline: WatchedPool.longDeadline) { db in
             // The count and the insert under a lock of the account: replicas count the same rows.
             _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\("uploads " + account.rawValue), 0))",
                                    logger: logger).collect()
@@ -120,7 +120,7 @@ extension PostgresKeyVaultDatabase {
 
     package func completeUpload(_ account: AccountID, member: MemberID, address: String, upload: String, startedBy starter: AccountID,
                                 replace: Bool, objectSize: Int, device: DeviceID) async throws -> UploadOutcome {
-        try await transaction { db in
+        try await transaction(deadline: WatchedPool.longDeadline) { db in
             guard let row = try await db.query("""
                 SELECT key, chunk_shift, chunks FROM attachment_uploads
                 WHERE upload = \(upload) AND account = \(account.rawValue) AND member = \(member.rawValue)
@@ -216,7 +216,8 @@ extension PostgresKeyVaultDatabase {
     }
 
     package func sweepUnfinishedUploads(before: Int64) async throws -> Int {
-        try await client.query("DELETE FROM attachment_uploads WHERE NOT complete AND created < \(before) RETURNING 1", logger: logger).collect().count
+        try await client.query("DELETE FROM attachment_uploads WHERE NOT complete AND created < \(before) RETURNING 1", logger: logger,
+                               deadline: WatchedPool.longDeadline).collect().count
     }
 
     package func setAttachmentMeta(_ account: AccountID, member: MemberID, address: String, meta: Data,
@@ -246,7 +247,7 @@ extension PostgresKeyVaultDatabase {
     }
 
     package func deleteAttachment(_ account: AccountID, member: MemberID, address: String, device: DeviceID) async throws -> Bool {
-        try await transaction { db in
+        try await transaction(deadline: WatchedPool.longDeadline) { db in
             guard try await db.query("""
                 DELETE FROM attachments
                 WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) RETURNING 1

@@ -40,14 +40,16 @@ extension PostgresKeyVaultDatabase {
 
     /// Durable as every chain write, by the swap's own statement (``append(_:_:_:)``).
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
-        try await transaction { db in
+        // A member's removal or a reset deletes what it ended, attachments too: it may take long.
+        let heavy = !write.removedMembers.isEmpty || write.dropsKeysBefore != nil
+        try await transaction(deadline: heavy ? WatchedPool.longDeadline : nil) { db in
             try await append(account, write, db)
             try await insertAudit(db, account: account, of: write)
         }
     }
 
     package func importAccount(_ account: AccountID, create: AccountGenesis?, writes: [ChainWrite]) async throws {
-        try await durableTransaction { db in
+        try await durableTransaction(deadline: WatchedPool.longDeadline) { db in
             if let create {
                 try await createAccount(account, genesis: create.genesis, device: create.device, boxes: create.boxes, recovery: nil,
                                         hashes: [create.genesis.hash] + writes.map(\.link.hash), importedBy: create.importedBy, db)
@@ -197,7 +199,7 @@ extension PostgresKeyVaultDatabase {
     /// Everything of the account goes by its foreign keys, but the share boxes naming
     /// it as grantee, which have none (a grantee may be deleted while the grant stands).
     package func deleteAccount(_ account: AccountID, expectedHead: String?, by device: DeviceID?) async throws {
-        try await durableTransaction { db in
+        try await durableTransaction(deadline: WatchedPool.longDeadline) { db in
             // Locked to the end of the transaction: an append waits, then finds no account.
             let rows = try await db.query("SELECT sequence, head FROM accounts WHERE id = \(account.rawValue) FOR UPDATE", logger: logger).collect()
             guard let row = rows.first else { throw StoreError.notFound }
@@ -536,10 +538,10 @@ extension PostgresKeyVaultDatabase {
     /// victim, a serialization failure: ``StoreContention``) kept nothing, and runs again
     /// after a short random pause, ``transactionAttempts`` times in all; then its error
     /// throws (the server answers 503). So `body` does nothing but its statements.
-    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         for attempt in 1... {
             do {
-                return try await client.withTransaction(logger: logger) { try await body($0) }
+                return try await client.withTransaction(logger: logger, deadline: deadline) { try await body($0) }
             } catch let error as PostgresTransactionError {
                 guard attempt < Self.transactionAttempts, error.isContention else { throw error.closureError ?? error }
                 reruns.add()
@@ -557,8 +559,8 @@ extension PostgresKeyVaultDatabase {
     /// A ``transaction(_:)`` whose commit waits for its WAL record to be flushed (the
     /// connections' default is not to: see `startupParameters`): the chain writes, which a
     /// power cut must not take back once the client was told they are stored.
-    func durableTransaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await transaction { db in
+    func durableTransaction<T: Sendable>(deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await transaction(deadline: deadline) { db in
             try await db.query("SET LOCAL synchronous_commit = on", logger: logger)
             return try await body(db)
         }

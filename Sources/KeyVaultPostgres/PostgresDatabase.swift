@@ -583,15 +583,18 @@ extension PSQLError: StoreContention {
     package var contentionDetail: String { serverInfo?[.sqlState].map { "SQLSTATE \($0)" } ?? "\(code)" }
 }
 
-/// A connection lost, closed (also by ``StatementWatch``, for a statement past its deadline)
-/// or never made, a pool shut down; or PostgreSQL's refusals for its connection, its
-/// resources or an operator (SQLSTATE classes 08, 53, 57: too many connections, out of
-/// memory or disk, shutting down, a statement cancelled).
+/// A connection lost, closed (also by ``StatementWatch``, for a lease past its deadline)
+/// or never made; or PostgreSQL's refusals for its connection, its resources or an
+/// operator (SQLSTATE classes 08 but a protocol violation, 53, 57: too many connections,
+/// out of memory or disk, shutting down, a statement cancelled), or for being a standby
+/// (`25006`, a read-only transaction: where a failover leaves a replica's URL). A query
+/// cancelled with its task (the client went) is not one: nobody reads that answer.
 extension PSQLError: StoreUnreachable {
     package var isUnreachable: Bool {
-        if let state = serverInfo?[.sqlState] { return ["08", "53", "57"].contains(String(state.prefix(2))) }
-        return [.clientClosedConnection, .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed,
-                .queryCancelled].contains(code)
+        if let state = serverInfo?[.sqlState] {
+            return state == "25006" || (["08", "53", "57"].contains(String(state.prefix(2))) && state != "08P01")
+        }
+        return [.clientClosedConnection, .serverClosedConnection, .connectionError, .uncleanShutdown, .poolClosed].contains(code)
     }
     package var unreachableDetail: String { serverInfo?[.sqlState].map { "SQLSTATE \($0)" } ?? "\(code)" }
 }

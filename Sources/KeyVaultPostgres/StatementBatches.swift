@@ -106,8 +106,8 @@ final class StatementBatches<Request: Sendable, Key: Hashable & Sendable, Answer
     /// could one request have failed the others. A batch whose answer was lost (it may have
     /// committed) is never sent again: its nonces would read as replays.
     private static func isOneRequests(_ error: any Error) -> Bool {
-        guard let error = error as? PSQLError, error.serverInfo?[.sqlState] != nil else { return false }
-        return !error.isUnreachable
+        guard let error = error as? PSQLError, let state = error.serverInfo?[.sqlState] else { return false }
+        return !["08", "53", "57"].contains(String(state.prefix(2)))
     }
 
     private func alone(_ requests: [Request]) async -> [Result<Answer, any Error>] {

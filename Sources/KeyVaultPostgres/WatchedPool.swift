@@ -1,3 +1,4 @@
+import KeyVaultStore
 import Logging
 import NIOCore
 import PostgresNIO
@@ -14,14 +15,19 @@ import Synchronization
 /// minutes, and each connection of the pool in turn. postgres-nio sets no TCP keep-alive
 /// or user timeout on its sockets, and a query it sent cannot be cancelled.
 ///
-/// A lease is the whole of a transaction, so a statement that waits for another's lock
-/// counts too: a deadline of 30 s is far above any statement of this store (the largest
-/// moves one chunk of 1 MiB or one account's import of 16 MiB).
+/// A lease is the whole of a statement or transaction, with its lock waits: 30 s, far
+/// above anything a request does but for a few that can move a great deal, which get
+/// ``longDeadline``: an account's import or deletion, a member's removal or an account's
+/// reset, an attachment's deletion or replacement (its chunks go too), the sweep of
+/// unfinished uploads. The deadline is a lease's, not a measure of silence: a lease past
+/// it is closed whether PostgreSQL is still working on it or not.
 package struct WatchedPool: Sendable {
-    /// How long a connection may stay leased: far above any statement or transaction of this store.
+    /// How long a connection may stay leased for what a request does.
     package static let deadline: Duration = .seconds(30)
+    /// How long for what may delete or write gigabytes in one transaction.
+    package static let longDeadline: Duration = .seconds(600)
 
-    package let pool: PostgresClient
+    private let pool: PostgresClient
     let watch: StatementWatch
     let logger: Logger
 
@@ -31,20 +37,30 @@ package struct WatchedPool: Sendable {
         self.logger = logger
     }
 
-    /// One connection of the pool for `body`, watched.
-    func withConnection<T>(_ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
-        try await pool.withConnection { connection in
-            let lease = watch.begin(connection)
-            defer { watch.end(lease) }
-            return try await body(connection)
+    /// One connection of the pool for `body`, watched: closed when leased longer than
+    /// `deadline` (the watch's own when nil).
+    ///
+    /// - Throws: what `body` throws; ``NoConnection`` when none could be had (the pool gave up
+    ///   connecting, or is shut down), but for a task cancelled meanwhile.
+    func withConnection<T>(deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
+        var leased = false
+        do {
+            return try await pool.withConnection { connection in
+                leased = true
+                let lease = watch.begin(connection, deadline: deadline)
+                defer { watch.end(lease) }
+                return try await body(connection)
+            }
+        } catch where !leased && !(error is CancellationError) && !Task.isCancelled {
+            throw NoConnection(reason: String(describing: error))
         }
     }
 
     /// One statement; all its rows.
     @discardableResult
-    package func query(_ query: PostgresQuery, logger: Logger? = nil) async throws -> CollectedRows<PostgresRow> {
+    package func query(_ query: PostgresQuery, logger: Logger? = nil, deadline: Duration? = nil) async throws -> CollectedRows<PostgresRow> {
         let logger = logger ?? self.logger
-        return CollectedRows(try await withConnection { try await $0.query(query, logger: logger).collect() })
+        return CollectedRows(try await withConnection(deadline: deadline) { try await $0.query(query, logger: logger).collect() })
     }
 
     /// One prepared statement (prepared on the connection the first time it runs there); all its rows.
@@ -59,8 +75,9 @@ package struct WatchedPool: Sendable {
     }
 
     /// A transaction (BEGIN, `body`, COMMIT, or ROLLBACK when it throws) on one connection, watched.
-    func withTransaction<T>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
-        try await withConnection { try await $0.withTransaction(logger: logger, body) }
+    func withTransaction<T>(logger: Logger, deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> sending T)
+        async throws -> sending T {
+        try await withConnection(deadline: deadline) { try await $0.withTransaction(logger: logger, body) }
     }
 
     /// Runs the pool and the watch until the task is cancelled (or a graceful shutdown).
@@ -71,6 +88,14 @@ package struct WatchedPool: Sendable {
             group.cancelAll()
         }
     }
+}
+
+/// No connection of the pool could be had (postgres-nio's pool gave up connecting after a
+/// while, or is shut down): 503, as any ``StoreUnreachable``.
+struct NoConnection: StoreUnreachable {
+    let reason: String
+    var isUnreachable: Bool { true }
+    var unreachableDetail: String { "no connection (\(reason))" }
 }
 
 /// The rows of a statement, read whole: iterate them as the pool's row sequence, or take them.
@@ -99,17 +124,25 @@ extension CollectedRows where Row == PostgresRow {
     }
 }
 
-/// The connections leased now, and since when; ``run()`` closes each leased longer than the
-/// deadline. Starting and ending a lease takes a lock for a dictionary update: no timer per
-/// statement (postgres-nio's timers cost a quarter of a session read, BENCHMARKS.md).
+/// The connections leased now, since when and for how long; ``run()`` closes each leased
+/// longer than its deadline. Starting and ending a lease takes a lock for a dictionary
+/// update: no timer per statement (postgres-nio's timers cost a quarter of a session read,
+/// BENCHMARKS.md).
 final class StatementWatch: Sendable {
+    /// A lease's deadline when it names none.
     let deadline: Duration
     private let logger: Logger
     private let leases = Mutex(Leases())
 
+    struct Lease {
+        let connection: PostgresConnection
+        let since: ContinuousClock.Instant
+        let deadline: Duration
+    }
+
     struct Leases {
         var next: UInt64 = 0
-        var open: [UInt64: (connection: PostgresConnection, since: ContinuousClock.Instant)] = [:]
+        var open: [UInt64: Lease] = [:]
     }
 
     init(deadline: Duration, logger: Logger) {
@@ -117,11 +150,11 @@ final class StatementWatch: Sendable {
         self.logger = logger
     }
 
-    func begin(_ connection: PostgresConnection) -> UInt64 {
-        let now = ContinuousClock.now
+    func begin(_ connection: PostgresConnection, deadline: Duration? = nil) -> UInt64 {
+        let lease = Lease(connection: connection, since: .now, deadline: deadline ?? self.deadline)
         return leases.withLock {
             $0.next += 1
-            $0.open[$0.next] = (connection, now)
+            $0.open[$0.next] = lease
             return $0.next
         }
     }
@@ -130,23 +163,28 @@ final class StatementWatch: Sendable {
         _ = leases.withLock { $0.open.removeValue(forKey: lease) }
     }
 
-    /// Closes every connection leased longer than the deadline at `now`; how many.
+    /// Closes every connection leased longer than its deadline at `now`; how many. The close
+    /// is issued under the lock (it only queues the channel's close on its event loop): a
+    /// lease that ends meanwhile waits for it, so its connection goes back to the pool closed
+    /// and no other statement is sent on it.
     @discardableResult
     func closeOverdue(at now: ContinuousClock.Instant = .now) -> Int {
         let overdue = leases.withLock { leases in
-            let late = leases.open.filter { now - $0.value.since > deadline }
-            for key in late.keys { leases.open.removeValue(forKey: key) }
-            return late.values.map(\.connection)
+            let late = leases.open.filter { now - $0.value.since > $0.value.deadline }
+            for (key, lease) in late {
+                leases.open.removeValue(forKey: key)
+                let _: EventLoopFuture<Void> = lease.connection.close()
+            }
+            return Array(late.values)
         }
-        for connection in overdue {
-            logger.error("PostgreSQL gave no answer on a connection within the deadline: it was closed, and its request answered 503",
-                         metadata: ["deadline": .string("\(deadline)")])
-            let _: EventLoopFuture<Void> = connection.close()
+        for lease in overdue {
+            logger.error("a PostgreSQL connection stayed leased past its deadline (no answer, or work too long): it was closed, and what it carried failed",
+                         metadata: ["deadline": .string("\(lease.deadline)"), "connection": .string("\(lease.connection.id)")])
         }
         return overdue.count
     }
 
-    /// Looks at the leases a few times per deadline (at least every second) until cancelled.
+    /// Looks at the leases a few times per default deadline (at least every second) until cancelled.
     func run() async {
         let interval = min(deadline / 4, .seconds(1))
         while !Task.isCancelled {

@@ -48,12 +48,12 @@ package protocol StoreContention: Error {
     var contentionDetail: String { get }
 }
 
-/// An error of a store that could not be reached or gave no answer in time: the connection
-/// to the database was lost or closed (also by the service, for a statement past its
-/// deadline), or the database is out of resources or shutting down. Whether a write the
-/// request carried was made is not known; the request may be sent again (a signed one
-/// with a new nonce, as any). The server answers it with 503 `unavailable` and
-/// Retry-After, never 500.
+/// An error of a store that could not be reached or gave no answer in time: no connection
+/// to the database could be had, or it was lost or closed (also by the service, for a lease
+/// past its deadline), or the database is out of resources, shutting down or a standby.
+/// Whether a write the request carried was made is not known: sent again, it may be refused
+/// as done already (a stale chain head, a value used before). The server answers it with
+/// 503 `unavailable` and `Retry-After: 5` (the client is told at once), never 500.
 package protocol StoreUnreachable: Error {
     var isUnreachable: Bool { get }
     /// What the store said, for the log (a SQLSTATE, the driver's code): never a value of the request.

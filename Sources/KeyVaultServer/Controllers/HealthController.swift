@@ -103,16 +103,32 @@ struct HealthController: Sendable {
         try await Self.check(database, within: Self.readinessTimeout)
     }
 
-    /// A point read of the store, or ``ReadinessTimeout`` after `timeout`.
+    /// A point read of the store, or ``ReadinessTimeout`` after `timeout`, whichever comes
+    /// first. A read PostgreSQL never answers is not waited for (a query postgres-nio sent
+    /// cannot be cancelled): it is left to end when its connection is closed at its deadline.
     static func check(_ database: any KeyVaultRepository, within timeout: Duration) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { _ = try await database.device(DeviceID(unchecked: "readiness-probe")) }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw ReadinessTimeout()
+        let answer = Locked<CheckedContinuation<Void, any Error>?>(nil)
+        let finish: @Sendable (Result<Void, any Error>) -> Void = { result in
+            answer.withLock { waiting in
+                waiting?.resume(with: result)
+                waiting = nil
             }
-            defer { group.cancelAll() }
-            try await group.next()
+        }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            answer.withLock { $0 = continuation }
+            let read = Task {
+                do {
+                    _ = try await database.device(DeviceID(unchecked: "readiness-probe"))
+                    finish(.success(()))
+                } catch {
+                    finish(.failure(error))
+                }
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                read.cancel()
+                finish(.failure(ReadinessTimeout()))
+            }
         }
     }
 

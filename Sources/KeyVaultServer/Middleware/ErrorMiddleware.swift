@@ -56,12 +56,12 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             api.headers[.retryAfter] = String(RetryAfter.busy)
             throw api
         } catch let error as any StoreUnreachable where error.isUnreachable {
-            // The connection was lost or closed (a statement past its deadline), or the database
-            // refused for its resources: whether a write was made is not known, so the client is
-            // told at once (`down`: not sent again by itself).
+            // The connection was lost, closed (a lease past its deadline) or not to be had, or the
+            // database refused for its resources or as a standby: whether a write was made is not
+            // known, so the client is told at once (`down`: not sent again by itself).
             context.logger.warning("refused: the database did not answer", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
                 .merging(["store": .string(error.unreachableDetail)]) { a, _ in a })
-            var api = APIError(.unavailable, "the service's database did not answer this request; try again shortly")
+            var api = APIError(.unavailable, "the service's database did not answer this request (a write it carried may or may not have been made); try again shortly")
             api.headers[.retryAfter] = String(RetryAfter.down)
             throw api
         } catch is DecodingError {
