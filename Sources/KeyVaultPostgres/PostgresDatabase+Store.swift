@@ -40,8 +40,9 @@ extension PostgresKeyVaultDatabase {
 
     /// Durable as every chain write, by the swap's own statement (``append(_:_:_:)``).
     package func append(_ account: AccountID, _ write: ChainWrite) async throws {
-        // A member's removal or a reset deletes what it ended, attachments too: it may take long.
-        let heavy = !write.removedMembers.isEmpty || write.dropsKeysBefore != nil
+        // A member's removal, a reset or a grant's end deletes what it ended (attachments, a
+        // grantee's unfinished uploads): it may take long.
+        let heavy = !write.removedMembers.isEmpty || write.dropsKeysBefore != nil || !write.endedGrants.isEmpty
         try await transaction(deadline: heavy ? WatchedPool.longDeadline : nil) { db in
             try await append(account, write, db)
             try await insertAudit(db, account: account, of: write)
@@ -542,13 +543,14 @@ extension PostgresKeyVaultDatabase {
         for attempt in 1... {
             do {
                 return try await client.withTransaction(logger: logger, deadline: deadline) { try await body($0) }
-            } catch let error as PostgresTransactionError {
-                guard attempt < Self.transactionAttempts, error.isContention else { throw error.closureError ?? error }
+            } catch let error as TransactionFailure {
+                // The body's own error as it threw it (a store error the server answers by its kind).
+                guard attempt < Self.transactionAttempts, error.isContention else { throw error.step == .body ? error.error : error }
                 reruns.add()
                 logger.notice("a transaction lost a race for a lock and runs again", metadata: ["store": .string(error.contentionDetail)])
                 // Cancelled meanwhile (the client went): its own error, not the pause's.
                 try? await Task.sleep(for: .milliseconds(Int.random(in: 5...20) * attempt))
-                if Task.isCancelled { throw error.closureError ?? error }
+                if Task.isCancelled { throw error.step == .body ? error.error : error }
             }
         }
         preconditionFailure("unreachable")

@@ -113,10 +113,19 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// graceful shutdown, as a service).
     package func run() async { await client.run() }
 
+    /// The database watch says PostgreSQL does not answer: connections leased longer than a
+    /// request's deadline are closed, those of the long deadline too (an upload's completion
+    /// stuck on a silent connection would otherwise hold its connection for 10 minutes, and
+    /// with a pool full of them the database would look down after it answers again).
+    package func storeDoesNotAnswer() {
+        client.watch.closeOverdue(deadline: client.watch.deadline)
+    }
+
     /// A PostgreSQL error as a sentence: the server's message and SQLSTATE, or the
     /// connection failure, without the query's arguments.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? PostgresTransactionError,
+        if let error = error as? TransactionFailure { return describe(error.error) }
+        if let error = error as? PostgresTransactionError,  // the migrations' (on a connection of their own)
            let inner = error.closureError ?? error.commitError ?? error.beginError ?? error.rollbackError {
             return describe(inner)
         }
@@ -599,14 +608,12 @@ extension PSQLError: StoreUnreachable {
     package var unreachableDetail: String { serverInfo?[.sqlState].map { "SQLSTATE \($0)" } ?? "\(code)" }
 }
 
-extension PostgresTransactionError: StoreUnreachable {
-    private var unreachable: (any StoreUnreachable)? { (closureError ?? commitError ?? beginError ?? rollbackError) as? any StoreUnreachable }
-    package var isUnreachable: Bool { unreachable?.isUnreachable ?? false }
-    package var unreachableDetail: String { unreachable?.unreachableDetail ?? "a transaction" }
+extension TransactionFailure: StoreUnreachable {
+    package var isUnreachable: Bool { (error as? any StoreUnreachable)?.isUnreachable ?? false }
+    package var unreachableDetail: String { (error as? any StoreUnreachable)?.unreachableDetail ?? "a transaction" }
 }
 
-extension PostgresTransactionError: StoreContention {
-    private var inner: (any StoreContention)? { (closureError ?? commitError ?? beginError) as? any StoreContention }
-    package var isContention: Bool { inner?.isContention ?? false }
-    package var contentionDetail: String { inner?.contentionDetail ?? "a transaction" }
+extension TransactionFailure: StoreContention {
+    package var isContention: Bool { (error as? any StoreContention)?.isContention ?? false }
+    package var contentionDetail: String { (error as? any StoreContention)?.contentionDetail ?? "a transaction" }
 }

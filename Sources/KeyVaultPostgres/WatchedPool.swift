@@ -17,10 +17,16 @@ import Synchronization
 ///
 /// A lease is the whole of a statement or transaction, with its lock waits: 30 s, far
 /// above anything a request does but for a few that can move a great deal, which get
-/// ``longDeadline``: an account's import or deletion, a member's removal or an account's
-/// reset, an attachment's deletion or replacement (its chunks go too), the sweep of
-/// unfinished uploads. The deadline is a lease's, not a measure of silence: a lease past
-/// it is closed whether PostgreSQL is still working on it or not.
+/// ``longDeadline``: an account's import or deletion, a member's removal, a reset or a
+/// grant's end, an attachment's deletion or replacement, an upload's start or completion
+/// (chunks go with each), the sweep of unfinished uploads. The deadline is a lease's, not a
+/// measure of silence: a lease past it is closed whether PostgreSQL is still working on it
+/// or not (and PostgreSQL's backend goes on until it next writes to the connection). While
+/// the database watch says PostgreSQL does not answer, leases past 30 s are closed whatever
+/// their deadline (``PostgresKeyVaultDatabase/storeDoesNotAnswer()``). The wait for a
+/// connection is not watched: postgres-nio's pool bounds it (10 s per attempt to connect;
+/// its circuit breaker fails the waiters after about a minute without any). The migrations
+/// at start run on a connection of their own, unwatched.
 package struct WatchedPool: Sendable {
     /// How long a connection may stay leased for what a request does.
     package static let deadline: Duration = .seconds(30)
@@ -74,10 +80,36 @@ package struct WatchedPool: Sendable {
         })
     }
 
-    /// A transaction (BEGIN, `body`, COMMIT, or ROLLBACK when it throws) on one connection, watched.
+    /// A transaction on one connection, watched: BEGIN, `body`, COMMIT; ROLLBACK when `body`
+    /// throws. Not postgres-nio's own: on a connection already closed (the watch closed it, or
+    /// PostgreSQL), a statement is not sent at all, since postgres-nio would leave it waiting for
+    /// ever (it writes without a promise, which a closed channel never fails); PostgreSQL rolls
+    /// back a transaction whose connection closed.
+    ///
+    /// - Throws: ``TransactionFailure``, saying which step failed.
     func withTransaction<T>(logger: Logger, deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> sending T)
         async throws -> sending T {
-        try await withConnection(deadline: deadline) { try await $0.withTransaction(logger: logger, body) }
+        try await withConnection(deadline: deadline) { connection in
+            do {
+                try await connection.query("BEGIN", logger: logger)
+            } catch {
+                throw TransactionFailure(step: .begin, error: error)
+            }
+            let value: T
+            do {
+                value = try await body(connection)
+            } catch {
+                if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                throw TransactionFailure(step: .body, error: error)
+            }
+            do {
+                guard !connection.isClosed else { throw ConnectionClosed() }
+                try await connection.query("COMMIT", logger: logger)
+            } catch {
+                throw TransactionFailure(step: .commit, error: error)
+            }
+            return value
+        }
     }
 
     /// Runs the pool and the watch until the task is cancelled (or a graceful shutdown).
@@ -88,6 +120,20 @@ package struct WatchedPool: Sendable {
             group.cancelAll()
         }
     }
+}
+
+/// A transaction that failed at one step: at `body`, `error` is the body's own (a
+/// ``StoreError`` of the store's logic, or the database's). A failed commit's outcome is not known.
+struct TransactionFailure: Error {
+    enum Step { case begin, body, commit }
+    let step: Step
+    let error: any Error
+}
+
+/// The connection was closed before a transaction's COMMIT could be sent.
+struct ConnectionClosed: StoreUnreachable {
+    var isUnreachable: Bool { true }
+    var unreachableDetail: String { "the connection closed before COMMIT" }
 }
 
 /// No connection of the pool could be had (postgres-nio's pool gave up connecting after a
@@ -163,14 +209,14 @@ final class StatementWatch: Sendable {
         _ = leases.withLock { $0.open.removeValue(forKey: lease) }
     }
 
-    /// Closes every connection leased longer than its deadline at `now`; how many. The close
-    /// is issued under the lock (it only queues the channel's close on its event loop): a
-    /// lease that ends meanwhile waits for it, so its connection goes back to the pool closed
-    /// and no other statement is sent on it.
+    /// Closes every connection leased longer than its deadline at `now` (or than `deadline`,
+    /// when given, whatever its own); how many. The close is issued under the lock: a lease
+    /// that ends meanwhile waits for it, so its connection goes back to the pool with its
+    /// close under way (a request that leases it then fails at once, 503).
     @discardableResult
-    func closeOverdue(at now: ContinuousClock.Instant = .now) -> Int {
+    func closeOverdue(at now: ContinuousClock.Instant = .now, deadline: Duration? = nil) -> Int {
         let overdue = leases.withLock { leases in
-            let late = leases.open.filter { now - $0.value.since > $0.value.deadline }
+            let late = leases.open.filter { now - $0.value.since > (deadline ?? $0.value.deadline) }
             for (key, lease) in late {
                 leases.open.removeValue(forKey: key)
                 let _: EventLoopFuture<Void> = lease.connection.close()

@@ -16,6 +16,12 @@ package protocol KeyVaultRepository: Sendable {
     /// write elsewhere must be seen at once: a device's revocation.
     var isSharedWithOtherProcesses: Bool { get }
 
+    /// Told by the service's database watch, at each failed check while it says the store
+    /// is down: work waiting on the store for longer than a request's own deadline is given
+    /// up (a store that holds connections closes them), so that the store is used again as
+    /// soon as it answers. Does nothing by default.
+    func storeDoesNotAnswer()
+
     // MARK: Accounts and the chain
 
     /// Creates an account from its genesis link, first device and boxes.
@@ -256,6 +262,7 @@ package let auditPageSize = 1000
 
 extension KeyVaultRepository {
     /// One process per store, unless the store says otherwise.
+    package func storeDoesNotAnswer() {}
     package var isSharedWithOtherProcesses: Bool { false }
 
     package func useNonceReadingDevice(_ nonce: String, device id: DeviceID, timestamp: Int64, touchingAt now: Int64,

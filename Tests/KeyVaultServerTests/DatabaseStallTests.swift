@@ -64,6 +64,8 @@ import Testing
                     case .some(let response?):
                         #expect(response.status == .serviceUnavailable, "\(response.status)")
                         #expect(errorCode(response) == "unavailable")
+                        // Its own statement's failure, not the gate the database watch closes later.
+                        #expect(String(buffer: response.body).contains("did not answer this request"), "\(String(buffer: response.body))")
                         // Told at once: the client does not send it again by itself (its outcome is unknown).
                         #expect(response.headers[.retryAfter] == String(RetryAfter.down))
                     }
@@ -104,7 +106,10 @@ final class SilencingProxy: Sendable {
         directory = try TemporaryDirectory("pg-proxy")
         self.upstream = upstream
         listener = try Self.socket(at: directory.path(".s.PGSQL.\(Self.port)"), listening: true)
-        guard listen(listener, 64) == 0 else { throw Refused(call: "listen") }
+        guard listen(listener, 64) == 0 else {
+            _ = systemClose(listener)
+            throw Refused(call: "listen")
+        }
         Thread.detachNewThread { [self] in
             acceptAll()
             acceptEnded.signal()

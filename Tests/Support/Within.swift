@@ -1,7 +1,7 @@
 import KeyVaultCrypto
 
-/// What `body` returned, or nil when it has not returned within `seconds` (a test that
-/// would otherwise hang fails instead). A body that never ends is left running.
+/// What `body` returned, or nil when it has not returned within `seconds` (so that a test
+/// can fail, expecting an answer, instead of hanging). A body that never ends is left running.
 package func within<T: Sendable>(seconds: Int, _ body: @escaping @Sendable () async -> T) async -> T? {
     let outcome = Locked<T?>(nil)
     Task { let result = await body(); outcome.withLock { $0 = result } }

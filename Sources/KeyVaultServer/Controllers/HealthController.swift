@@ -126,8 +126,8 @@ struct HealthController: Sendable {
             }
             Task {
                 try? await Task.sleep(for: timeout)
-                read.cancel()
                 finish(.failure(ReadinessTimeout()))
+                read.cancel()
             }
         }
     }

@@ -34,14 +34,20 @@ struct DatabaseWatchService: Service {
     let logger: Logger
     var interval: Duration = .seconds(1)
 
+    /// Told at each failed check while down (``KeyVaultRepository/storeDoesNotAnswer()``).
+    let whileDown: @Sendable () -> Void
+
     init(database: any KeyVaultRepository, watch: DatabaseWatch, logger: Logger, timeout: Duration = .seconds(3)) {
-        self.init(check: { try await HealthController.check(database, within: timeout) }, watch: watch, logger: logger)
+        self.init(check: { try await HealthController.check(database, within: timeout) }, watch: watch, logger: logger,
+                  whileDown: { database.storeDoesNotAnswer() })
     }
 
-    init(check: @escaping @Sendable () async throws -> Void, watch: DatabaseWatch, logger: Logger) {
+    init(check: @escaping @Sendable () async throws -> Void, watch: DatabaseWatch, logger: Logger,
+         whileDown: @escaping @Sendable () -> Void = {}) {
         self.check = check
         self.watch = watch
         self.logger = logger
+        self.whileDown = whileDown
     }
 
     func run() async throws {
@@ -52,6 +58,7 @@ struct DatabaseWatchService: Service {
             while !Task.isCancelled {
                 failures = (try? await check()) == nil ? failures + 1 : 0
                 let down = failures >= 3
+                if down { whileDown() }
                 if watch.set(down: down) {
                     if down {
                         logger.error("the database does not answer: requests get 503 until it does")
