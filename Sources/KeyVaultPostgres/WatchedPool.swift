@@ -46,7 +46,7 @@ package struct WatchedPool: Sendable {
     /// One connection of the pool for `body`, watched: closed when leased longer than
     /// `deadline` (the watch's own when nil).
     ///
-    /// - Throws: what `body` throws; ``NoConnection`` when none could be had (the pool gave up
+    /// - Throws: what `body` throws; ``ConnectionUnavailable`` when none could be had (the pool gave up
     ///   connecting, or is shut down), but for a task cancelled meanwhile.
     func withConnection<T>(deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
         var leased = false
@@ -58,7 +58,7 @@ package struct WatchedPool: Sendable {
                 return try await body(connection)
             }
         } catch where !leased && !(error is CancellationError) && !Task.isCancelled {
-            throw NoConnection(reason: String(describing: error))
+            throw ConnectionUnavailable(detail: "no connection (\(error))")
         }
     }
 
@@ -103,7 +103,7 @@ package struct WatchedPool: Sendable {
                 throw TransactionFailure(step: .body, error: error)
             }
             do {
-                guard !connection.isClosed else { throw ConnectionClosed() }
+                guard !connection.isClosed else { throw ConnectionUnavailable(detail: "the connection closed before COMMIT") }
                 try await connection.query("COMMIT", logger: logger)
             } catch {
                 throw TransactionFailure(step: .commit, error: error)
@@ -130,18 +130,13 @@ struct TransactionFailure: Error {
     let error: any Error
 }
 
-/// The connection was closed before a transaction's COMMIT could be sent.
-struct ConnectionClosed: StoreUnreachable {
+/// No connection to use: none could be had (postgres-nio's pool gave up connecting after a
+/// while, or is shut down), or it closed before a transaction's COMMIT could be sent. 503,
+/// as any ``StoreUnreachable``.
+struct ConnectionUnavailable: StoreUnreachable {
+    let detail: String
     var isUnreachable: Bool { true }
-    var unreachableDetail: String { "the connection closed before COMMIT" }
-}
-
-/// No connection of the pool could be had (postgres-nio's pool gave up connecting after a
-/// while, or is shut down): 503, as any ``StoreUnreachable``.
-struct NoConnection: StoreUnreachable {
-    let reason: String
-    var isUnreachable: Bool { true }
-    var unreachableDetail: String { "no connection (\(reason))" }
+    var unreachableDetail: String { detail }
 }
 
 /// The rows of a statement, read whole: iterate them as the pool's row sequence, or take them.
@@ -210,11 +205,10 @@ final class StatementWatch: Sendable {
     }
 
     /// Closes every connection leased longer than its deadline at `now` (or than `deadline`,
-    /// when given, whatever its own); how many. The close is issued under the lock: a lease
+    /// when given, whatever its own). The close is issued under the lock: a lease
     /// that ends meanwhile waits for it, so its connection goes back to the pool with its
     /// close under way (a request that leases it then fails at once, 503).
-    @discardableResult
-    func closeOverdue(at now: ContinuousClock.Instant = .now, deadline: Duration? = nil) -> Int {
+    func closeOverdue(at now: ContinuousClock.Instant = .now, deadline: Duration? = nil) {
         let overdue = leases.withLock { leases in
             let late = leases.open.filter { now - $0.value.since > (deadline ?? $0.value.deadline) }
             for (key, lease) in late {
@@ -227,7 +221,6 @@ final class StatementWatch: Sendable {
             logger.error("a PostgreSQL connection stayed leased past its deadline (no answer, or work too long): it was closed, and what it carried failed",
                          metadata: ["deadline": .string("\(lease.deadline)"), "connection": .string("\(lease.connection.id)")])
         }
-        return overdue.count
     }
 
     /// Looks at the leases a few times per default deadline (at least every second) until cancelled.

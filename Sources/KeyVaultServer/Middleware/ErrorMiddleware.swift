@@ -15,6 +15,16 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         ["code": .string(code), "method": .string(request.method.rawValue), "route": .string(context.endpointPath ?? "unmatched")]
     }
 
+    /// 503 `unavailable` with its `Retry-After`, logged at `level` with what the store said.
+    private func unavailable(_ message: String, retryAfter: Int, logged level: Logger.Level, _ log: Logger.Message,
+                             store detail: String, _ request: Request, _ context: Context) -> APIError {
+        context.logger.log(level: level, log, metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
+            .merging(["store": .string(detail)]) { a, _ in a })
+        var api = APIError(.unavailable, message)
+        api.headers[.retryAfter] = String(retryAfter)
+        return api
+    }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
@@ -50,20 +60,16 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw api
         } catch let error as any StoreContention where error.isContention {
             // Lost a race for a lock (a PostgreSQL transaction ran again first): its write was not made.
-            context.logger.notice("refused: lost a race for a lock", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
-                .merging(["store": .string(error.contentionDetail)]) { a, _ in a })
-            var api = APIError(.unavailable, "other writes held what this request needed, and its write was not made: try again")
-            api.headers[.retryAfter] = String(RetryAfter.busy)
-            throw api
+            throw unavailable("other writes held what this request needed, and its write was not made: try again",
+                              retryAfter: RetryAfter.busy, logged: .notice, "refused: lost a race for a lock",
+                              store: error.contentionDetail, request, context)
         } catch let error as any StoreUnreachable where error.isUnreachable {
             // The connection was lost, closed (a lease past its deadline) or not to be had, or the
             // database refused for its resources or as a standby: whether a write was made is not
             // known, so the client is told at once (`down`: not sent again by itself).
-            context.logger.warning("refused: the database did not answer", metadata: refusal(ErrorCode.unavailable.rawValue, request, context)
-                .merging(["store": .string(error.unreachableDetail)]) { a, _ in a })
-            var api = APIError(.unavailable, "the service's database did not answer this request (a write it carried may or may not have been made); try again shortly")
-            api.headers[.retryAfter] = String(RetryAfter.down)
-            throw api
+            throw unavailable("the service's database did not answer this request (a write it carried may or may not have been made); try again shortly",
+                              retryAfter: RetryAfter.down, logged: .warning, "refused: the database did not answer",
+                              store: error.unreachableDetail, request, context)
         } catch is DecodingError {
             throw APIError.badRequest("the JSON body does not have the expected fields and types")
         } catch {
