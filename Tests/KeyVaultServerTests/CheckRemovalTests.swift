@@ -129,3 +129,38 @@ private final class Hold: Sendable {
         #expect(try await client.append(phone, &state, AppendRequest(link: link, recovery: fixture.slot)).status == .created)
     }
 }
+
+/// A link request from a device already in the account is refused when it is made
+/// (`device_exists`), not left pending for an approver to find that the chain refuses
+/// it; and nothing is stored: the account's pending requests stay empty.
+@Test func aLinkRequestFromADeviceAlreadyInTheAccountIsRefusedAtOnce() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone")
+        let state = try await client.createAccount(phone)
+        let base = "/v1/accounts/\(state.account)/link-requests"
+        let again = try await client.execute(uri: base, method: .post, body: jsonBody(phone.linkRequest(account: state.account)))
+        #expect(again.status == .conflict && errorCode(again) == "device_exists", "\(again.status) \(String(buffer: again.body))")
+        let pending = try await client.signed(phone, .get, base)
+        #expect(pending.status == .ok && !String(buffer: pending.body).contains(phone.id.rawValue), "\(String(buffer: pending.body))")
+    }
+}
+
+/// A recovery enrollment appends one device.add signed with the recovery key and nothing
+/// else. Here its link is a device.add the phone signed at the current head (one it
+/// made for a link it never sent, say), which the chain alone would take: the token
+/// must not let it in. It is refused as malformed, and the chain stays as it was.
+@Test func aRecoveryEnrollmentOfALinkTheRecoveryKeyDidNotSignIsRefused() async throws {
+    try await testApplication().test(.router) { client in
+        let phone = TestDevice("phone"), laptop = TestDevice("laptop")
+        let fixture = RecoveryFixture()
+        let state = try await fixture.setUp(client, phone)
+        let session = try await fixture.prove(client, account: state.account)
+        var request = try fixture.enrollment(of: laptop, after: state, token: session.token)
+        request.link = phone.link(.deviceAdd, after: state, body: laptop.deviceFields)
+        let refused = try await client.execute(uri: "/v1/accounts/\(state.account)/recovery/enroll", method: .post, body: jsonBody(request))
+        #expect(refused.status == .badRequest && errorCode(refused) == "malformed_link"
+                && String(buffer: refused.body).contains("signed with the recovery key"), "\(refused.status) \(String(buffer: refused.body))")
+        let chain = try decode(ChainResponse.self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain"))
+        #expect(chain.head == state.head && chain.links.count == Int(state.sequence) + 1)
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import KeyVault
 import KeyVaultCrypto
+import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultVault
@@ -190,5 +191,73 @@ import Testing
         let alice = try await laptop.addMember(name: "Alice")
         try await phone.sync()
         #expect(try await phone.members().map(\.id) == [alice.id])
+    }
+}
+
+/// A server that answers an account's creation with another account (one that exists,
+/// here the laptop's) or another head would have the new device keep a record of an
+/// account it did not make. The answer is refused, and no device is saved.
+@Test func aCreationAnsweredWithAnotherAccountOrHeadIsRefusedAndNothingIsSaved() async throws {
+    try await Fixture.run { fixture, laptop in
+        let changes: [@Sendable (inout CreateAccountResponse) -> Void] = [
+            { $0.account = laptop.account },
+            { $0.head = String(repeating: "0", count: 64) },
+        ]
+        for (index, change) in changes.enumerated() {
+            fixture.transport.tamper { request, reply in
+                guard request.method == "POST", request.target.hasSuffix("/v1/accounts"), reply.status == 201 || reply.status == 200 else { return }
+                var answer = try JSONDecoder().decode(CreateAccountResponse.self, from: Data(reply.body))
+                change(&answer)
+                reply.body = Array(try JSONEncoder().encode(answer))
+            }
+            let home = fixture.home("desk\(index)")
+            await expectRefusal("wrong_account") {
+                _ = try await Vault.createAccount(home: home, server: "test", transport: fixture.transport, name: "desk",
+                                                  code: try Mnemonic.generate(wordCount: 24, language: .english), parameters: .interactive)
+            }
+            let saved = try home.exists
+            #expect(!saved, "a device was saved for an account the server answered wrongly")
+        }
+    }
+}
+
+/// A server whose audit log pages in a circle (every page from the first entry again) is
+/// refused at the first entry that goes back, not read ten thousand times over.
+@Test func anAuditLogThatGoesBackIsRefusedAtOnce() async throws {
+    try await Fixture.run { fixture, laptop in
+        let first = Locked<[UInt8]?>(nil)
+        let pages = Locked(0)
+        fixture.transport.tamper { request, reply in
+            guard request.method == "GET", request.target.contains("/audit"), reply.status == 200 else { return }
+            pages.withLock { $0 += 1 }
+            reply.body = first.withLock { saved in
+                if saved == nil { saved = reply.body }
+                return saved ?? reply.body
+            }
+        }
+        do {
+            _ = try await laptop.api.audit()
+            Issue.record("a log that goes back was read")
+        } catch let error as KeyVaultError {
+            #expect(error.code == .badResponse && error.message.contains("goes back"), "\(error.code): \(error.message)")
+        }
+        #expect(pages.withLock { $0 } == 2)
+    }
+}
+
+/// A home whose device the chain lists with another box key (a home copied over with
+/// other keys, or a box key swapped while the device was linked) is refused: what is
+/// sealed to the chain's key would not open with the home's, and what the home seals
+/// would not be the device's.
+@Test func aHomeWhoseDeviceTheChainListsWithOtherKeysIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        // A copy of the laptop's home (the laptop's own is locked while its vault is open).
+        var record = try fixture.home("laptop").load()
+        record.keys = DeviceKeys(signing: record.keys.signing)
+        try fixture.home("copy").save(record)
+        await expectRefusal("other keys for this device") {
+            let again = try await fixture.open("copy")
+            try await again.sync()
+        }
     }
 }
