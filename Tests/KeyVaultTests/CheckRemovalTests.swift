@@ -261,3 +261,19 @@ import Testing
         }
     }
 }
+
+/// A server that serves an attachment under an address naming a key generation its
+/// member does not have (7, the member being at 1) is refused for what it is
+/// (`address_mismatch`), before a key of that generation is looked for.
+@Test func anAttachmentWhoseAddressNamesAGenerationItsMemberDoesNotHaveIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        let emma = try await laptop.addMember(name: "Emma")
+        let put = try await laptop.put(SystemRandom.bytes(count: 500), member: emma)
+        let stored = try await laptop.api.attachment(member: emma.id, address: put.address, sharer: nil)
+        let forged = try #require(ContentAddress("ca1.7.\(Hex.encode(put.address.mac))"))
+        fixture.transport.answer { request in
+            request.method == "GET" && request.target.hasSuffix("/attachments/\(forged)") ? HTTPReply(status: 200, body: stored) : nil
+        }
+        await expectRefusal("address_mismatch") { _ = try await laptop.get(forged, member: emma) }
+    }
+}
