@@ -277,3 +277,50 @@ import Testing
         await expectRefusal("address_mismatch") { _ = try await laptop.get(forged, member: emma) }
     }
 }
+
+/// `audit` holds the server's device list to the chain: a device it leaves out, a device
+/// it lists with the other status, and one the chain never added are each a finding.
+@Test func auditReportsADeviceListThatDisagreesWithTheChain() async throws {
+    try await Fixture.run { fixture, laptop in
+        #expect(try await laptop.audit().findings.isEmpty)
+        let changes: [(String, @Sendable (inout [DeviceInfo]) -> Void)] = [
+            ("the server does not list device laptop", { $0.removeAll { $0.name == "laptop" } }),
+            ("the server lists laptop as revoked", { $0 = $0.map { var device = $0; device.status = .revoked; return device } }),
+            ("which the chain never added", { list in
+                var ghost = list[0]
+                ghost.id = DeviceKeys().id
+                ghost.name = "ghost"
+                list.append(ghost)
+            }),
+        ]
+        for (expected, change) in changes {
+            fixture.transport.tamper(rewriting("/devices", as: [String: [DeviceInfo]].self) { answer in change(&answer["devices", default: []]) })
+            let findings = try await laptop.audit().findings
+            #expect(findings.count == 1 && findings.contains { $0.area == "devices" && $0.message.contains(expected) }, "\(findings)")
+        }
+    }
+}
+
+/// A box of the current master key addressed to this device, signed by it at the right
+/// link (every check of the box passes), that holds another key than the one this device
+/// keeps: only opening it tells, and `audit` must.
+@Test func auditReportsThisDevicesBoxThatHoldsAnotherKey() async throws {
+    try await Fixture.run { fixture, laptop in
+        #expect(try await laptop.audit().findings.isEmpty)
+        let record = try fixture.home("laptop").load()
+        let account = laptop.account
+        fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
+            answer["boxes"] = try answer["boxes", default: []].map { box in
+                guard box.recipient == record.keys.id.rawValue else { return box }
+                var other = KeyBox(generation: box.generation, sequence: box.sequence, recipient: box.recipient,
+                                   box: base64Encode(try record.keys.boxKey.publicKey.sealedBox(for: SymmetricKey())),
+                                   signer: record.keys.id.rawValue, signature: "")
+                other.sign(with: record.keys.signing, account: account)
+                return other
+            }
+        })
+        let findings = try await laptop.audit().findings
+        #expect(findings.count == 1 && findings.contains { $0.area == "boxes" && $0.message.contains("does not hold the key this device has") },
+                "\(findings)")
+    }
+}
