@@ -141,25 +141,36 @@ private final class Hold: Sendable {
         let again = try await client.execute(uri: base, method: .post, body: jsonBody(phone.linkRequest(account: state.account)))
         #expect(again.status == .conflict && errorCode(again) == "device_exists", "\(again.status) \(String(buffer: again.body))")
         let pending = try await client.signed(phone, .get, base)
-        #expect(pending.status == .ok && !String(buffer: pending.body).contains(phone.id.rawValue), "\(String(buffer: pending.body))")
+        let requests = (try JSONSerialization.jsonObject(with: Data(buffer: pending.body)) as? [String: Any])?["requests"] as? [Any]
+        #expect(pending.status == .ok && requests?.isEmpty == true, "\(String(buffer: pending.body))")
     }
 }
 
 /// A recovery enrollment appends one device.add signed with the recovery key and nothing
-/// else. Here its link is a device.add the phone signed at the current head (one it
+/// else. First its link is a device.add the phone signed at the current head (one it
 /// made for a link it never sent, say), which the chain alone would take: the token
-/// must not let it in. It is refused as malformed, and the chain stays as it was.
+/// must not let it in. Then a recovery.set the recovery key signed (the chain lets that
+/// key set a code), with a device field and a box so that nothing else refuses it first.
+/// Each is refused as malformed, for what it is, and the chain stays as it was.
 @Test func aRecoveryEnrollmentOfALinkTheRecoveryKeyDidNotSignIsRefused() async throws {
     try await testApplication().test(.router) { client in
         let phone = TestDevice("phone"), laptop = TestDevice("laptop")
         let fixture = RecoveryFixture()
         let state = try await fixture.setUp(client, phone)
         let session = try await fixture.prove(client, account: state.account)
-        var request = try fixture.enrollment(of: laptop, after: state, token: session.token)
-        request.link = phone.link(.deviceAdd, after: state, body: laptop.deviceFields)
-        let refused = try await client.execute(uri: "/v1/accounts/\(state.account)/recovery/enroll", method: .post, body: jsonBody(request))
-        #expect(refused.status == .badRequest && errorCode(refused) == "malformed_link"
-                && String(buffer: refused.body).contains("signed with the recovery key"), "\(refused.status) \(String(buffer: refused.body))")
+        let honest = try fixture.enrollment(of: laptop, after: state, token: session.token)
+        var byPhone = honest
+        byPhone.link = phone.link(.deviceAdd, after: state, body: laptop.deviceFields)
+        var setsACode = honest
+        setsACode.link = ChainLink(sequence: state.sequence + 1, previous: state.head, type: .recoverySet, signer: ChainLink.recoverySigner,
+                                   time: 1_700_000_200, body: ["device": laptop.id.rawValue, "authKey": Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation),
+                                                               "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation), "recoveryGeneration": "2"])
+        setsACode.link.sign(with: fixture.authKey)
+        for request in [byPhone, setsACode] {
+            let refused = try await client.execute(uri: "/v1/accounts/\(state.account)/recovery/enroll", method: .post, body: jsonBody(request))
+            #expect(refused.status == .badRequest && errorCode(refused) == "malformed_link"
+                    && String(buffer: refused.body).contains("signed with the recovery key"), "\(refused.status) \(String(buffer: refused.body))")
+        }
         let chain = try decode(ChainResponse.self, try await client.signed(phone, .get, "/v1/accounts/\(state.account)/chain"))
         #expect(chain.head == state.head && chain.links.count == Int(state.sequence) + 1)
     }

@@ -1,7 +1,6 @@
 import Foundation
 import KeyVault
 import KeyVaultCrypto
-import KeyVaultMnemonic
 import KeyVaultModel
 import KeyVaultProtocol
 import KeyVaultVault
@@ -194,9 +193,10 @@ import Testing
     }
 }
 
-/// A server that answers an account's creation with another account (one that exists,
-/// here the laptop's) or another head would have the new device keep a record of an
-/// account it did not make. The answer is refused, and no device is saved.
+/// A server that answers an account's creation with another account (here the laptop's)
+/// or another head says it did not store the genesis this device made. That answer is
+/// refused, and no device is saved (without the check it went unnoticed: the device was
+/// saved, and the recovery code set, for an account the server may not hold as made).
 @Test func aCreationAnsweredWithAnotherAccountOrHeadIsRefusedAndNothingIsSaved() async throws {
     try await Fixture.run { fixture, laptop in
         let changes: [@Sendable (inout CreateAccountResponse) -> Void] = [
@@ -213,7 +213,7 @@ import Testing
             let home = fixture.home("desk\(index)")
             await expectRefusal("wrong_account") {
                 _ = try await Vault.createAccount(home: home, server: "test", transport: fixture.transport, name: "desk",
-                                                  code: try Mnemonic.generate(wordCount: 24, language: .english), parameters: .interactive)
+                                                  code: fixture.code, parameters: .interactive)
             }
             let saved = try home.exists
             #expect(!saved, "a device was saved for an account the server answered wrongly")
@@ -252,7 +252,7 @@ import Testing
 @Test func aHomeWhoseDeviceTheChainListsWithOtherKeysIsRefused() async throws {
     try await Fixture.run { fixture, laptop in
         // A copy of the laptop's home (the laptop's own is locked while its vault is open).
-        var record = try fixture.home("laptop").load()
+        var record = await laptop.record
         record.keys = DeviceKeys(signing: record.keys.signing)
         try fixture.home("copy").save(record)
         await expectRefusal("other keys for this device") {
@@ -307,7 +307,7 @@ import Testing
 @Test func auditReportsThisDevicesBoxThatHoldsAnotherKey() async throws {
     try await Fixture.run { fixture, laptop in
         #expect(try await laptop.audit().findings.isEmpty)
-        let record = try fixture.home("laptop").load()
+        let record = await laptop.record
         let account = laptop.account
         fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
             answer["boxes"] = try answer["boxes", default: []].map { box in
