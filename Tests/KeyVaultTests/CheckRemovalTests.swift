@@ -204,12 +204,7 @@ import Testing
             { $0.head = String(repeating: "0", count: 64) },
         ]
         for (index, change) in changes.enumerated() {
-            fixture.transport.tamper { request, reply in
-                guard request.method == "POST", request.target.hasSuffix("/v1/accounts"), reply.status == 201 || reply.status == 200 else { return }
-                var answer = try JSONDecoder().decode(CreateAccountResponse.self, from: Data(reply.body))
-                change(&answer)
-                reply.body = Array(try JSONEncoder().encode(answer))
-            }
+            fixture.transport.tamper(rewriting("/v1/accounts", method: "POST", status: 201, as: CreateAccountResponse.self, change))
             let home = fixture.home("desk\(index)")
             await expectRefusal("wrong_account") {
                 _ = try await Vault.createAccount(home: home, server: "test", transport: fixture.transport, name: "desk",
@@ -231,8 +226,9 @@ import Testing
             guard request.method == "GET", request.target.contains("/audit"), reply.status == 200 else { return }
             pages.withLock { $0 += 1 }
             reply.body = first.withLock { saved in
-                if saved == nil { saved = reply.body }
-                return saved ?? reply.body
+                let page = saved ?? reply.body
+                saved = page
+                return page
             }
         }
         do {

@@ -50,10 +50,12 @@ final class TamperingTransport: HTTPTransport {
     }
 }
 
-/// Rewrites a JSON answer when the request path contains `path` (and is a GET).
-func rewriting<T: Codable>(_ path: String, as type: T.Type, _ change: @escaping @Sendable (inout T) throws -> Void) -> TamperingTransport.Rule {
+/// Rewrites a JSON answer when the request path contains `path`, its method is `method`
+/// and the answer's status `status`.
+func rewriting<T: Codable>(_ path: String, method: String = "GET", status: Int = 200, as type: T.Type,
+                           _ change: @escaping @Sendable (inout T) throws -> Void) -> TamperingTransport.Rule {
     { request, reply in
-        guard request.method == "GET", request.target.contains(path), reply.status == 200 else { return }
+        guard request.method == method, request.target.contains(path), reply.status == status else { return }
         var value = try JSONDecoder().decode(T.self, from: Data(reply.body))
         try change(&value)
         reply.body = Array(try JSONEncoder().encode(value))
