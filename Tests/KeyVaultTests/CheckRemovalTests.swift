@@ -320,3 +320,100 @@ import Testing
                 "\(findings)")
     }
 }
+
+/// A revocation whose master key rotation did not go through leaves the revoked device's
+/// box of the current master key on the server: the key it holds is still in use, and
+/// `audit` must say so (until the rotation is finished).
+@Test func auditReportsARevokedDevicesBoxOfTheCurrentMasterKey() async throws {
+    try await Fixture.run { fixture, laptop in
+        _ = try await fixture.enroll("phone", in: laptop.account)
+        try await laptop.sync()
+        await revokeLosingTheRotation(fixture, laptop, "phone")
+        let findings = try await laptop.audit().findings
+        #expect(findings.contains { $0.area == "boxes" && $0.message.contains("revoked device phone") }, "\(findings)")
+        try await laptop.finishPendingRotations()
+        #expect(try await laptop.audit().findings.isEmpty)
+    }
+}
+
+/// A server that keeps back the recovery code's box of the current master key leaves the
+/// code opening nothing: every other check passes, and `audit` must say so.
+@Test func auditReportsARecoveryCodeWithoutABoxOfTheCurrentMasterKey() async throws {
+    try await Fixture.run { fixture, laptop in
+        #expect(try await laptop.audit().findings.isEmpty)
+        fixture.transport.tamper(rewriting("/boxes", as: [String: [KeyBox]].self) { answer in
+            answer["boxes", default: []].removeAll { $0.recipient == ChainLink.recoverySigner }
+        })
+        let findings = try await laptop.audit().findings
+        #expect(findings.count == 1 && findings.contains { $0.area == "boxes" && $0.message.contains("the recovery code has no box") },
+                "\(findings)")
+    }
+}
+
+/// Member wraps the server keeps back or replaces: a generation with no wrap under the
+/// current master key, and a wrap that opens for its member and generation but holds
+/// another key than this device has (only comparing with the cached key tells).
+@Test func auditReportsAMissingMemberWrapAndOneThatHoldsAnotherKey() async throws {
+    try await Fixture.run { fixture, laptop in
+        let alice = try await laptop.addMember(name: "Alice")
+        _ = try await laptop.rotateMember(alice.id)
+        _ = try await laptop.memberKey(alice.id, generation: 1)
+        #expect(try await laptop.audit().findings.isEmpty)
+
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps", default: []].removeAll { $0.memberGeneration == 1 }
+        })
+        var findings = try await laptop.audit().findings
+        #expect(findings.count == 1 && findings.contains { $0.area == "wraps" && $0.message.contains("generation 1 has no wrap") },
+                "\(findings)")
+
+        let (master, g) = try await laptop.masterKey()
+        let account = laptop.account
+        let other = try MemberKeyWrap.seal(SymmetricKey(), account: account, member: alice.id, memberGeneration: 1,
+                                           under: master, masterGeneration: g)
+        fixture.transport.tamper(rewriting("member=\(alice.id)", as: [String: [MemberWrap]].self) { answer in
+            answer["wraps"] = answer["wraps", default: []].map { $0.memberGeneration == 1 ? other : $0 }
+        })
+        findings = try await laptop.audit().findings
+        #expect(findings.count == 1 && findings.contains { $0.area == "wraps" && $0.message.contains("holds another key") }, "\(findings)")
+    }
+}
+
+/// An audit log that records a link of the chain under another type is a finding.
+@Test func auditReportsALinkTheLogRecordsUnderAnotherType() async throws {
+    try await Fixture.run { fixture, laptop in
+        _ = try await laptop.addMember(name: "Alice")
+        #expect(try await laptop.audit().findings.isEmpty)
+        let added = try #require(await laptop.links.last?.sequence)
+        fixture.transport.tamper(rewriting("/audit", as: [String: [AuditEntry]].self) { answer in
+            answer["entries"] = answer["entries", default: []].map { var entry = $0; if entry.sequence == added { entry.event = "link.master.rotate" }; return entry }
+        })
+        let findings = try await laptop.audit().findings
+        #expect(findings.count == 1 && findings.contains {
+            $0.area == "audit log" && $0.message.contains("link \(added) is member.add in the chain but master.rotate")
+        }, "\(findings)")
+    }
+}
+
+/// The other half of the generation check: an attachment at an honest address whose key
+/// part names a key generation its member does not have (7, the member being at 1) is
+/// refused for what it is (`address_mismatch`), before a key of that generation is looked for.
+@Test func anAttachmentWhoseKeyPartNamesAGenerationItsMemberDoesNotHaveIsRefused() async throws {
+    try await Fixture.run { fixture, laptop in
+        let emma = try await laptop.addMember(name: "Emma")
+        let put = try await laptop.put(SystemRandom.bytes(count: 500), member: emma)
+        // The key part is an envelope: its generation is bytes 18 to 21, big-endian.
+        @Sendable func seven(_ key: inout [UInt8]) { key.replaceSubrange(18..<22, with: [0, 0, 0, 7]) }
+        fixture.transport.tamper { request, reply in
+            guard request.method == "GET", reply.status == 200 else { return }
+            if request.target.hasSuffix("/attachments/\(put.address)/key") {
+                seven(&reply.body)
+            } else if request.target.hasSuffix("/attachments/\(put.address)") {
+                var object = try AttachmentObject(bytes: reply.body)
+                seven(&object.key)
+                reply.body = object.bytes
+            }
+        }
+        await expectRefusal("address_mismatch") { _ = try await laptop.get(put.address, member: emma) }
+    }
+}
