@@ -21,9 +21,10 @@ import Synchronization
 /// grant's end, an attachment's deletion or replacement, an upload's start or completion
 /// (chunks go with each), the sweep of unfinished uploads. The deadline is a lease's, not a
 /// measure of silence: a lease past it is closed whether PostgreSQL is still working on it
-/// or not (and PostgreSQL's backend goes on until it next writes to the connection). While
-/// the database watch says PostgreSQL does not answer, leases past 30 s are closed whatever
-/// their deadline (``PostgresKeyVaultDatabase/storeDoesNotAnswer()``). The wait for a
+/// or not (PostgreSQL then ends its query within a second, where it takes
+/// ``PostgresKeyVaultDatabase/clientCheckInterval``; else it goes on until it next writes to
+/// the connection). While the database watch says PostgreSQL does not answer, leases past
+/// 30 s are closed whatever their deadline (``PostgresKeyVaultDatabase/storeDoesNotAnswer()``). The wait for a
 /// connection is not watched: postgres-nio's pool bounds it (10 s per attempt to connect;
 /// its circuit breaker fails the waiters after about a minute without any). The migrations
 /// at start run on a connection of their own, unwatched.

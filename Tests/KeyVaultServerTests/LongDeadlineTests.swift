@@ -96,3 +96,45 @@ import Testing
         }
     }
 }
+
+/// A connection the watch closed is PostgreSQL's to end too. Here a chain write, cut off at
+/// the deadline while it waits for the account's audit lock, holds the account's row it
+/// already updated: its backend must notice within a second or two that no one is there
+/// (`client_connection_check_interval`) and let go, not wait on for as long as the lock is
+/// held (every other chain write of the account waiting behind it), then do a write no one
+/// will commit.
+@Test func onPostgreSQLABackendWhoseConnectionTheWatchClosedLetsGoOfItsLocks() async throws {
+    guard case .postgres(let url)? = StoreBackend.all.first(where: \.isShared) else { return }
+    try await PostgresKeyVaultDatabase.withTemporarySchema(url, statementDeadline: .seconds(1)) { database in
+        try await testApplication(database: database).test(.router) { client in
+            let phone = TestDevice("phone")
+            var state = try await client.createAccount(phone)
+            let account = state.account.rawValue
+            async let held: Void = {
+                try await database.client.query("""
+                    WITH audit AS (SELECT pg_advisory_xact_lock(hashtextextended('audit ' || \(account)::TEXT, 0)))
+                    SELECT pg_sleep(8) FROM audit
+                    """, deadline: .seconds(60))
+            }()
+            try await Task.sleep(for: .milliseconds(300))
+            let added = try await client.append(phone, &state, AppendRequest(link: phone.link(.memberAdd, after: state,
+                body: ["member": String(repeating: "b", count: 32), "memberGeneration": "1"])))
+            #expect(added.status == .serviceUnavailable, "\(added.status): \(String(buffer: added.body))")
+            // Those waiting for the audit lock of this account (the holder has it).
+            func waiting() async throws -> Int64 {
+                try await database.client.query("""
+                    WITH k AS (SELECT hashtextextended('audit ' || \(account)::TEXT, 0) AS key)
+                    SELECT count(*) FROM pg_locks, k WHERE locktype = 'advisory' AND NOT granted
+                        AND classid::BIGINT = (k.key >> 32) & 4294967295 AND objid::BIGINT = k.key & 4294967295
+                    """).rows.first?.decode(Int64.self) ?? -1
+            }
+            var left = try await waiting()
+            for _ in 0..<30 where left != 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                left = try await waiting()
+            }
+            #expect(left == 0, "the cut-off write's backend still waits for the lock, 3 s after its connection closed")
+            try await held
+        }
+    }
+}
