@@ -251,7 +251,7 @@ extension Vault {
         let api = self.api
         var sending = ChunkWindow<Void>(width: Self.chunksInFlight), sent = 0
         do {
-            while var (chunk, last) = try reader.next() {
+            while case (var chunk, let last)? = try reader.next() {
                 defer { secureWipe(&chunk) }
                 guard index < count else { throw ContentChanged() }
                 try hasher.update(chunk)

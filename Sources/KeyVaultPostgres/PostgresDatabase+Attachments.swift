@@ -36,14 +36,14 @@ extension PostgresKeyVaultDatabase {
                                   device: DeviceID) async throws -> AttachmentInfo {
         try await transaction(deadline: WatchedPool.longDeadline) { db in
             let now = KeyVaultDatabase.now()
-            try await db.query("""
+            _ = try await db.query("""
                 INSERT INTO attachments (account, member, address, size, created, key, data)
                 VALUES (\(account.rawValue), \(member.rawValue), \(address), \(Int64(data.count)), \(now), \(key), \(data))
                 ON CONFLICT (account, member, address) DO UPDATE SET size = EXCLUDED.size, created = EXCLUDED.created,
                     key = EXCLUDED.key, data = EXCLUDED.data, upload = NULL, meta = NULL
                 """, logger: logger).collect()
             // Chunks of what it replaced, when that was uploaded in chunks, go with it.
-            try await db.query("""
+            _ = try await db.query("""
                 DELETE FROM attachment_uploads
                 WHERE complete AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
                 """, logger: logger).collect()
@@ -73,7 +73,7 @@ extension PostgresKeyVaultDatabase {
             _ = try await db.query("SELECT pg_advisory_xact_lock(hashtextextended(\("uploads " + account.rawValue), 0))",
                                    logger: logger).collect()
             // Those older than a day, and one of the same content its starter began before (given up on).
-            try await db.query("""
+            _ = try await db.query("""
                 DELETE FROM attachment_uploads WHERE account = \(account.rawValue) AND NOT complete
                     AND (created < \(now - KeyVaultDatabase.unfinishedUploadSeconds)
                          OR (member = \(member.rawValue) AND address = \(address) AND started_by = \(starter.rawValue)))
@@ -83,7 +83,7 @@ extension PostgresKeyVaultDatabase {
                 """, logger: logger).decode(Int64.self) where unfinished >= KeyVaultDatabase.maxUnfinishedUploads {
                 throw StoreError.tooManyUploads
             }
-            try await db.query("""
+            _ = try await db.query("""
                 INSERT INTO attachment_uploads (upload, account, member, address, started_by, key, chunk_shift, size, chunks, created)
                 VALUES (\(upload), \(account.rawValue), \(member.rawValue), \(address), \(starter.rawValue), \(key), \(Int32(chunkShift)),
                         \(Int64(size)), \(Int64(chunks)), \(now))
@@ -139,7 +139,7 @@ extension PostgresKeyVaultDatabase {
                 WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) FOR UPDATE
                 """, logger: logger).collect().first.map { try $0.decode((Int64, Int64, String?).self) }
             if let existing, !replace {
-                try await db.query("DELETE FROM attachment_uploads WHERE upload = \(upload)", logger: logger).collect()
+                _ = try await db.query("DELETE FROM attachment_uploads WHERE upload = \(upload)", logger: logger).collect()
                 return .stored(AttachmentInfo(address: address, size: Int(existing.0), created: existing.1, existed: true))
             }
             let inserted = try await db.query("""
@@ -150,16 +150,16 @@ extension PostgresKeyVaultDatabase {
                 """, logger: logger).collect().count == 1
             guard inserted else {
                 // Another completion of this address got in between the read and the insert.
-                try await db.query("DELETE FROM attachment_uploads WHERE upload = \(upload)", logger: logger).collect()
+                _ = try await db.query("DELETE FROM attachment_uploads WHERE upload = \(upload)", logger: logger).collect()
                 let rows = try await db.query("""
                     SELECT size, created FROM attachments WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
                     """, logger: logger).collect()
                 guard let (size, created) = try rows.first?.decode((Int64, Int64).self) else { throw StoreError.notFound }
                 return .stored(AttachmentInfo(address: address, size: Int(size), created: created, existed: true))
             }
-            try await db.query("UPDATE attachment_uploads SET complete = true WHERE upload = \(upload)", logger: logger).collect()
+            _ = try await db.query("UPDATE attachment_uploads SET complete = true WHERE upload = \(upload)", logger: logger).collect()
             // What the attachment was before (and any completion a race left beside it) goes, chunks and all.
-            try await db.query("""
+            _ = try await db.query("""
                 DELETE FROM attachment_uploads WHERE complete AND upload <> \(upload)
                     AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
                 """, logger: logger).collect()
@@ -252,7 +252,7 @@ extension PostgresKeyVaultDatabase {
                 DELETE FROM attachments
                 WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address) RETURNING 1
                 """, logger: logger).collect().count == 1 else { return false }
-            try await db.query("""
+            _ = try await db.query("""
                 DELETE FROM attachment_uploads WHERE complete
                     AND account = \(account.rawValue) AND member = \(member.rawValue) AND address = \(address)
                 """, logger: logger).collect()

@@ -108,24 +108,24 @@ extension PostgresKeyVaultDatabase {
             // Chunks go with their uploads (foreign key); nothing of the member is left.
             // Uploads before attachments: a completion locks them in that order.
             for table in ["member_wraps", "attachment_uploads", "attachments", "share_boxes"] {
-                try await db.query("DELETE FROM \(unescaped: table) WHERE account = \(account.rawValue) AND member = \(member.rawValue)",
+                _ = try await db.query("DELETE FROM \(unescaped: table) WHERE account = \(account.rawValue) AND member = \(member.rawValue)",
                                    logger: logger).collect()
             }
         }
         for (member, grantee) in write.endedGrants {
-            try await db.query("""
+            _ = try await db.query("""
                 DELETE FROM attachment_uploads
                 WHERE account = \(account.rawValue) AND member = \(member.rawValue) AND started_by = \(grantee.rawValue) AND NOT complete
                 """, logger: logger).collect()
         }
         if let generation = write.dropsKeysBefore {
-            try await db.query("DELETE FROM key_boxes WHERE account = \(account.rawValue) AND generation < \(Int64(generation))", logger: logger).collect()
-            try await db.query("DELETE FROM identity_wraps WHERE account = \(account.rawValue)", logger: logger).collect()
-            try await db.query("DELETE FROM share_boxes WHERE account = \(account.rawValue)", logger: logger).collect()
+            _ = try await db.query("DELETE FROM key_boxes WHERE account = \(account.rawValue) AND generation < \(Int64(generation))", logger: logger).collect()
+            _ = try await db.query("DELETE FROM identity_wraps WHERE account = \(account.rawValue)", logger: logger).collect()
+            _ = try await db.query("DELETE FROM share_boxes WHERE account = \(account.rawValue)", logger: logger).collect()
             // Exchanges in flight carry what the reset ended: the retired identity, a device to add.
-            try await db.query("DELETE FROM contact_requests WHERE from_account = \(account.rawValue) OR to_account = \(account.rawValue)",
+            _ = try await db.query("DELETE FROM contact_requests WHERE from_account = \(account.rawValue) OR to_account = \(account.rawValue)",
                                logger: logger).collect()
-            try await db.query("DELETE FROM link_requests WHERE account = \(account.rawValue)", logger: logger).collect()
+            _ = try await db.query("DELETE FROM link_requests WHERE account = \(account.rawValue)", logger: logger).collect()
         }
         if let recovery = write.recovery { try await upsert(recovery, account: account, db) }
         // Its audit row is the caller's, last.

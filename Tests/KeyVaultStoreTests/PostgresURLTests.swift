@@ -93,7 +93,8 @@ func aConnectionWithSSLModeVerifyFullIsEncryptedAndChecksTheServer() async throw
 
     // A server whose certificate the given CA did not sign is refused, with the reason.
     var otherCA = url
-    otherCA.rootCertificate = try #require(ProcessInfo.processInfo.environment["KEYVAULT_TEST_OTHER_CA"])
+    let otherCAFile = try #require(ProcessInfo.processInfo.environment["KEYVAULT_TEST_OTHER_CA"])
+    otherCA.rootCertificate = otherCAFile
     await #expect {
         try await PostgresKeyVaultDatabase.migrate(otherCA)
     } throws: { error in

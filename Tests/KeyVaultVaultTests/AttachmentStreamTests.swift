@@ -151,7 +151,7 @@ func streamedObjectsOfEverySizeAroundAChunkBoundaryRoundTrip(_ size: Int) throws
     #expect(throws: CryptoError.self) {
         try opener.open(chunks[0], index: 0, of: 3, into: &scratch) { _ in throw CryptoError.authenticationFailure }
     }
-    #expect(throws: CryptoError.self) { try SecureScratch(count: -1) }
+    #expect(throws: CryptoError.self) { _ = try SecureScratch(count: -1) }
 }
 
 /// docs/formats/attachment.md, "Resuming an upload" (journal version 2): record i is the

@@ -236,7 +236,7 @@ case "sign-requests":  // sign-requests DEVICES-FILE COUNT KIND(boxes|upload|app
         return (AccountID(rawValue: d["account"]!)!, DeviceID(rawValue: d["device"]!)!, try! Ed25519.PrivateKey(seed: SecureBytes(wiping: &seed)))
     }
     let out = FileHandle(forWritingAtPath: arguments[4]) ?? {
-        FileManager.default.createFile(atPath: arguments[4], contents: nil)
+        _ = FileManager.default.createFile(atPath: arguments[4], contents: nil)
         return FileHandle(forWritingAtPath: arguments[4])!
     }()
     let timestamp = Int64(Date().timeIntervalSince1970)
@@ -310,7 +310,7 @@ case "session-requests":  // session-requests DEVICES-FILE COUNT BASE-URL OUT: o
         let boxKey = try! X25519.PrivateKey(rawRepresentation: SecureBytes(wiping: &boxSeed))
         sessions.append((account, grant.session, try! grant.key(using: boxKey)))
     }
-    FileManager.default.createFile(atPath: arguments[4], contents: nil)
+    _ = FileManager.default.createFile(atPath: arguments[4], contents: nil)
     let out = FileHandle(forWritingAtPath: arguments[4])!
     let timestamp = Int64(Date().timeIntervalSince1970)
     var buffer = Data()

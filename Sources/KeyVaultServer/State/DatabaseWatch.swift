@@ -51,7 +51,7 @@ struct DatabaseWatchService: Service {
     }
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             // Down after three checks in a row that fail: one slow read under load is no outage
             // (and 503 for everyone would only add to the load). Up again at the first answer.
             var failures = 0

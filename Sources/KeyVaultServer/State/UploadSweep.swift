@@ -13,7 +13,7 @@ struct UploadSweepService: Service {
     var interval: Duration = .seconds(3600)
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 // The first sweep an interval after the start: a service restarting often sweeps no more often.
                 // Cancelled at shutdown: the loop ends, and the service with it, without an error.
