@@ -52,8 +52,8 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     /// firewalls open, and let PostgreSQL find a replica that died. A replica finds a server
     /// that stopped answering through ``WatchedPool``: a connection leased for longer than
     /// `statementDeadline` is closed (postgres-nio sets no keep-alive or timeout on its side).
-    /// PostgreSQL then ends that connection's query within a second, and lets go of its locks
-    /// (``clientCheckInterval``), where it takes the setting.
+    /// When the close reaches PostgreSQL, it ends that connection's query within a second and
+    /// lets go of its locks, where it takes ``clientCheck``.
     ///
     /// - Parameters:
     ///   - keepAllOpen: open all `maximumConnections` at start (a service); otherwise open them
@@ -65,23 +65,22 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
     ///   quoting the password).
     package static func connect(_ url: PostgresURL, logger: Logger, maximumConnections: Int = 20, keepAllOpen: Bool = false,
                                schema: String? = nil, statementDeadline: Duration = WatchedPool.deadline) async throws -> PostgresKeyVaultDatabase {
-        let checksClients = try await migrate(url, logger: logger, schema: schema)
+        try await migrate(url, logger: logger, schema: schema)
+        let checksClients = await checksClients(url, schema: schema, logger: logger)
         var configuration = try url.clientConfiguration
         configuration.options.maximumConnections = maximumConnections
         configuration.options.minimumConnections = keepAllOpen ? maximumConnections : 0
         configuration.options.keepAliveBehavior = nil
         configuration.options.additionalStartupParameters = startupParameters(schema)
-            + (checksClients ? [("client_connection_check_interval", clientCheckInterval)] : [])
+            + (checksClients ? [clientCheck] : [])
         let pool = PostgresClient(configuration: configuration, backgroundLogger: logger)
         return PostgresKeyVaultDatabase(client: WatchedPool(pool, deadline: statementDeadline, logger: logger), logger: logger)
     }
 
     /// Connects, applies the migrations not applied yet, and disconnects.
     ///
-    /// - Returns: whether this PostgreSQL takes ``clientCheckInterval``.
     /// - Throws: ``ConfigurationError`` (kind `database`).
-    @discardableResult
-    package static func migrate(_ url: PostgresURL, logger: Logger = quietLogger, schema: String? = nil) async throws -> Bool {
+    package static func migrate(_ url: PostgresURL, logger: Logger = quietLogger, schema: String? = nil) async throws {
         var configuration = try url.connectionConfiguration
         configuration.options.additionalStartupParameters = startupParameters(schema)
         let connection: PostgresConnection
@@ -92,9 +91,7 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
         }
         do {
             try await migrate(connection, logger: logger)
-            let checksClients = await checksClients(connection, logger: logger)
             try? await connection.close()
-            return checksClients
         } catch {
             try? await connection.close()
             throw ConfigurationError.postgres(url, "migrating it failed: " + Self.describe(error))
@@ -116,27 +113,32 @@ package struct PostgresKeyVaultDatabase: KeyVaultRepository {
             + (schema.map { [("search_path", $0)] } ?? [])
     }
 
-    /// How often (in ms) PostgreSQL checks, while it runs a query, that the client is still
-    /// there: a query whose connection ``WatchedPool`` closed (past its deadline) is then ended
-    /// within a second, and its transaction's locks let go, instead of going on until it next
+    /// Asks PostgreSQL to check, each second while it runs a query, that the client is still
+    /// there (`client_connection_check_interval`, in ms). When ``WatchedPool`` closes a
+    /// connection past its deadline and the close reaches PostgreSQL, its query is then ended
+    /// within a second and its transaction's locks let go, instead of going on until it next
     /// writes to the connection, holding what it locked (a chain write's account row, every
-    /// other chain write of the account waiting behind it) for as long as it waits. A poll of
-    /// the socket each second, while a query runs (PostgreSQL's
-    /// `client_connection_check_interval`: PostgreSQL 14 and later, on Linux, macOS and the BSDs).
-    static let clientCheckInterval = "1000"
+    /// other chain write of the account waiting behind it) for as long as it waits. The cost: a
+    /// poll of the socket each second while a query runs. PostgreSQL takes it from version 14
+    /// on Linux (later versions on other systems).
+    static let clientCheck = ("client_connection_check_interval", "1000")
 
-    /// Whether this PostgreSQL takes ``clientCheckInterval`` (tried on the migrations'
-    /// connection, so that no connection of the pool fails to start over it). Where it does
-    /// not, the service runs as before, and says so once.
-    private static func checksClients(_ connection: PostgresConnection, logger: Logger) async -> Bool {
+    /// Whether a connection that asks for ``clientCheck`` at its start, as the pool's do, is
+    /// taken: not by a PostgreSQL before 14 or on a system without the check, nor by a pooler
+    /// between that refuses startup parameters it does not know (PgBouncer). Where it is not,
+    /// the service runs without it, and says so once.
+    private static func checksClients(_ url: PostgresURL, schema: String?, logger: Logger) async -> Bool {
         do {
-            try await connection.query(PostgresQuery(unsafeSQL: "SET client_connection_check_interval = \(clientCheckInterval)"), logger: logger)
+            var configuration = try url.connectionConfiguration
+            configuration.options.additionalStartupParameters = startupParameters(schema) + [clientCheck]
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 2, logger: logger)
+            try? await connection.close()
             return true
         } catch {
             logger.notice("""
-                this PostgreSQL does not check that a client is still there while it runs a query (client_connection_check_interval: \
-                PostgreSQL 14 and later, on Linux, macOS or a BSD): a query whose connection was closed past its deadline goes on, \
-                holding its locks, until it next writes to the connection
+                PostgreSQL (or a pooler between) does not take client_connection_check_interval (PostgreSQL 14 and later, on \
+                Linux): a query whose connection was closed past its deadline goes on, holding its locks, until it next writes \
+                to the connection
                 """, metadata: ["store": .string(describe(error))])
             return false
         }

@@ -21,9 +21,9 @@ import Synchronization
 /// grant's end, an attachment's deletion or replacement, an upload's start or completion
 /// (chunks go with each), the sweep of unfinished uploads. The deadline is a lease's, not a
 /// measure of silence: a lease past it is closed whether PostgreSQL is still working on it
-/// or not (PostgreSQL then ends its query within a second, where it takes
-/// ``PostgresKeyVaultDatabase/clientCheckInterval``; else it goes on until it next writes to
-/// the connection). While the database watch says PostgreSQL does not answer, leases past
+/// or not (when the close reaches PostgreSQL, it then ends the query within a second, where
+/// it takes ``PostgresKeyVaultDatabase/clientCheck``; else the query goes on until it next
+/// writes to the connection). While the database watch says PostgreSQL does not answer, leases past
 /// 30 s are closed whatever their deadline (``PostgresKeyVaultDatabase/storeDoesNotAnswer()``). The wait for a
 /// connection is not watched: postgres-nio's pool bounds it (10 s per attempt to connect;
 /// its circuit breaker fails the waiters after about a minute without any). The migrations
@@ -50,13 +50,18 @@ package struct WatchedPool: Sendable {
     /// - Throws: what `body` throws; ``ConnectionUnavailable`` when none could be had (the pool gave up
     ///   connecting, or is shut down), but for a task cancelled meanwhile.
     func withConnection<T>(deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
+        try await withLease(deadline: deadline) { connection, _ in try await body(connection) }
+    }
+
+    /// ``withConnection(deadline:_:)``, `body` told its lease too (``StatementWatch/isOpen(_:)``).
+    private func withLease<T>(deadline: Duration?, _ body: (PostgresConnection, UInt64) async throws -> sending T) async throws -> sending T {
         var leased = false
         do {
             return try await pool.withConnection { connection in
                 leased = true
                 let lease = watch.begin(connection, deadline: deadline)
                 defer { watch.end(lease) }
-                return try await body(connection)
+                return try await body(connection, lease)
             }
         } catch where !leased && !(error is CancellationError) && !Task.isCancelled {
             throw ConnectionUnavailable(detail: "no connection (\(error))")
@@ -85,12 +90,16 @@ package struct WatchedPool: Sendable {
     /// throws. Not postgres-nio's own: on a connection already closed (the watch closed it, or
     /// PostgreSQL), a statement is not sent at all, since postgres-nio would leave it waiting for
     /// ever (it writes without a promise, which a closed channel never fails); PostgreSQL rolls
-    /// back a transaction whose connection closed.
+    /// back a transaction whose connection closed. Closed by the watch is asked of the watch,
+    /// not only of the connection: a statement the watch's close failed can throw before the
+    /// connection says it is closed, and a ROLLBACK sent then would wait for ever.
     ///
     /// - Throws: ``TransactionFailure``, saying which step failed.
     func withTransaction<T>(logger: Logger, deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> sending T)
         async throws -> sending T {
-        try await withConnection(deadline: deadline) { connection in
+        try await withLease(deadline: deadline) { connection, lease in
+            // Not closed by PostgreSQL, nor by the watch (which ends the lease before it closes).
+            let usable = { !connection.isClosed && watch.isOpen(lease) }
             do {
                 try await connection.query("BEGIN", logger: logger)
             } catch {
@@ -100,11 +109,11 @@ package struct WatchedPool: Sendable {
             do {
                 value = try await body(connection)
             } catch {
-                if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                if usable() { _ = try? await connection.query("ROLLBACK", logger: logger) }
                 throw TransactionFailure(step: .body, error: error)
             }
             do {
-                guard !connection.isClosed else { throw ConnectionUnavailable(detail: "the connection closed before COMMIT") }
+                guard usable() else { throw ConnectionUnavailable(detail: "the connection closed before COMMIT") }
                 try await connection.query("COMMIT", logger: logger)
             } catch {
                 throw TransactionFailure(step: .commit, error: error)
@@ -199,6 +208,11 @@ final class StatementWatch: Sendable {
             $0.open[$0.next] = lease
             return $0.next
         }
+    }
+
+    /// Whether `lease` is still open: not ended, nor closed as overdue.
+    func isOpen(_ lease: UInt64) -> Bool {
+        leases.withLock { $0.open[lease] != nil }
     }
 
     func end(_ lease: UInt64) {
