@@ -23,9 +23,10 @@ import Synchronization
 /// measure of silence: a lease past it is closed whether PostgreSQL is still working on it
 /// or not (when the close reaches PostgreSQL, it then ends the query within a second, where
 /// it takes ``PostgresKeyVaultDatabase/clientCheck``; else the query goes on until it next
-/// writes to the connection). While the database watch says PostgreSQL does not answer, leases past
-/// 30 s are closed whatever their deadline (``PostgresKeyVaultDatabase/storeDoesNotAnswer()``). The wait for a
-/// connection is not watched: postgres-nio's pool bounds it (10 s per attempt to connect;
+/// writes to the connection). While the database watch says PostgreSQL does not answer,
+/// leases past 30 s are closed whatever their deadline
+/// (``PostgresKeyVaultDatabase/storeDoesNotAnswer()``). The wait for a connection is not
+/// watched: postgres-nio's pool bounds it (10 s per attempt to connect;
 /// its circuit breaker fails the waiters after about a minute without any). The migrations
 /// at start run on a connection of their own, unwatched.
 package struct WatchedPool: Sendable {
