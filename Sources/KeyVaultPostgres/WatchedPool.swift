@@ -60,13 +60,36 @@ package struct WatchedPool: Sendable {
         do {
             return try await pool.withConnection { connection in
                 leased = true
+                if connection.isClosed {
+                    // PostgreSQL closed it while it was idle, and the pool has not heard yet: a
+                    // statement written once its close is done would wait for ever (``release(_:_:)``).
+                    try? await connection.closeFuture.get()
+                    throw ConnectionUnavailable(detail: "the pool's connection had closed")
+                }
                 let lease = watch.begin(connection, deadline: deadline)
-                defer { watch.end(lease) }
-                return try await body(connection, lease)
+                let value: T
+                do {
+                    value = try await body(connection, lease)
+                } catch {
+                    await release(connection, lease)
+                    throw error
+                }
+                await release(connection, lease)
+                return value
             }
         } catch where !leased && !(error is CancellationError) && !Task.isCancelled {
             throw ConnectionUnavailable(detail: "no connection (\(error))")
         }
+    }
+
+    /// Ends `lease`. A connection that closed (the watch closed it, or PostgreSQL) goes back
+    /// to the pool only once its close is done, which is when the pool learns of it: else
+    /// the pool could lease it again meanwhile, and postgres-nio drops a statement written
+    /// to a connection whose close is done without failing it (it writes with no promise),
+    /// leaving the next lease, and the request on it, waiting for ever.
+    private func release(_ connection: PostgresConnection, _ lease: UInt64) async {
+        let closedByWatch = !watch.end(lease)
+        if closedByWatch || connection.isClosed { try? await connection.closeFuture.get() }
     }
 
     /// One statement; all its rows.
@@ -216,14 +239,15 @@ final class StatementWatch: Sendable {
         leases.withLock { $0.open[lease] != nil }
     }
 
-    func end(_ lease: UInt64) {
-        _ = leases.withLock { $0.open.removeValue(forKey: lease) }
+    /// Ends `lease`; false when the watch had closed it as overdue.
+    func end(_ lease: UInt64) -> Bool {
+        leases.withLock { $0.open.removeValue(forKey: lease) } != nil
     }
 
     /// Closes every connection leased longer than its deadline at `now` (or than `deadline`,
     /// when given, whatever its own). The close is issued under the lock: a lease
-    /// that ends meanwhile waits for it, so its connection goes back to the pool with its
-    /// close under way (a request that leases it then fails at once, 503).
+    /// that ends meanwhile waits for it, and learns from ``end(_:)`` that it was closed (its
+    /// connection then goes back to the pool once the close is done).
     func closeOverdue(at now: ContinuousClock.Instant = .now, deadline: Duration? = nil) {
         let overdue = leases.withLock { leases in
             let late = leases.open.filter { now - $0.value.since > (deadline ?? $0.value.deadline) }
