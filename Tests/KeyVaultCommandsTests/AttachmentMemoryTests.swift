@@ -48,7 +48,7 @@ func aLargeAttachmentPassesThroughBoundedMemoryInKeyctlAndTheService() async thr
 
     // The file: a random MiB over and over (what it holds does not change the work).
     let file = homes.path("video.mp4")
-    FileManager.default.createFile(atPath: file, contents: nil)
+    _ = FileManager.default.createFile(atPath: file, contents: nil)
     let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
     let block = Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255) })
     var written = 0

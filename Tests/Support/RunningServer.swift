@@ -10,6 +10,10 @@ package final class RunningServer {
     package let directory: URL
     package let port: Int
     private let output = Pipe()
+    /// Where its standard error (its JSON log) goes: ``stop(_:within:)`` prints its end when
+    /// the server does not exit cleanly.
+    private let log: URL
+    private let logDirectory: TemporaryDirectory
 
     /// The directory this server made (nil when it runs on another server's).
     private let temporary: TemporaryDirectory?
@@ -19,7 +23,7 @@ package final class RunningServer {
     /// - Parameters:
     ///   - database: a PostgreSQL URL; by default a SQLite file in the directory.
     ///   - port: 0 picks a free one.
-    ///   - log: a file for its standard error (its JSON log); by default it is dropped.
+    ///   - log: a file for its standard error (its JSON log); by default one in a directory of its own.
     package init(arguments: [String] = [], environment: [String: String] = [:], directory existing: URL? = nil,
                  database: String? = nil, port: Int = 0, binary: URL = BuiltProducts.keyctl, log: URL? = nil) async throws {
         temporary = existing == nil ? try TemporaryDirectory("kv-serve") : nil
@@ -29,12 +33,11 @@ package final class RunningServer {
                              "--database", database ?? directory.appendingPathComponent("keyvault.sqlite").path] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardOutput = output
-        if let log {
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: log)
-        } else {
-            process.standardError = FileHandle.nullDevice
-        }
+        logDirectory = try TemporaryDirectory("kv-serve-log")
+        let log = log ?? logDirectory.url.appendingPathComponent("serve.log")
+        self.log = log
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: log)
         try process.run()
         // The first line says where it listens: "keyctl: serving on http://127.0.0.1:PORT (…)".
         // Read on a thread of its own, within 20 s however long the server stays silent.
@@ -73,7 +76,7 @@ package final class RunningServer {
     /// already exited gets no signal: its pid may be another process's by now.
     package func stop(_ signal: Int32 = SIGTERM, within seconds: Double = 60) async -> Int32 {
         nonisolated(unsafe) let process = process
-        return await onThreadOfItsOwn {
+        let status = await onThreadOfItsOwn {
             if process.isRunning { kill(process.processIdentifier, signal) }
             let deadline = Date().addingTimeInterval(seconds)
             while process.isRunning, Date() < deadline { usleep(50_000) }
@@ -84,6 +87,11 @@ package final class RunningServer {
             }
             return process.terminationStatus
         }
+        if status != 0, !(process.terminationReason == .uncaughtSignal && status == signal) {
+            let tail = (try? Data(contentsOf: log)).map { String(decoding: $0.suffix(4096), as: UTF8.self) } ?? "(no log)"
+            FileHandle.standardError.write(Data("keyctl serve on port \(port) ended with status \(status) after signal \(signal); the end of its log:\n\(tail)\n".utf8))
+        }
+        return status
     }
 
     // The process goes before the directory it writes in (`temporary` is released after).
