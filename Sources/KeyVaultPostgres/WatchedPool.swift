@@ -7,7 +7,8 @@ import Synchronization
 /// The store's way to PostgreSQL: every statement on a connection leased from the pool,
 /// its rows collected before the connection goes back, and the lease watched. A
 /// connection leased for longer than the deadline is closed: its statement fails, the
-/// request gets 503 (``PSQLError``'s ``StoreUnreachable``), and the pool opens a new one.
+/// request gets 503 (``PSQLError``'s ``StoreUnreachable``), and the pool opens a new one
+/// (at once where it keeps all its connections open, as `keyctl serve` does; else when next asked).
 ///
 /// Why: PostgreSQL that stops answering without closing anything (its host gone without a
 /// word, a failover, a firewall that dropped the connection's state) would otherwise hold
@@ -86,7 +87,10 @@ package struct WatchedPool: Sendable {
     /// to the pool only once its close is done, which is when the pool learns of it: else
     /// the pool could lease it again meanwhile, and postgres-nio drops a statement written
     /// to a connection whose close is done without failing it (it writes with no promise),
-    /// leaving the next lease, and the request on it, waiting for ever.
+    /// leaving the next lease, and the request on it, waiting for ever. The wait ends: at
+    /// once without TLS, within NIOSSL's shutdown timeout (5 s) with it. Not closed by this: a
+    /// close done between the check at a lease's start, or a transaction's statements, and
+    /// the next write (docs/security-tests.md, "The hang, explained").
     private func release(_ connection: PostgresConnection, _ lease: UInt64) async {
         let closedByWatch = !watch.end(lease)
         if closedByWatch || connection.isClosed { try? await connection.closeFuture.get() }
