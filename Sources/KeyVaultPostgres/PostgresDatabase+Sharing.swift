@@ -8,7 +8,7 @@ import KeyVaultStore
 // "The relay"), as in KeyVaultDatabase+Sharing.swift.
 extension PostgresKeyVaultDatabase {
     /// Writes the identity wraps and share boxes of a chain append, inside its transaction.
-    func insertSharing(_ write: ChainWrite, account: AccountID, _ db: PostgresConnection) async throws {
+    func insertSharing(_ write: ChainWrite, account: AccountID, _ db: LeasedConnection) async throws {
         for wrap in write.identityWraps {
             try await db.query("""
                 INSERT INTO identity_wraps (account, identity_generation, master_generation, envelope)

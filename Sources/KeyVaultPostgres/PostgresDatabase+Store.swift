@@ -21,7 +21,7 @@ extension PostgresKeyVaultDatabase {
     /// `hashes`: of every link the account is created with (the genesis, then an import's).
     /// Its audit row is the caller's, last (``insertAudit(_:account:event:device:sequence:detail:)``).
     private func createAccount(_ account: AccountID, genesis: StoredLink, device: StoredDevice, boxes: [KeyBox],
-                               recovery: RecoverySlot?, hashes: [String], importedBy: DeviceID? = nil, _ db: PostgresConnection) async throws {
+                               recovery: RecoverySlot?, hashes: [String], importedBy: DeviceID? = nil, _ db: LeasedConnection) async throws {
         // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit
         // or roll back, so of two creations exactly one inserts.
         guard try await db.query("""
@@ -64,7 +64,7 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
-    private func append(_ account: AccountID, _ write: ChainWrite, _ db: PostgresConnection) async throws {
+    private func append(_ account: AccountID, _ write: ChainWrite, _ db: LeasedConnection) async throws {
         // The compare-and-swap, the link and the durable commit: one prepared statement (``SwapLink``).
         let link = write.link
         var swapped = false
@@ -378,7 +378,7 @@ extension PostgresKeyVaultDatabase {
     /// Records `use` as used, in `db`'s transaction: false if it already was. (What expired
     /// is forgotten by ``useOnce(_:kind:expires:forgetBefore:)``, not here: a chain write
     /// that spends one holds its account's row meanwhile, and waits on no other deletion.)
-    private func spend(_ use: SingleUse, _ db: PostgresConnection) async throws -> Bool {
+    private func spend(_ use: SingleUse, _ db: LeasedConnection) async throws -> Bool {
         // The primary key decides across replicas: one insert of a (kind, value) wins.
         return try await db.query("""
             INSERT INTO used_once (kind, value, expires) VALUES (\(use.kind), \(use.value), \(use.expires))
@@ -539,7 +539,7 @@ extension PostgresKeyVaultDatabase {
     /// victim, a serialization failure: ``StoreContention``) kept nothing, and runs again
     /// after a short random pause, ``transactionAttempts`` times in all; then its error
     /// throws (the server answers 503). So `body` does nothing but its statements.
-    func transaction<T: Sendable>(deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(deadline: Duration? = nil, _ body: (LeasedConnection) async throws -> T) async throws -> T {
         for attempt in 1... {
             do {
                 return try await client.withTransaction(logger: logger, deadline: deadline) { try await body($0) }
@@ -561,7 +561,7 @@ extension PostgresKeyVaultDatabase {
     /// A ``transaction(_:)`` whose commit waits for its WAL record to be flushed (the
     /// connections' default is not to: see `startupParameters`): the chain writes, which a
     /// power cut must not take back once the client was told they are stored.
-    func durableTransaction<T: Sendable>(deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func durableTransaction<T: Sendable>(deadline: Duration? = nil, _ body: (LeasedConnection) async throws -> T) async throws -> T {
         try await transaction(deadline: deadline) { db in
             try await db.query("SET LOCAL synchronous_commit = on", logger: logger)
             return try await body(db)
@@ -574,7 +574,7 @@ extension PostgresKeyVaultDatabase {
     /// (`onPostgreSQLNoChainWriteDeadlocksWithACompletion`). The lock
     /// makes ids within an account commit in order: a reader that saw id n has seen every
     /// smaller id of that account, so paging with `after` never skips an entry.
-    func insertAudit(_ db: PostgresConnection, account: AccountID, event: AuditEvent, device: String?, sequence: UInt64? = nil,
+    func insertAudit(_ db: LeasedConnection, account: AccountID, event: AuditEvent, device: String?, sequence: UInt64? = nil,
                              detail: String?) async throws {
         let row = AuditRow(account: account.rawValue, time: KeyVaultDatabase.now(), event: event.rawValue, device: device,
                            sequence: sequence.map(Int64.init), detail: detail)
@@ -582,7 +582,7 @@ extension PostgresKeyVaultDatabase {
     }
 
     /// The audit row of a chain write's link.
-    private func insertAudit(_ db: PostgresConnection, account: AccountID, of write: ChainWrite) async throws {
+    private func insertAudit(_ db: LeasedConnection, account: AccountID, of write: ChainWrite) async throws {
         try await insertAudit(db, account: account, event: write.audit.event, device: write.audit.device, sequence: write.link.sequence,
                               detail: nil)
     }
@@ -613,14 +613,14 @@ extension PostgresKeyVaultDatabase {
         func decodeRow(_ row: PostgresRow) throws -> Row {}
     }
 
-    private func insert(_ link: StoredLink, account: AccountID, _ db: PostgresConnection) async throws {
+    private func insert(_ link: StoredLink, account: AccountID, _ db: LeasedConnection) async throws {
         try await db.query("""
             INSERT INTO links (account, sequence, hash, json) VALUES (\(account.rawValue), \(Int64(link.sequence)), \(link.hash), \(link.json))
             """, logger: logger)
     }
 
     /// - Returns: false when `onConflictNothing` and a device with this id exists.
-    private func insert(_ device: StoredDevice, _ db: PostgresConnection, onConflictNothing: Bool) async throws -> Bool {
+    private func insert(_ device: StoredDevice, _ db: LeasedConnection, onConflictNothing: Bool) async throws -> Bool {
         var query: PostgresQuery = try """
             INSERT INTO devices (id, account, name, signing_key, box_key, added, revoked)
             VALUES (\(device.id.rawValue), \(device.account.rawValue), \(device.name), \(Data(device.signingKey)), \(Data(device.boxKey)),
@@ -631,7 +631,7 @@ extension PostgresKeyVaultDatabase {
         return try await db.query(query, logger: logger).collect().count == 1
     }
 
-    private func insert(_ box: KeyBox, account: AccountID, _ db: PostgresConnection) async throws {
+    private func insert(_ box: KeyBox, account: AccountID, _ db: LeasedConnection) async throws {
         try await db.query("""
             INSERT INTO key_boxes (account, generation, recipient, json)
             VALUES (\(account.rawValue), \(Int64(box.generation)), \(box.recipient), \(try JSONEncoder().encode(box)))
@@ -639,7 +639,7 @@ extension PostgresKeyVaultDatabase {
             """, logger: logger)
     }
 
-    private func upsert(_ slot: RecoverySlot, account: AccountID, _ db: PostgresConnection) async throws {
+    private func upsert(_ slot: RecoverySlot, account: AccountID, _ db: LeasedConnection) async throws {
         try await db.query("""
             INSERT INTO recovery_slots (account, json) VALUES (\(account.rawValue), \(try JSONEncoder().encode(slot)))
             ON CONFLICT (account) DO UPDATE SET json = EXCLUDED.json

@@ -38,6 +38,7 @@ package struct WatchedPool: Sendable {
 
     private let pool: PostgresClient
     let watch: StatementWatch
+    let answers = Answers()
     let logger: Logger
 
     init(_ pool: PostgresClient, deadline: Duration, logger: Logger) {
@@ -51,26 +52,21 @@ package struct WatchedPool: Sendable {
     ///
     /// - Throws: what `body` throws; ``ConnectionUnavailable`` when none could be had (the pool gave up
     ///   connecting, or is shut down), but for a task cancelled meanwhile.
-    func withConnection<T>(deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
-        try await withLease(deadline: deadline) { connection, _ in try await body(connection) }
-    }
-
-    /// ``withConnection(deadline:_:)``, `body` told its lease too (``StatementWatch/isOpen(_:)``).
-    private func withLease<T>(deadline: Duration?, _ body: (PostgresConnection, UInt64) async throws -> sending T) async throws -> sending T {
+    func withConnection<T>(deadline: Duration? = nil, _ body: (LeasedConnection) async throws -> sending T) async throws -> sending T {
         var leased = false
         do {
             return try await pool.withConnection { connection in
                 leased = true
                 if connection.isClosed {
-                    // PostgreSQL closed it while it was idle, and the pool has not heard yet: a
-                    // statement written once its close is done would wait for ever (``release(_:_:)``).
+                    // PostgreSQL closed it while it was idle, and the pool has not heard yet: not
+                    // written to (``Answers``), and given back once the pool knows (``release(_:_:)``).
                     try? await connection.closeFuture.get()
                     throw ConnectionUnavailable(detail: "the pool's connection had closed")
                 }
                 let lease = watch.begin(connection, deadline: deadline)
                 let value: T
                 do {
-                    value = try await body(connection, lease)
+                    value = try await body(LeasedConnection(connection: connection, answers: answers))
                 } catch {
                     await release(connection, lease)
                     throw error
@@ -88,9 +84,9 @@ package struct WatchedPool: Sendable {
     /// the pool could lease it again meanwhile, and postgres-nio drops a statement written
     /// to a connection whose close is done without failing it (it writes with no promise),
     /// leaving the next lease, and the request on it, waiting for ever. The wait ends: at
-    /// once without TLS, within NIOSSL's shutdown timeout (5 s) with it. Not closed by this: a
-    /// close done between the check at a lease's start, or a transaction's statements, and
-    /// the next write (docs/security-tests.md, "The hang, explained").
+    /// once without TLS, within NIOSSL's shutdown timeout (5 s) with it. A statement written
+    /// to a connection whose close was done anyway (a close between a check and the write) is
+    /// answered by ``Answers``.
     private func release(_ connection: PostgresConnection, _ lease: UInt64) async {
         let closedByWatch = !watch.end(lease)
         if closedByWatch || connection.isClosed { try? await connection.closeFuture.get() }
@@ -105,44 +101,35 @@ package struct WatchedPool: Sendable {
 
     /// One prepared statement (prepared on the connection the first time it runs there); all its rows.
     func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger? = nil) async throws
-        -> CollectedRows<Statement.Row> {
+        -> CollectedRows<Statement.Row> where Statement.Row: Sendable {
         let logger = logger ?? self.logger
-        return CollectedRows(try await withConnection { connection in
-            var rows: [Statement.Row] = []
-            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-            return rows
-        })
+        return try await withConnection { try await $0.execute(statement, logger: logger) }
     }
 
     /// A transaction on one connection, watched: BEGIN, `body`, COMMIT; ROLLBACK when `body`
-    /// throws. Not postgres-nio's own: on a connection already closed (the watch closed it, or
-    /// PostgreSQL), a statement is not sent at all, since postgres-nio would leave it waiting for
-    /// ever (it writes without a promise, which a closed channel never fails); PostgreSQL rolls
-    /// back a transaction whose connection closed. Closed by the watch is asked of the watch,
-    /// not only of the connection: a statement the watch's close failed can throw before the
-    /// connection says it is closed, and a ROLLBACK sent then would wait for ever.
+    /// throws. Not postgres-nio's own: on a connection that closed (the watch closed it, or
+    /// PostgreSQL), no ROLLBACK or COMMIT is sent; PostgreSQL rolls back a transaction whose
+    /// connection closed.
     ///
     /// - Throws: ``TransactionFailure``, saying which step failed.
-    func withTransaction<T>(logger: Logger, deadline: Duration? = nil, _ body: (PostgresConnection) async throws -> sending T)
+    func withTransaction<T>(logger: Logger, deadline: Duration? = nil, _ body: (LeasedConnection) async throws -> sending T)
         async throws -> sending T {
-        try await withLease(deadline: deadline) { connection, lease in
-            // Not closed by PostgreSQL, nor by the watch (which ends the lease before it closes).
-            let usable = { !connection.isClosed && watch.isOpen(lease) }
+        try await withConnection(deadline: deadline) { db in
             do {
-                try await connection.query("BEGIN", logger: logger)
+                try await db.query("BEGIN", logger: logger)
             } catch {
                 throw TransactionFailure(step: .begin, error: error)
             }
             let value: T
             do {
-                value = try await body(connection)
+                value = try await body(db)
             } catch {
-                if usable() { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                if !db.connection.isClosed { _ = try? await db.query("ROLLBACK", logger: logger) }
                 throw TransactionFailure(step: .body, error: error)
             }
             do {
-                guard usable() else { throw ConnectionUnavailable(detail: "the connection closed before COMMIT") }
-                try await connection.query("COMMIT", logger: logger)
+                guard !db.connection.isClosed else { throw ConnectionUnavailable(detail: "the connection closed before COMMIT") }
+                try await db.query("COMMIT", logger: logger)
             } catch {
                 throw TransactionFailure(step: .commit, error: error)
             }
@@ -156,6 +143,100 @@ package struct WatchedPool: Sendable {
             group.addTask { await watch.run() }
             await pool.run()
             group.cancelAll()
+        }
+    }
+}
+
+/// A connection of the pool, leased: its statements go through ``Answers``, so that each is
+/// answered even when its write is lost.
+struct LeasedConnection: Sendable {
+    let connection: PostgresConnection
+    let answers: Answers
+
+    /// One statement; its rows as they come.
+    @discardableResult
+    func query(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
+        try await answers.answer(on: connection) { [connection] in try await connection.query(query, logger: logger) }
+    }
+
+    /// One prepared statement (prepared on the connection the first time it runs there); all its rows.
+    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws
+        -> CollectedRows<Statement.Row> where Statement.Row: Sendable {
+        CollectedRows(try await answers.answer(on: connection) { [connection] in
+            var rows: [Statement.Row] = []
+            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        })
+    }
+}
+
+/// Statements answered even when postgres-nio loses them. A statement written to a
+/// connection whose close is done is dropped without failing (postgres-nio writes with no
+/// promise once the channel's handlers are gone), and whoever waits for it would wait for
+/// ever; a close can be done between any check and the write (PostgreSQL restarting or
+/// failing over, the watch). So a statement runs in a task of its own and is waited for
+/// here: once its connection's close is done, and one turn of the connection's event loop
+/// after (every answer the connection got was delivered before), a statement still
+/// unanswered is answered ``ConnectionUnavailable`` (503). One that was answered just
+/// before the close may be told so too: as for any connection lost, its outcome is not
+/// known to the request. Its task, if the statement was lost, stays suspended (a few
+/// hundred bytes). One close callback per connection, not one per statement.
+final class Answers: Sendable {
+    private struct State {
+        var next: UInt64 = 0
+        /// Per connection (postgres-nio's id, unique in a pool): how to fail each statement waiting.
+        var waiting: [Int: [UInt64: @Sendable (any Error) -> Void]] = [:]
+        /// The connections whose close is watched (once each, until it is done).
+        var watched: Set<Int> = []
+    }
+    private let state = Mutex(State())
+
+    /// `statement`'s result, or ``ConnectionUnavailable`` once `connection`'s close is done without one.
+    func answer<T: Sendable>(on connection: PostgresConnection, _ statement: @escaping @Sendable () async throws -> T) async throws -> T {
+        let id = connection.id
+        return try await withCheckedThrowingContinuation { continuation in
+            let outcome = Outcome(continuation)
+            let (key, first) = state.withLock { state in
+                state.next += 1
+                state.waiting[id, default: [:]][state.next] = { outcome.resume(.failure($0)) }
+                return (state.next, state.watched.insert(id).inserted)
+            }
+            if first {
+                // On a future already completed too (a connection closed before this), at once.
+                connection.closeFuture.whenComplete { _ in connection.eventLoop.execute { self.closed(id) } }
+            }
+            Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await statement()) } catch { result = .failure(error) }
+                state.withLock { state in
+                    state.waiting[id]?[key] = nil
+                    if state.waiting[id]?.isEmpty == true { state.waiting[id] = nil }
+                }
+                outcome.resume(result)
+            }
+        }
+    }
+
+    /// `id`'s close is done: every statement still waiting on it is answered.
+    private func closed(_ id: Int) {
+        let lost = state.withLock { state in
+            state.watched.remove(id)
+            return state.waiting.removeValue(forKey: id) ?? [:]
+        }
+        for fail in lost.values { fail(ConnectionUnavailable(detail: "the connection closed before the statement was answered")) }
+    }
+
+    /// One statement's continuation, resumed once: by its result or by its connection's close.
+    private final class Outcome<T: Sendable>: Sendable {
+        private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+
+        init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = Mutex(continuation) }
+
+        func resume(_ result: Result<T, any Error>) {
+            continuation.withLock { once in
+                defer { once = nil }
+                return once
+            }?.resume(with: result)
         }
     }
 }
@@ -236,11 +317,6 @@ final class StatementWatch: Sendable {
             $0.open[$0.next] = lease
             return $0.next
         }
-    }
-
-    /// Whether `lease` is still open: not ended, nor closed as overdue.
-    func isOpen(_ lease: UInt64) -> Bool {
-        leases.withLock { $0.open[lease] != nil }
     }
 
     /// Ends `lease`; false when the watch had closed it as overdue.

@@ -1,6 +1,7 @@
 import KeyVaultCrypto
 import KeyVaultStore
 import KeyVaultTestSupport
+import PostgresNIO
 import Testing
 @testable import KeyVaultPostgres
 
@@ -51,4 +52,31 @@ import Testing
         let rows = await within(seconds: 10) { (try? await pool.query("SELECT 1").rows.count) ?? -1 }
         #expect(rows == 1, "the pool does not serve after the closes")
     }
+}
+
+/// What is left after the pool waits for closes: a close done between a check and the
+/// statement's write (PostgreSQL restarting or failing over at that moment). Here the
+/// close is done before the write on purpose: postgres-nio drops the write without failing
+/// it, and the statement must still be answered (503's `ConnectionUnavailable`), not wait for ever.
+@Test func onPostgreSQLAStatementWrittenToAConnectionWhoseCloseIsDoneIsAnswered() async throws {
+    guard case .postgres(let url)? = StoreBackend.all.first(where: \.isShared) else { return }
+    let connection = try await PostgresConnection.connect(configuration: try url.connectionConfiguration, id: 1, logger: quietLogger)
+    try await connection.close()
+    let answers = Answers()
+    let outcome = await within(seconds: 10) { () -> String in
+        do {
+            _ = try await answers.answer(on: connection) { try await connection.query("SELECT 1", logger: quietLogger).collect().count }
+            return "rows"
+        } catch is ConnectionUnavailable {
+            return "unavailable"
+        } catch {
+            return "\(error)"
+        }
+    }
+    #expect(outcome == "unavailable", "\(outcome ?? "no answer within 10 s")")
+    // Answered on a connection that did not close: its rows, and nothing left waiting.
+    let open = try await PostgresConnection.connect(configuration: try url.connectionConfiguration, id: 2, logger: quietLogger)
+    let rows = try await answers.answer(on: open) { try await open.query("SELECT 1", logger: quietLogger).collect().count }
+    #expect(rows == 1)
+    try await open.close()
 }
