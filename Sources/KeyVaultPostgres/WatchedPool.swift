@@ -38,12 +38,13 @@ package struct WatchedPool: Sendable {
 
     private let pool: PostgresClient
     let watch: StatementWatch
-    let answers = Answers()
+    let answers: Answers
     let logger: Logger
 
     init(_ pool: PostgresClient, deadline: Duration, logger: Logger) {
         self.pool = pool
         watch = StatementWatch(deadline: deadline, logger: logger)
+        answers = Answers(logger: logger)
         self.logger = logger
     }
 
@@ -51,7 +52,7 @@ package struct WatchedPool: Sendable {
     /// `deadline` (the watch's own when nil).
     ///
     /// - Throws: what `body` throws; ``ConnectionUnavailable`` when none could be had (the pool gave up
-    ///   connecting, or is shut down), but for a task cancelled meanwhile.
+    ///   connecting, or is shut down), but for a task cancelled meanwhile, or when the one it gave had closed.
     func withConnection<T>(deadline: Duration? = nil, _ body: (LeasedConnection) async throws -> sending T) async throws -> sending T {
         var leased = false
         do {
@@ -66,7 +67,7 @@ package struct WatchedPool: Sendable {
                 let lease = watch.begin(connection, deadline: deadline)
                 let value: T
                 do {
-                    value = try await body(LeasedConnection(connection: connection, answers: answers))
+                    value = try await body(LeasedConnection(connection, answers: answers))
                 } catch {
                     await release(connection, lease)
                     throw error
@@ -124,11 +125,11 @@ package struct WatchedPool: Sendable {
             do {
                 value = try await body(db)
             } catch {
-                if !db.connection.isClosed { _ = try? await db.query("ROLLBACK", logger: logger) }
+                if !db.isClosed { _ = try? await db.query("ROLLBACK", logger: logger) }
                 throw TransactionFailure(step: .body, error: error)
             }
             do {
-                guard !db.connection.isClosed else { throw ConnectionUnavailable(detail: "the connection closed before COMMIT") }
+                guard !db.isClosed else { throw ConnectionUnavailable(detail: "the connection closed before COMMIT") }
                 try await db.query("COMMIT", logger: logger)
             } catch {
                 throw TransactionFailure(step: .commit, error: error)
@@ -150,10 +151,18 @@ package struct WatchedPool: Sendable {
 /// A connection of the pool, leased: its statements go through ``Answers``, so that each is
 /// answered even when its write is lost.
 struct LeasedConnection: Sendable {
-    let connection: PostgresConnection
-    let answers: Answers
+    private let connection: PostgresConnection
+    private let answers: Answers
 
-    /// One statement; its rows as they come.
+    init(_ connection: PostgresConnection, answers: Answers) {
+        self.connection = connection
+        self.answers = answers
+    }
+
+    /// Whether the connection closed, or its close is under way.
+    var isClosed: Bool { connection.isClosed }
+
+    /// One statement; its rows as they come (an error among them when the connection closes meanwhile).
     @discardableResult
     func query(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
         try await answers.answer(on: connection) { [connection] in try await connection.query(query, logger: logger) }
@@ -176,11 +185,19 @@ struct LeasedConnection: Sendable {
 /// ever; a close can be done between any check and the write (PostgreSQL restarting or
 /// failing over, the watch). So a statement runs in a task of its own and is waited for
 /// here: once its connection's close is done, and one turn of the connection's event loop
-/// after (every answer the connection got was delivered before), a statement still
-/// unanswered is answered ``ConnectionUnavailable`` (503). One that was answered just
-/// before the close may be told so too: as for any connection lost, its outcome is not
-/// known to the request. Its task, if the statement was lost, stays suspended (a few
-/// hundred bytes). One close callback per connection, not one per statement.
+/// after, a statement still unanswered is answered ``ConnectionUnavailable`` (503).
+///
+/// What this holds to is postgres-nio's promise: by then, every statement postgres-nio will
+/// ever answer on that connection has been answered (it fails what it holds when the
+/// channel goes inactive, before the close is done). The task waiting for that answer may
+/// not have run yet, where Swift's own threads run it (`keyctl serve` runs tasks on NIO's
+/// event loops, where it has): then a statement that succeeded just before the close is
+/// answered 503 too, which is what any request whose connection was lost is told (its write
+/// may or may not have been made). A lost statement's task stays suspended for good, with
+/// its statement and arguments (an upload's chunk at most) and the closed channel: one per
+/// statement lost, each logged. If the event loops were shut down, the close's callback
+/// would not run; the pool's (NIO's singleton group) never is. One close callback per
+/// connection, not one per statement.
 final class Answers: Sendable {
     private struct State {
         var next: UInt64 = 0
@@ -190,30 +207,36 @@ final class Answers: Sendable {
         var watched: Set<Int> = []
     }
     private let state = Mutex(State())
+    private let logger: Logger
 
-    /// `statement`'s result, or ``ConnectionUnavailable`` once `connection`'s close is done without one.
+    init(logger: Logger) { self.logger = logger }
+
+    /// `statement`'s result, or ``ConnectionUnavailable`` once `connection`'s close is done
+    /// without one. Cancelling the caller cancels `statement`'s task.
     func answer<T: Sendable>(on connection: PostgresConnection, _ statement: @escaping @Sendable () async throws -> T) async throws -> T {
         let id = connection.id
-        return try await withCheckedThrowingContinuation { continuation in
-            let outcome = Outcome(continuation)
-            let (key, first) = state.withLock { state in
-                state.next += 1
-                state.waiting[id, default: [:]][state.next] = { outcome.resume(.failure($0)) }
-                return (state.next, state.watched.insert(id).inserted)
-            }
-            if first {
-                // On a future already completed too (a connection closed before this), at once.
-                connection.closeFuture.whenComplete { _ in connection.eventLoop.execute { self.closed(id) } }
-            }
-            Task {
-                let result: Result<T, any Error>
-                do { result = .success(try await statement()) } catch { result = .failure(error) }
-                state.withLock { state in
-                    state.waiting[id]?[key] = nil
-                    if state.waiting[id]?.isEmpty == true { state.waiting[id] = nil }
+        let outcome = Outcome<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.wait(continuation)
+                let (key, first) = state.withLock { state in
+                    state.next += 1
+                    state.waiting[id, default: [:]][state.next] = { outcome.resume(.failure($0)) }
+                    return (state.next, state.watched.insert(id).inserted)
                 }
-                outcome.resume(result)
+                if first {
+                    // On a future already completed too (a connection closed before this), at once.
+                    connection.closeFuture.whenComplete { _ in connection.eventLoop.execute { self.closed(id) } }
+                }
+                outcome.run(Task {
+                    let result: Result<T, any Error>
+                    do { result = .success(try await statement()) } catch { result = .failure(error) }
+                    _ = state.withLock { $0.waiting[id]?.removeValue(forKey: key) }
+                    outcome.resume(result)
+                })
             }
+        } onCancel: {
+            outcome.cancel()
         }
     }
 
@@ -223,19 +246,46 @@ final class Answers: Sendable {
             state.watched.remove(id)
             return state.waiting.removeValue(forKey: id) ?? [:]
         }
+        guard !lost.isEmpty else { return }
+        logger.warning("PostgreSQL statements still unanswered when their connection's close was done were answered 503 (their writes lost, or their answers just before the close)",
+                       metadata: ["statements": .stringConvertible(lost.count), "connection": .stringConvertible(id)])
         for fail in lost.values { fail(ConnectionUnavailable(detail: "the connection closed before the statement was answered")) }
     }
 
-    /// One statement's continuation, resumed once: by its result or by its connection's close.
-    private final class Outcome<T: Sendable>: Sendable {
-        private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+    /// Statements waiting now (tests).
+    var waiting: Int { state.withLock { $0.waiting.values.reduce(0) { $0 + $1.count } } }
 
-        init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = Mutex(continuation) }
+    /// One statement's wait: its continuation, resumed once (by the statement's result or by
+    /// its connection's close), and its task, cancelled with the caller.
+    private final class Outcome<T: Sendable>: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<T, any Error>?
+            var task: Task<Void, Never>?
+            var cancelled = false
+        }
+        private let state = Mutex(State())
+
+        func wait(_ continuation: CheckedContinuation<T, any Error>) { state.withLock { $0.continuation = continuation } }
+
+        func run(_ task: Task<Void, Never>) {
+            let cancelled = state.withLock { state in
+                if !state.cancelled { state.task = task }
+                return state.cancelled
+            }
+            if cancelled { task.cancel() }
+        }
+
+        func cancel() {
+            state.withLock { state in
+                state.cancelled = true
+                return state.task.take()
+            }?.cancel()
+        }
 
         func resume(_ result: Result<T, any Error>) {
-            continuation.withLock { once in
-                defer { once = nil }
-                return once
+            state.withLock { state in
+                state.task = nil
+                return state.continuation.take()
             }?.resume(with: result)
         }
     }
@@ -250,8 +300,8 @@ struct TransactionFailure: Error {
 }
 
 /// No connection to use: none could be had (postgres-nio's pool gave up connecting after a
-/// while, or is shut down), or it closed before a transaction's COMMIT could be sent. 503,
-/// as any ``StoreUnreachable``.
+/// while, or is shut down), the pool's had closed, it closed before a transaction's COMMIT
+/// could be sent, or before a statement was answered (``Answers``). 503, as any ``StoreUnreachable``.
 struct ConnectionUnavailable: StoreUnreachable {
     let detail: String
     var isUnreachable: Bool { true }

@@ -60,23 +60,42 @@ import Testing
 /// it, and the statement must still be answered (503's `ConnectionUnavailable`), not wait for ever.
 @Test func onPostgreSQLAStatementWrittenToAConnectionWhoseCloseIsDoneIsAnswered() async throws {
     guard case .postgres(let url)? = StoreBackend.all.first(where: \.isShared) else { return }
+    let answers = Answers(logger: quietLogger)
     let connection = try await PostgresConnection.connect(configuration: try url.connectionConfiguration, id: 1, logger: quietLogger)
     try await connection.close()
-    let answers = Answers()
-    let outcome = await within(seconds: 10) { () -> String in
-        do {
-            _ = try await answers.answer(on: connection) { try await connection.query("SELECT 1", logger: quietLogger).collect().count }
-            return "rows"
-        } catch is ConnectionUnavailable {
-            return "unavailable"
-        } catch {
-            return "\(error)"
+    let closed = LeasedConnection(connection, answers: answers)
+    // A statement and a prepared statement, as a transaction's body writes them.
+    for kind in ["a statement", "a prepared statement"] {
+        let outcome = await within(seconds: 10) { () -> String in
+            do {
+                if kind == "a statement" {
+                    _ = try await closed.query("SELECT 1", logger: quietLogger).collect()
+                } else {
+                    _ = try await closed.execute(SelectOne(), logger: quietLogger)
+                }
+                return "rows"
+            } catch is ConnectionUnavailable {
+                return "unavailable"
+            } catch {
+                return "\(error)"
+            }
         }
+        #expect(outcome == "unavailable", "\(kind): \(outcome ?? "no answer within 10 s")")
     }
-    #expect(outcome == "unavailable", "\(outcome ?? "no answer within 10 s")")
-    // Answered on a connection that did not close: its rows, and nothing left waiting.
+    #expect(answers.waiting == 0, "statements left waiting")
+    // On a connection that did not close: its rows, and nothing left waiting.
     let open = try await PostgresConnection.connect(configuration: try url.connectionConfiguration, id: 2, logger: quietLogger)
-    let rows = try await answers.answer(on: open) { try await open.query("SELECT 1", logger: quietLogger).collect().count }
-    #expect(rows == 1)
+    let leased = LeasedConnection(open, answers: answers)
+    #expect(try await leased.query("SELECT 1", logger: quietLogger).collect().count == 1)
+    #expect(try await leased.execute(SelectOne(), logger: quietLogger).collect() == [1])
+    #expect(answers.waiting == 0, "statements left waiting")
     try await open.close()
+}
+
+private struct SelectOne: PostgresPreparedStatement {
+    static let name = "keyvault_test_select_one"
+    static let sql = "SELECT 1::BIGINT"
+    typealias Row = Int64
+    func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
 }
