@@ -52,7 +52,7 @@ package struct WatchedPool: Sendable {
     /// `deadline` (the watch's own when nil).
     ///
     /// - Throws: what `body` throws; ``ConnectionUnavailable`` when none could be had (the pool gave up
-    ///   connecting, or is shut down), but for a task cancelled meanwhile, or when the one it gave had closed.
+    ///   connecting, or is shut down; not for a task cancelled meanwhile), or the one it gave had closed.
     func withConnection<T>(deadline: Duration? = nil, _ body: (LeasedConnection) async throws -> sending T) async throws -> sending T {
         var leased = false
         do {
