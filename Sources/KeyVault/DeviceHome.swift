@@ -23,6 +23,9 @@ package struct DeviceRecord: Sendable {
     /// The code of the link request this not-yet-enrolled device is waiting on, so a
     /// second `device link` can finish a request approved while nobody watched.
     package var linkCode: String?
+    /// The device that answered that request, once this one revealed its value: the
+    /// digits it showed name it, and only a chain where it added this device is joined.
+    package var linkApprover: DeviceID?
     /// The newest head this device verified of each contact's chain (a sharer's, a
     /// grantee's), so that a server cannot show it an older one unseen.
     package var seenChains: [AccountID: SeenHead] = [:]
@@ -52,7 +55,7 @@ package struct DeviceRecord: Sendable {
     package var device: DeviceID { keys.id }
 
     package init(server: String, account: AccountID, name: String, head: String, sequence: UInt64, enrolled: Bool,
-                linkCode: String? = nil, keys: DeviceKeys, masterKeys: [UInt32: SymmetricKey] = [:], memberKeys: [MemberID: [UInt32: SymmetricKey]] = [:]) {
+                linkCode: String? = nil, linkApprover: DeviceID? = nil, keys: DeviceKeys, masterKeys: [UInt32: SymmetricKey] = [:], memberKeys: [MemberID: [UInt32: SymmetricKey]] = [:]) {
         self.server = server
         self.account = account
         self.name = name
@@ -60,6 +63,7 @@ package struct DeviceRecord: Sendable {
         self.sequence = sequence
         self.enrolled = enrolled
         self.linkCode = linkCode
+        self.linkApprover = linkApprover
         self.keys = keys
         self.masterKeys = masterKeys
         self.memberKeys = memberKeys
@@ -197,6 +201,10 @@ package final class DeviceHome: Sendable {
         do {
             var record = DeviceRecord(server: stored.server, account: account, name: stored.name, head: stored.head,
                                 sequence: stored.sequence, enrolled: stored.enrolled, linkCode: stored.linkCode,
+                                linkApprover: try stored.linkApprover.map {
+                                    guard let id = DeviceID(rawValue: $0) else { throw corrupt("the link approver's id does not parse") }
+                                    return id
+                                },
                                 keys: DeviceKeys(signing: try Ed25519.PrivateKey(seed: secrets.signingSeed.secure()),
                                                  boxKey: try X25519.PrivateKey(rawRepresentation: secrets.boxKey.secure())),
                                 masterKeys: try secrets.master.reduce(into: [:]) { out, entry in
@@ -262,7 +270,7 @@ package final class DeviceHome: Sendable {
             }))
         var stored = StoredHome(format: 1, server: record.server, account: record.account.rawValue, device: record.device.rawValue,
                                 name: record.name, head: record.head, sequence: record.sequence, enrolled: record.enrolled,
-                                linkCode: record.linkCode,
+                                linkCode: record.linkCode, linkApprover: record.linkApprover?.rawValue,
                                 seenChains: record.seenChains.isEmpty ? nil
                                     : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }),
                                 chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed,
@@ -383,6 +391,7 @@ struct StoredHome: Codable {
     var sequence: UInt64
     var enrolled: Bool
     var linkCode: String?
+    var linkApprover: String?
     var seenChains: [String: DeviceRecord.SeenHead]?
     var chain: KeptChain?
     var noticed: UInt64?

@@ -222,10 +222,17 @@ extension Vault {
                     guard Int64(Date().timeIntervalSince1970) <= deadline else { throw linkExpired }
                     // Reveal only once the approver's value is fixed: the server then chose it without knowing r_N.
                     if !revealed, let answer = status.approverNonce {
-                        guard let approverNonce = try? Hex.decode(answer), approverNonce.count == LinkCommitment.nonceByteCount,
-                              let sas = LinkSAS.compute(account: account, code: info.code, request: request, deviceNonce: nonce,
-                                                        approverNonce: approverNonce)
+                        // The digits name the approving device: equal digits say which device adds
+                        // this one, and only a chain where that device did is joined (finishLink).
+                        guard let approver = status.approver, let approverNonce = try? Hex.decode(answer),
+                              approverNonce.count == LinkCommitment.nonceByteCount,
+                              let sas = LinkSAS.compute(account: account, code: info.code, approver: approver, request: request,
+                                                        deviceNonce: nonce, approverNonce: approverNonce)
                         else { throw KeyVaultError(.badResponse, "the approver's value in link request \(info.code) is malformed") }
+                        // Kept before the reveal: an approval this device does not see end is
+                        // finished later (a second `link`) against the same approver.
+                        record.linkApprover = approver
+                        try home.save(record)
                         try await api.revealLinkRequest(info.code, nonce: nonce)
                         revealed = true
                         events(.sas(sas))
@@ -248,14 +255,22 @@ extension Vault {
         KeyVaultError(.linkRequestClosed, "the request expired before it was approved", kind: .rejected)
     }
 
-    /// Joins after an approval: the chain must now hold this device with its keys.
+    /// Joins after an approval: the chain must now hold this device with its keys,
+    /// added by the device whose value the digits it showed were made with. A new device
+    /// has seen no head of the chain, so without that a server could show it a fork from
+    /// before a revocation, where the revoked device (colluding) added it.
     private static func finishLink(home: DeviceHome, record: DeviceRecord, transport: any HTTPTransport,
                                    progress: @escaping ProgressReporter) async throws -> Vault {
+        guard let approver = record.linkApprover else {
+            throw KeyVaultError(.linkRequestClosed, "this device never saw which device answered its request, so it cannot check who added it: run `keyctl device link` again",
+                                kind: .rejected)
+        }
         var record = record
         record.enrolled = true
         record.linkCode = nil
+        record.linkApprover = nil
         let vault = Vault(home: home, record: record, transport: transport, progress: progress)
-        try await vault.sync()
+        try await vault.sync(addedBy: approver)
         _ = try await vault.masterKey()
         try await vault.saveRecord()
         return vault
@@ -330,7 +345,7 @@ extension Vault {
             }
             guard let deviceNonce = try? Hex.decode(reveal),
                   LinkCommitment.opens(account: account, request: candidate.request, nonce: deviceNonce),
-                  let sas = LinkSAS.compute(account: account, code: candidate.code, request: candidate.request,
+                  let sas = LinkSAS.compute(account: account, code: candidate.code, approver: device, request: candidate.request,
                                             deviceNonce: deviceNonce, approverNonce: approverNonce)
             else {
                 try? await api.refuseLinkRequest(candidate.code)

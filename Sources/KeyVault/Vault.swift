@@ -149,9 +149,15 @@ public actor Vault {
     /// Fetches the chain, replays it from genesis and checks it against the newest
     /// head this device has seen: a chain that forks or goes back is refused.
     public func sync() async throws {
+        try await sync(addedBy: nil)
+    }
+
+    /// ``sync()``; with `approver`, the chain must also be one where that device added
+    /// this one (a device joining by a link: ``link(home:server:transport:account:name:pollInterval:events:progress:)``).
+    package func sync(addedBy approver: DeviceID?) async throws {
         try await exclusively {
             let kept = links.count
-            let verified = try adopt(try await api.chain().links)
+            let verified = try adopt(try await api.chain().links, addedBy: approver)
             // Keys of members removed since (by another device) are forgotten here too, but
             // for the generations their names in the chain are sealed under (the account's
             // log still names them; those attachments are gone from the server).
@@ -175,12 +181,16 @@ public actor Vault {
     }
 
     /// Replays `chain` from genesis, checks it against the newest head this device has
-    /// seen and that it holds this device, active and with its keys; then uses it.
+    /// seen and that it holds this device, active and with its keys (added by `approver`,
+    /// when one is named); then uses it.
     @discardableResult
-    func adopt(_ chain: [ChainLink], from source: String = "the server") throws -> ChainState {
+    func adopt(_ chain: [ChainLink], from source: String = "the server", addedBy approver: DeviceID? = nil) throws -> ChainState {
         let verified = try Self.verify(chain, account: record.account, seenHead: record.head, seenSequence: record.sequence, from: source)
         guard let me = verified.devices[record.device] else {
             throw KeyVaultError(.chainInvalid, "the account chain does not contain this device", kind: .verification)
+        }
+        if let approver, me.addedBy != approver {
+            throw KeyVaultError(.chainInvalid, "in the account chain from \(source), this device was added by another device than the one whose digits it showed: it is not the chain the approval was made on", kind: .verification)
         }
         guard me.isActive else {
             throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")

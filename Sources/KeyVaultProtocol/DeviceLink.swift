@@ -1,7 +1,7 @@
 import KeyVaultCrypto
 import KeyVaultModel
 
-// docs/formats/device-link.md (version 2) is the specification of everything in this file.
+// docs/formats/device-link.md (version 3) is the specification of everything in this file.
 
 /// The new device's commitment to its keys and its random value r_N, posted before
 /// the approver contributes r_A: SHA-256 over the account, the device's id, keys and
@@ -40,27 +40,31 @@ package enum LinkCommitment {
 /// The short authentication string both devices show once both random values are
 /// known: six digits, uniform over 000000-999999, which the person types on the
 /// approver. Neither side's value is known to the other when it commits, so a server
-/// in the middle cannot steer it (docs/formats/device-link.md).
+/// in the middle cannot steer it (docs/formats/device-link.md). It names the approving
+/// device too: equal digits tell the new device which device will add it, and it joins
+/// only a chain where that device did (a server cannot pass the approval of one device
+/// off as another's, a revoked one's on a fork say).
 package enum LinkSAS {
     /// 4 294 000 000: the largest multiple of 10^6 below 2^32. A 32-bit chunk below
     /// it, reduced mod 10^6, is exactly uniform.
     static let bound: UInt32 = 4_294_000_000
 
-    package static func compute(account: AccountID, code: String, request: LinkRequestCreate, deviceNonce: [UInt8],
+    package static func compute(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate, deviceNonce: [UInt8],
                                approverNonce: [UInt8]) -> String? {
         guard deviceNonce.count == LinkCommitment.nonceByteCount, approverNonce.count == LinkCommitment.nonceByteCount,
-              let before = digestInput(account: account, code: code, request: request)
+              let before = digestInput(account: account, code: code, approver: approver, request: request)
         else { return nil }
         return sixDigits(SHA256.hash(before + deviceNonce + approverNonce))
     }
 
     /// The digest's input before the two nonces, or nil for a malformed request (its
     /// own function for a test that searches nonces as a dishonest server would).
-    static func digestInput(account: AccountID, code: String, request: LinkRequestCreate) -> [UInt8]? {
+    static func digestInput(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate) -> [UInt8]? {
         guard let keys = LinkKeys(request), let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else { return nil }
-        var w = CanonicalWriter(domain: "keyvault/v2/link-sas")
+        var w = CanonicalWriter(domain: "keyvault/v3/link-sas")
         w.short(account.rawValue)
         w.short(code)
+        w.short(approver.rawValue)
         w.short(request.device.rawValue)
         w.raw(keys.signing)
         w.raw(keys.box)

@@ -177,32 +177,37 @@ struct MACFile: Decodable {
 
 struct DeviceLinkFile: Decodable {
     struct Case: Decodable {
-        let account: String, code: String, request: LinkRequestCreate
+        let account: String, code: String, approver: DeviceID, request: LinkRequestCreate
         let deviceNonce: String, approverNonce: String, sas: String, wrongNonce: String
     }
     let tests: [Case]
 }
 
-/// docs/formats/device-link.md, version 2: the commitment and the SAS as an
+/// docs/formats/device-link.md, version 3: the commitment and the SAS as an
 /// independent implementation computes them; a reveal that does not open the
-/// commitment, or any changed key, name or code, gives something else.
+/// commitment, or any changed key, name, code or approving device, gives something else.
 @Test func deviceLinkCommitmentAndSASMatchTheIndependentImplementation() throws {
-    let file = try vectors.load("device-link-v2", as: DeviceLinkFile.self)
+    let file = try vectors.load("device-link-v3", as: DeviceLinkFile.self)
     #expect(file.tests.count == 3)
     for v in file.tests {
         let account = try #require(AccountID(rawValue: v.account))
         let rN = try Hex.decode(v.deviceNonce), rA = try Hex.decode(v.approverNonce)
+        func sas(code: String? = nil, approver: DeviceID? = nil, request: LinkRequestCreate? = nil, approverNonce: [UInt8]? = nil) -> String? {
+            LinkSAS.compute(account: account, code: code ?? v.code, approver: approver ?? v.approver, request: request ?? v.request,
+                            deviceNonce: rN, approverNonce: approverNonce ?? rA)
+        }
         #expect(v.request.isWellFormed)
         #expect(LinkCommitment.opens(account: account, request: v.request, nonce: rN))
         #expect(!LinkCommitment.opens(account: account, request: v.request, nonce: try Hex.decode(v.wrongNonce)))
-        #expect(LinkSAS.compute(account: account, code: v.code, request: v.request, deviceNonce: rN, approverNonce: rA) == v.sas)
+        #expect(sas() == v.sas)
 
         var renamed = v.request
         renamed.name += "x"
         #expect(!LinkCommitment.opens(account: account, request: renamed, nonce: rN))
-        #expect(LinkSAS.compute(account: account, code: v.code, request: renamed, deviceNonce: rN, approverNonce: rA) != v.sas)
-        #expect(LinkSAS.compute(account: account, code: "0000000000", request: v.request, deviceNonce: rN, approverNonce: rA) != v.sas)
-        #expect(LinkSAS.compute(account: account, code: v.code, request: v.request, deviceNonce: rN, approverNonce: rN) != v.sas)
+        #expect(sas(request: renamed) != v.sas)
+        #expect(sas(code: "0000000000") != v.sas)
+        #expect(sas(approverNonce: rN) != v.sas)
+        #expect(sas(approver: v.request.device) != v.sas)
     }
 }
 

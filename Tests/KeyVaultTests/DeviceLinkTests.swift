@@ -6,7 +6,7 @@ import KeyVaultTestSupport
 @testable import KeyVaultProtocol
 import Testing
 
-// Device link, version 2 (docs/formats/device-link.md), against the real in-process
+// Device link, version 3 (docs/formats/device-link.md), against the real in-process
 // service, with a double that does what a dishonest server would.
 
 /// What the new device showed, as the events came.
@@ -152,12 +152,12 @@ func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws
         var tried = 0
         if grind {
             // On a thread of its own: a few seconds of hashing must not hold the test's executor.
-            let (found, count) = await grindReveal(account: account, code: candidate.code, request: forged,
+            let (found, count) = await grindReveal(account: account, code: candidate.code, approver: laptop.device, request: forged,
                                                    approverNonce: approverNonce, target: shown)
             tried = count
             #expect(found != nil && tried <= 1 << 24, "the search found no candidate reveal with the new device's digits (\(tried) tried)")
             // What the search found is what the approver computes (the search's own digest input agrees).
-            #expect(found.map { LinkSAS.compute(account: account, code: candidate.code, request: forged, deviceNonce: $0,
+            #expect(found.map { LinkSAS.compute(account: account, code: candidate.code, approver: laptop.device, request: forged, deviceNonce: $0,
                                                 approverNonce: approverNonce) } == shown)
             served.withLock { $0 = Hex.encode(found ?? attackerNonce) }
         } else {
@@ -183,10 +183,10 @@ func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws
 /// device's nonce is the same for every candidate, so it is taken once from `LinkSAS`
 /// (the first candidate is checked against `LinkSAS.compute`): a hash a candidate,
 /// where the whole computation held a core for over a minute of the suite.
-func grindReveal(account: AccountID, code: String, request: LinkRequestCreate, approverNonce: [UInt8],
+func grindReveal(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate, approverNonce: [UInt8],
                  target: String) async -> (found: [UInt8]?, tried: Int) {
     await onThreadOfItsOwn {
-        let prefix = LinkSAS.digestInput(account: account, code: code, request: request)!
+        let prefix = LinkSAS.digestInput(account: account, code: code, approver: approver, request: request)!
         var message = prefix + [UInt8](repeating: 0, count: 32) + approverNonce
         let nonceAt = prefix.count
         func sas(_ i: Int) -> String {
@@ -194,7 +194,7 @@ func grindReveal(account: AccountID, code: String, request: LinkRequestCreate, a
             return LinkSAS.sixDigits(SHA256.hash(message))
         }
         // Not LinkSAS.compute's input: nothing found, none tried (the test fails on it).
-        guard sas(0) == LinkSAS.compute(account: account, code: code, request: request,
+        guard sas(0) == LinkSAS.compute(account: account, code: code, approver: approver, request: request,
                                         deviceNonce: Array(message[nonceAt..<(nonceAt + 32)]), approverNonce: approverNonce) else {
             return (nil, 0)
         }
@@ -266,5 +266,63 @@ func grindReveal(account: AccountID, code: String, request: LinkRequestCreate, a
         for _ in 0..<500 where try await laptop.chain.members.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         #expect(try await laptop.chain.members.count == 1, "addMember waited for the exchange")
         added.cancel()
+    }
+}
+
+/// Third review, F2: a new device has seen no head of the chain, so a server could show
+/// it a fork from before a revocation, where the revoked phone (stolen, colluding) added
+/// it with a box of the master key generation it knew, while the person approved it on
+/// the laptop with matching digits. The new device would then trust the phone and seal
+/// everything new to it. The digits now name the approving device, and the new device
+/// joins only a chain where that device added it.
+@Test func aNewDeviceIsNotJoinedToAForkWhereARevokedDeviceAddedIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        let account = laptop.account
+        let phone = try await fixture.enroll("phone", in: account)
+        let phoneKeys = await phone.record.keys
+        phone.home.unlock()
+        try await laptop.sync()
+        let before = try await laptop.chain
+        let (master, g) = try await laptop.masterKey()
+        try await laptop.revoke(try laptop.device(matching: "phone"))
+
+        let screen = LinkScreen()
+        let tablet = startLink(fixture, laptop, screen: screen)
+        let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
+        let exchanged = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
+        // The fork: the chain as it was before the revocation, then the phone's device.add of
+        // the tablet's keys (public, in the request), and the phone's box of generation g.
+        let request = candidate.request
+        let boxKey = try X25519.PublicKey(rawRepresentation: Hex.decode(request.boxKey))
+        var add = ChainLink(sequence: before.sequence + 1, previous: before.head, type: .deviceAdd, signer: phoneKeys.id.rawValue,
+                            time: Int64(Date().timeIntervalSince1970),
+                            body: ChainLink.deviceFields(signingKey: try Ed25519.PublicKey(rawRepresentation: Hex.decode(request.signingKey)),
+                                                         boxKey: boxKey, name: request.name))
+        add.sign(with: phoneKeys.signing)
+        var box = KeyBox(generation: g, sequence: add.sequence, recipient: request.device.rawValue,
+                         box: base64Encode(try boxKey.sealedBox(for: master)), signer: phoneKeys.id.rawValue, signature: "")
+        box.sign(with: phoneKeys.signing, account: account)
+        let (fork, forkBox, tabletID) = (add, box, request.device.rawValue)
+        let kept = before.sequence
+        fixture.transport.tamper { request, reply in
+            guard request.headers.first(where: { $0.0 == RequestSignature.deviceHeader })?.1 == tabletID, request.method == "GET", reply.status == 200 else { return }
+            if request.target.contains("/chain") {
+                var chain = try JSONDecoder().decode(ChainResponse.self, from: Data(reply.body))
+                chain.links = chain.links.filter { $0.sequence <= kept } + [fork]
+                chain.head = fork.hash
+                reply.body = Array(try JSONEncoder().encode(chain))
+            } else if request.target.contains("/boxes") {
+                reply.body = Array(try JSONEncoder().encode(["boxes": [forkBox]]))
+            }
+        }
+        try await laptop.approve(exchanged, typedSAS: try await screen.wait { screen.sas })
+        do {
+            let joined = try await tablet.value
+            let phoneActive = try await joined.chain.devices[phoneKeys.id]?.isActive == true
+            Issue.record("the tablet joined a fork where the revoked phone added it (phone active there: \(phoneActive))")
+        } catch let error as KeyVaultError {
+            #expect(error.kind == .verification && error.message.contains("added by another device"), "\(error)")
+        }
+        #expect(try fixture.home("tablet").load().enrolled == false, "the refused chain left the tablet enrolled")
     }
 }
