@@ -192,5 +192,14 @@ extension TestClientProtocol {
         headers[.contentType] = "application/json"
         headers[HTTPField.Name("KeyVault-Invite")!] = "family-invite-0123456789"
         #expect(try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(bytes: body)).status == .created)
+
+        // Second review of the service, finding 1: without the token nothing else is looked at
+        // first. Replaying a chain costs a signature check per link (and more per member): an
+        // anonymous client must not make an invitation-only server do that work for free.
+        var other = try Exported()
+        other.links[2].signature = exported.links[2].signature
+        let stranger = TestDevice("stranger")
+        let unread = try await client.importAccount(other.request(), signedBy: stranger)
+        #expect(unread.status == .forbidden && errorCode(unread) == "invite_required", "\(String(buffer: unread.body))")
     }
 }

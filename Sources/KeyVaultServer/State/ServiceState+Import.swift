@@ -28,6 +28,13 @@ extension ServiceState {
         guard claim.timestamp >= now - window, claim.timestamp <= now + window else {
             throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
         }
+        // Whether the account is held here, and if not the invite, before anything costs:
+        // replaying a chain checks a signature per link, and an anonymous client must not
+        // make a server that takes accounts by invitation do that for nothing.
+        guard let genesis = request.links.first else { throw APIError.badRequest("an import brings a chain of at least its genesis link") }
+        let account = try ChainState(genesis: genesis).account
+        let stored = try await database.links(account, after: nil)
+        if stored == nil { try invite() }
         let state = try ChainState.replay(request.links, checking: request.boxes)
         guard let signer = state.devices[claim.device], signer.isActive else {
             throw APIError(.wrongSigner, "an import is signed by a device active at the head of the chain it brings")
@@ -41,9 +48,8 @@ extension ServiceState {
         }
 
         // Where this server stands: no account yet, or a chain this one must extend.
-        let account = state.account, genesis = request.links[0]
         var held = 0
-        if let stored = try await database.links(account, after: nil) {
+        if let stored {
             held = stored.links.count
             if held > request.links.count, let last = request.links.last,
                let mine = stored.links.dropFirst(request.links.count - 1).first, mine.hash == last.hash {
@@ -52,8 +58,6 @@ extension ServiceState {
             guard held >= 1, held <= request.links.count, request.links[held - 1].hash == stored.head else {
                 throw APIError(.accountExists, "this server holds another chain of account \(account) (its link \(stored.links.count - 1) is not the import's): nothing was imported")
             }
-        } else {
-            try invite()
         }
         // Each link written as its append was, with the boxes made at it; the wraps and the
         // recovery slot, which name the head's keys, with the last; with the first, the boxes
