@@ -32,3 +32,31 @@ import KeyVaultStore
         #expect(response.status == .created, "\(String(buffer: response.body))")
     }
 }
+
+/// A link `apply` refuses changes nothing, whichever check refuses it and however far
+/// the link got: the cache and every append judge the next link by the state it left.
+/// (Each case below fails after the link's earlier changes would have been made, in an
+/// `apply` that changed the state as it went.)
+@Test func aRefusedLinkLeavesTheChainStateAsItWas() throws {
+    let phone = TestDevice("phone"), tablet = TestDevice("tablet")
+    var state = try ChainState(genesis: phone.genesis())
+    try state.apply(phone.link(.deviceAdd, after: state, body: tablet.deviceFields))
+    let member = Hex.encode(SystemRandom.bytes(count: 16))
+    try state.apply(phone.link(.memberAdd, after: state, body: ["member": member, "memberGeneration": "1"]))
+    let refused: [(String, ChainLink)] = [
+        ("a master rotation with a malformed check", phone.link(.masterRotate, after: state, body: ["masterGeneration": "2", "masterKeyCheck": "not hex"])),
+        ("a reset whose recovery generation skips", phone.link(.accountReset, after: state, body: [
+            "masterGeneration": "2", "masterKeyCheck": String(repeating: "ab", count: 16), "recoveryGeneration": "5",
+            "authKey": Hex.encode(Ed25519.PrivateKey().publicKey.rawRepresentation), "boxKey": Hex.encode(X25519.PrivateKey().publicKey.rawRepresentation)])),
+        ("a member added twice", phone.link(.memberAdd, after: state, body: ["member": member, "memberGeneration": "1"])),
+        ("a rotation that skips", phone.link(.memberRotate, after: state, body: ["member": member, "memberGeneration": "3"])),
+        ("a device added twice", phone.link(.deviceAdd, after: state, body: tablet.deviceFields)),
+        ("a contact pin with a malformed key", phone.link(.contactPin, after: state, body: [
+            "account": Hex.encode(SystemRandom.bytes(count: 16)), "identityGeneration": "1", "signingKey": "00", "boxKey": "00"])),
+    ]
+    for (what, link) in refused {
+        var after = state
+        #expect(throws: (any Error).self, "\(what) was taken") { try after.apply(link) }
+        #expect(after == state, "\(what) changed the state it was refused by")
+    }
+}
