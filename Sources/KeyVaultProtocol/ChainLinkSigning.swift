@@ -38,6 +38,14 @@ extension ChainLink {
 }
 
 extension ChainLink {
+    /// Whether the service takes `name` for a device it stores: 1 to 100 characters and no
+    /// control character (Unicode Cc: NUL, which PostgreSQL's text cannot hold, or a
+    /// terminal's escape). The chain itself asks only for the length, so a chain stored
+    /// before this check still replays; clients ask for more (``Vault`` names are printable).
+    package static func isStorableDeviceName(_ name: String) -> Bool {
+        (1...100).contains(name.count) && !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+
     /// The body fields that introduce a device (genesis, device.add).
     package static func deviceFields(signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey, name: String) -> [String: String] {
         ["device": deviceID(for: signingKey).rawValue, "name": name,

@@ -113,7 +113,8 @@ package enum LinkCode {
 }
 
 /// The raw keys of a link request, when its fields are well formed: hex keys of the
-/// right length, the device id derived from the signing key, a 1-100 character name.
+/// right length, the device id derived from the signing key, a 1-100 character name
+/// without control characters.
 struct LinkKeys {
     let signing: [UInt8]
     let box: [UInt8]
@@ -122,7 +123,7 @@ struct LinkKeys {
         guard let signing = try? Hex.decode(request.signingKey), signing.count == 32,
               let box = try? Hex.decode(request.boxKey), box.count == 32,
               let key = try? Ed25519.PublicKey(rawRepresentation: signing), deviceID(for: key) == request.device,
-              (1...100).contains(request.name.count), request.name.utf8.count <= 400
+              ChainLink.isStorableDeviceName(request.name), request.name.utf8.count <= 400
         else { return nil }
         self.signing = signing
         self.box = box

@@ -336,6 +336,27 @@ import Testing
         }
         let huge = try await client.signed(phone, .post, chainURI, body: [UInt8](repeating: 32, count: 2 << 20))
         #expect(huge.status == .contentTooLarge)
+
+        // Second review of the service, finding 2: a device name with a control character (NUL,
+        // which PostgreSQL's text refuses: a 500 there, stored on SQLite) is refused alike on
+        // both stores, wherever a device name comes in: a new account, an appended device.add,
+        // a link request.
+        let nul = TestDevice("a\u{0}b"), escape = TestDevice("tablet\u{1B}[2J")
+        let genesis = nul.genesis()
+        let create = CreateAccountRequest(genesis: genesis, boxes: [try nul.box(SymmetricKey(), generation: 1, for: nul, at: 0,
+                                                                                     account: try ChainState(genesis: genesis).account)], recovery: nil)
+        let created = try await client.execute(uri: "/v1/accounts", method: .post, headers: [.contentType: "application/json"], body: try jsonBody(create))
+        #expect(created.status == .badRequest && errorCode(created) == "malformed_link", "\(created.status) \(String(buffer: created.body))")
+        for device in [nul, escape] {
+            var current = state
+            let added = try await client.append(phone, &current, AppendRequest(link: phone.link(.deviceAdd, after: state, body: device.deviceFields)))
+            #expect(added.status == .badRequest && errorCode(added) == "malformed_link", "\(added.status) \(String(buffer: added.body))")
+            let request = LinkRequestCreate(device: device.id, name: device.name, signingKey: Hex.encode(device.signing.publicKey.rawRepresentation),
+                                            boxKey: Hex.encode(device.boxKey.publicKey.rawRepresentation), commitment: String(repeating: "ab", count: 32))
+            let asked = try await client.execute(uri: "/v1/accounts/\(state.account)/link-requests", method: .post,
+                                                 headers: [.contentType: "application/json"], body: try jsonBody(request))
+            #expect((400..<500).contains(asked.status.code) && errorCode(asked) != nil, "\(asked.status) \(String(buffer: asked.body))")
+        }
     }
 }
 

@@ -136,7 +136,7 @@ struct ServiceState: Sendable {
     func chainWrite(_ link: ChainLink, before: ChainState, after: ChainState, actor: String) throws -> ChainWrite {
         var write = ChainWrite(link: try stored(link), expectedHead: before.head, audit: (.link(link.type), actor))
         for added in after.devices.values where before.devices[added.id] == nil {
-            write.newDevices.append(stored(added, of: after.account))
+            write.newDevices.append(try stored(added, of: after.account))
         }
         write.removedMembers = before.members.keys.filter { after.members[$0] == nil }
         // A grant that let its grantee write and no longer does: the grantee's uploads in flight go.
@@ -183,8 +183,13 @@ struct ServiceState: Sendable {
         try box.verify(in: state)
     }
 
-    func stored(_ device: ChainState.Device, of account: AccountID) -> StoredDevice {
-        StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
+    /// The row of a device the chain adds; refused (`malformed_link`) when its name has a
+    /// control character, before anything is written (PostgreSQL's text cannot hold NUL).
+    func stored(_ device: ChainState.Device, of account: AccountID) throws -> StoredDevice {
+        guard ChainLink.isStorableDeviceName(device.name) else {
+            throw APIError(.malformedLink, "a device name has no control characters")
+        }
+        return StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
                      boxKey: device.boxKey.rawRepresentation, added: device.added)
     }
 
@@ -194,7 +199,7 @@ struct ServiceState: Sendable {
         guard let device = state.devices.values.first(where: { $0.added == 0 }) else {
             throw APIError.badRequest("a genesis link introduces its device")
         }
-        return AccountGenesis(genesis: try stored(genesis), device: stored(device, of: state.account), boxes: boxes, importedBy: importedBy)
+        return AccountGenesis(genesis: try stored(genesis), device: try stored(device, of: state.account), boxes: boxes, importedBy: importedBy)
     }
 
     func stored(_ link: ChainLink) throws -> StoredLink {
