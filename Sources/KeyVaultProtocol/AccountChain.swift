@@ -5,6 +5,18 @@ import KeyVaultModel
 
 /// What an account chain says at its head, built by replaying every link and
 /// refusing any that does not follow. Server and client both use it.
+/// What one link changed in the state besides its head, as `apply` made it: what a
+/// store writes beside the link (rows of devices added and revoked, members removed,
+/// the uploads of grants ended), with no comparison of the state before and after.
+package struct ChainChange: Sendable, Equatable {
+    package var addedDevice: DeviceID?
+    package var revokedDevices: [DeviceID] = []
+    package var removedMembers: [MemberID] = []
+    /// The grants the link ended (share.revoke, account.reset), as they stood then.
+    package var endedGrants: [ChainState.Grant] = []
+    package init() {}
+}
+
 package struct ChainState: Sendable, Equatable {
     package struct Device: Sendable, Equatable {
         package var id: DeviceID
@@ -170,7 +182,7 @@ package struct ChainState: Sendable, Equatable {
         for link in links.dropFirst() { try apply(link) }
     }
 
-    /// Applies the next link, or throws and changes nothing.
+    /// Applies the next link, or throws and changes nothing; returns what it changed.
     ///
     /// Each case makes every check that can throw first and only then changes the state
     /// in place (`aRefusedLinkLeavesTheChainStateAsItWas`): a copy of the state per link,
@@ -183,7 +195,8 @@ package struct ChainState: Sendable, Equatable {
     ///   `last_device` for links that do not follow; for the sharing links
     ///   (docs/formats/member-sharing.md) also `unknown_member`, `no_identity`,
     ///   `unknown_contact`, `contact_changed`, `grant_exists`, `unknown_grant`.
-    package mutating func apply(_ link: ChainLink) throws {
+    @discardableResult
+    package mutating func apply(_ link: ChainLink) throws -> ChainChange {
         try Self.checkShape(link)
         guard link.previous == head, link.sequence == sequence + 1 else {
             throw ProtocolError(.staleChain, "the link follows \(link.previous.prefix(12))… at \(link.sequence), but the head is \(head.prefix(12))… at \(sequence)")
@@ -215,6 +228,7 @@ package struct ChainState: Sendable, Equatable {
             throw ProtocolError(.unknownSigner, "the link is signed by a device this account does not have")
         }
 
+        var change = ChainChange()
         switch link.type {
         case .genesis:
             break
@@ -223,6 +237,7 @@ package struct ChainState: Sendable, Equatable {
             device.addedBy = origin
             guard devices[device.id] == nil else { throw ProtocolError(.deviceExists, "that device is already part of this account") }
             devices[device.id] = device
+            change.addedDevice = device.id
         case .deviceRevoke:
             let id = try Self.deviceField(link)
             guard var device = devices[id] else { throw ProtocolError(.noSuchDevice, "no such device in this account") }
@@ -236,6 +251,7 @@ package struct ChainState: Sendable, Equatable {
             if compromises, let last = recoveries.indices.last {
                 recoveries[last].compromised = link.sequence
             }
+            change.revokedDevices = [id]
         case .recoverySet:
             let authKey = try Ed25519.PublicKey(rawRepresentation: Self.hexField(link, "authKey", count: 32))
             let boxKey = try X25519.PublicKey(rawRepresentation: Self.hexField(link, "boxKey", count: 32))
@@ -268,16 +284,19 @@ package struct ChainState: Sendable, Equatable {
             }
             for (id, device) in devices where device.isActive && id != origin {
                 devices[id]?.revoked = link.sequence
+                change.revokedDevices.append(id)
             }
             recoveries.append(Recovery(authKey: authKey, boxKey: boxKey, generation: recoveryGeneration, set: link.sequence, setBy: origin))
             masterGeneration = generation
             masterGenerationStarts.append(link.sequence)
             masterKeyChecks[generation] = check
             for id in members.keys { removedMembers[id] = link.sequence }
+            change.removedMembers = Array(members.keys)
             members = [:]
             for var grant in grants.values.sorted(by: { $0.granted < $1.granted }) {
                 grant.revoked = link.sequence
                 revokedGrants.append(grant)
+                change.endedGrants.append(grant)
             }
             grants = [:]
             contacts = [:]
@@ -323,6 +342,7 @@ package struct ChainState: Sendable, Equatable {
             }
             members[id] = nil
             removedMembers[id] = link.sequence
+            change.removedMembers = [id]
         case .identitySet:
             let new = try Self.identityFields(link, sequence: link.sequence)
             let current = identity?.generation ?? retiredIdentityGeneration
@@ -368,9 +388,11 @@ package struct ChainState: Sendable, Equatable {
             grant.revoked = link.sequence
             grants[key] = nil
             revokedGrants.append(grant)
+            change.endedGrants = [grant]
         }
         head = link.hash
         sequence = link.sequence
+        return change
     }
 
     // MARK: History

@@ -291,10 +291,24 @@ private func replay(_ steps: [ChainFile.Step], after: (ChainFile.Step, ChainStat
             #expect(Hex.encode(step.link.signedBytes) == step.signedBytes && step.link.hash == step.hash, "\(step.note)")
         }
         let before = state
+        var change: ChainChange?
         expectOutcome(step.outcome, step.note) {
-            if var current = state { try current.apply(step.link); state = current } else { state = try ChainState(genesis: step.link) }
+            if var current = state { change = try current.apply(step.link); state = current } else { state = try ChainState(genesis: step.link) }
         }
         if step.outcome != "valid" { #expect(state == before, "\(step.note) changed the state") }
+        // What apply says it changed is what the two states differ by (stores write it).
+        if let change, let before, let state {
+            let diff = (added: state.devices.keys.filter { before.devices[$0] == nil },
+                        revoked: state.devices.values.filter { !$0.isActive && before.devices[$0.id]?.isActive == true }.map(\.id),
+                        removed: before.members.keys.filter { state.members[$0] == nil },
+                        ended: before.grants.filter { state.grants[$0.key] == nil }.keys)
+            #expect(change.addedDevice.map { [$0] } ?? [] == diff.added, "\(step.note)")
+            #expect(Set(change.revokedDevices) == Set(diff.revoked) && change.revokedDevices.count == diff.revoked.count, "\(step.note)")
+            #expect(Set(change.removedMembers) == Set(diff.removed) && change.removedMembers.count == diff.removed.count, "\(step.note)")
+            #expect(Set(change.endedGrants.map { ChainState.GrantKey(member: $0.member, grantee: $0.grantee) }) == Set(diff.ended)
+                    && change.endedGrants.allSatisfy { before.grants[.init(member: $0.member, grantee: $0.grantee)]?.readOnly == $0.readOnly },
+                    "\(step.note)")
+        }
         if let current = state { try after(step, current) }
     }
     return state

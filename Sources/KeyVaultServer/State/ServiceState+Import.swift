@@ -66,13 +66,11 @@ extension ServiceState {
         let floor = request.links.last(where: { $0.type == .accountReset })?.body["masterGeneration"].flatMap { UInt32($0) } ?? 0
         let boxesAt = Dictionary(grouping: request.boxes.filter { $0.generation >= floor }, by: \.sequence)
         var writes = [ChainWrite]()
-        var before = try ChainState(genesis: genesis)
+        var replayed = try ChainState(genesis: genesis)
         for (index, link) in request.links.enumerated().dropFirst() {
-            var after = before
-            try after.apply(link)
-            defer { before = after }
+            let change = try replayed.apply(link)
             guard index >= max(held, 1) else { continue }
-            var write = try chainWrite(link, before: before, after: after, actor: link.signer)
+            var write = try chainWrite(link, change: change, after: replayed, actor: link.signer)
             write.boxes = boxesAt[link.sequence] ?? []
             if writes.isEmpty { write.boxes += boxesAt.filter { $0.key < link.sequence && (held > 0 || $0.key > 0) }.flatMap(\.value) }
             writes.append(write)

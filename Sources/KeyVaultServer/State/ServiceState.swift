@@ -73,18 +73,17 @@ struct ServiceState: Sendable {
     /// (nil for recovery enrollment, where the recovery key signed the link).
     func appendVerified(_ account: AccountID, _ append: AppendRequest, by device: StoredDevice?,
                         approving code: String? = nil, spending token: SingleUse? = nil) async throws -> Response {
-        var before = try await chainState(account)
-        var after = before
+        var after = try await chainState(account)
+        let change: ChainChange
         do {
-            try after.apply(append.link)
+            change = try after.apply(append.link)
         } catch {
             // Refused against the cached state: if that state is behind the database,
             // forget it and judge the link against the stored chain instead.
-            guard let newer = try await database.links(account, after: before.sequence), !newer.links.isEmpty else { throw error }
+            guard let newer = try await database.links(account, after: after.sequence), !newer.links.isEmpty else { throw error }
             await chains.forget(account)
-            before = try await chainState(account)
-            after = before
-            try after.apply(append.link)
+            after = try await chainState(account)
+            change = try after.apply(append.link)
         }
         if let device, append.link.signer != device.id.rawValue {
             throw APIError(.wrongSigner, "a device may only append links it signed itself")
@@ -92,9 +91,8 @@ struct ServiceState: Sendable {
         for box in append.boxes { try checkAppended(box, in: after) }
         // An enrollment (a link approval, or the recovery code adding a device) gives the new
         // device the current master key: without that box it would join and open nothing.
-        if append.link.type == .deviceAdd, device == nil || code != nil,
-           let added = after.devices.values.first(where: { before.devices[$0.id] == nil }),
-           !append.boxes.contains(where: { $0.recipient == added.id.rawValue && $0.generation == after.masterGeneration }) {
+        if append.link.type == .deviceAdd, device == nil || code != nil, let added = change.addedDevice,
+           !append.boxes.contains(where: { $0.recipient == added.rawValue && $0.generation == after.masterGeneration }) {
             throw APIError.badRequest("an enrollment's device.add comes with a box of the current master key (generation \(after.masterGeneration)) for the device it adds")
         }
         // A reset keeps one device and a new code: both get the new master key in the same append,
@@ -119,7 +117,7 @@ struct ServiceState: Sendable {
             }
         }
         try checkSharing(append, after: after)
-        var write = try chainWrite(append.link, before: before, after: after, actor: device?.id.rawValue ?? ChainLink.recoverySigner)
+        var write = try chainWrite(append.link, change: change, after: after, actor: device?.id.rawValue ?? ChainLink.recoverySigner)
         write.boxes = append.boxes
         write.wraps = append.wraps
         write.identityWraps = append.identityWraps
@@ -131,21 +129,23 @@ struct ServiceState: Sendable {
         return try .json(["head": after.head, "sequence": String(after.sequence)], status: .created)
     }
 
-    /// What a link changes besides itself, from the chain before and after it: the
-    /// devices it adds and revokes, the members it removes, the keys a reset drops.
-    func chainWrite(_ link: ChainLink, before: ChainState, after: ChainState, actor: String) throws -> ChainWrite {
-        var write = ChainWrite(link: try stored(link), expectedHead: before.head, audit: (.link(link.type), actor))
-        for added in after.devices.values where before.devices[added.id] == nil {
+    /// What a link changes besides itself, as applying it said (`change`), with the chain
+    /// after it: the devices it adds and revokes, the members it removes, the grants it
+    /// ends, the keys a reset drops. Nothing compares whole tables, so a link costs the
+    /// same however large the account (an import of thousands of links stays linear).
+    func chainWrite(_ link: ChainLink, change: ChainChange, after: ChainState, actor: String) throws -> ChainWrite {
+        var write = ChainWrite(link: try stored(link), expectedHead: link.previous, audit: (.link(link.type), actor))
+        if let id = change.addedDevice, let added = after.devices[id] {
             write.newDevices.append(try stored(added, of: after.account))
         }
-        write.removedMembers = before.members.keys.filter { after.members[$0] == nil }
+        write.removedMembers = change.removedMembers
         // A grant that let its grantee write and no longer does: the grantee's uploads in flight go.
-        write.endedGrants = before.grants.filter { key, grant in !grant.readOnly && after.grants[key]?.readOnly != false }
-            .keys.sorted { ($0.member.rawValue, $0.grantee.rawValue) < ($1.member.rawValue, $1.grantee.rawValue) }
+        write.endedGrants = change.endedGrants.filter { !$0.readOnly }
+            .sorted { ($0.member.rawValue, $0.grantee.rawValue) < ($1.member.rawValue, $1.grantee.rawValue) }
             .map { ($0.member, $0.grantee) }
         // A reset keeps no key of before: the boxes of older master generations, the identity's wraps, the share boxes.
         if link.type == .accountReset { write.dropsKeysBefore = after.masterGeneration }
-        write.revokedDevices = after.devices.values.filter { !$0.isActive && before.devices[$0.id]?.isActive == true }.map(\.id)
+        write.revokedDevices = change.revokedDevices
         return write
     }
 
