@@ -30,8 +30,8 @@ extension Vault {
         public let added: UInt64
         /// The chain link that revoked it; nil while it is active.
         public let revoked: UInt64?
-        /// The device that added it; nil for the account's first device and for one
-        /// the recovery code added.
+        /// The device that added it (for one the recovery code added, the device that set
+        /// that code); nil for the account's first device.
         public let addedBy: DeviceID?
         public var isActive: Bool { revoked == nil }
 

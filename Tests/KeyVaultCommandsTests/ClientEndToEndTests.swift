@@ -110,6 +110,8 @@ func realBinariesTellTheWholeStory() async throws {
     let linked = await tablet.newDevice.finish()
     #expect(linked.code == 0, "\(linked.err)")
     #expect(try lastJSON(linked.out)["status"] as? String == "approved")
+    // It names the device the code was typed on (device link version 3).
+    #expect((try lastJSON(linked.out)["approvedBy"] as? [String: Any])?["name"] as? String == "laptop", "\(linked.out)")
     _ = try await run(["attachment", "get", "--member", "Alice", address, "-o", path("tablet.pdf")], "tablet")
     #expect(try Data(contentsOf: URL(fileURLWithPath: path("tablet.pdf"))) == scan)
     let devices = try await #require(try run(["device", "list"], "tablet")["devices"] as? [[String: Any]])

@@ -326,3 +326,72 @@ func grindReveal(account: AccountID, code: String, approver: DeviceID, request: 
         #expect(try fixture.home("tablet").load().enrolled == false, "the refused chain left the tablet enrolled")
     }
 }
+
+/// Third review of the change (F1): what version 3 does not stop, and how it shows. A
+/// server may name the revoked phone to the new device as its approver, with a value of
+/// the phone's, and serve it the fork where the phone added it: the new device cannot
+/// tell (the person compares digits on the approver only), but the approver the person
+/// typed on computes other digits and refuses, and the new device says who added it (a
+/// second code typed on the new device would close it: docs/formats/device-link.md).
+@Test func aServerNamingTheRevokedPhoneAsApproverIsRefusedOnTheApproverAndNamedOnTheNewDevice() async throws {
+    try await Fixture.run { fixture, laptop in
+        let account = laptop.account
+        let phone = try await fixture.enroll("phone", in: account)
+        let phoneKeys = await phone.record.keys
+        phone.home.unlock()
+        try await laptop.sync()
+        let before = try await laptop.chain, links = await laptop.links
+        let (master, g) = try await laptop.masterKey()
+        try await laptop.revoke(try laptop.device(matching: "phone"))
+
+        let screen = LinkScreen()
+        let tablet = startLink(fixture, laptop, screen: screen)
+        let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
+        let request = candidate.request
+        let boxKey = try X25519.PublicKey(rawRepresentation: Hex.decode(request.boxKey))
+        var add = ChainLink(sequence: before.sequence + 1, previous: before.head, type: .deviceAdd, signer: phoneKeys.id.rawValue,
+                            time: Int64(Date().timeIntervalSince1970),
+                            body: ChainLink.deviceFields(signingKey: try Ed25519.PublicKey(rawRepresentation: Hex.decode(request.signingKey)),
+                                                         boxKey: boxKey, name: request.name))
+        add.sign(with: phoneKeys.signing)
+        var box = KeyBox(generation: g, sequence: add.sequence, recipient: request.device.rawValue,
+                         box: base64Encode(try boxKey.sealedBox(for: master)), signer: phoneKeys.id.rawValue, signature: "")
+        box.sign(with: phoneKeys.signing, account: account)
+        let (fork, forkBox, tabletID, phoneID) = (add, box, request.device.rawValue, phoneKeys.id)
+        let kept = before.sequence, phoneNonce = Hex.encode(SystemRandom.bytes(count: 32))
+        let approvedForTheTablet = Locked(false)
+        fixture.transport.tamper { request, reply in
+            guard request.method == "GET", reply.status == 200 else { return }
+            // The polls are unsigned: every answer names the phone and its value (the laptop reads
+            // neither: it computes over its own), and says approved once the laptop has its digits.
+            if request.target.contains("/link-requests/") {
+                var info = try JSONDecoder().decode(LinkRequestInfo.self, from: Data(reply.body))
+                guard info.approverNonce != nil else { return }
+                (info.approver, info.approverNonce) = (phoneID, phoneNonce)
+                if approvedForTheTablet.withLock({ $0 }) { info.status = .approved }
+                reply.body = Array(try JSONEncoder().encode(info))
+                return
+            }
+        }
+        // The tablet, which the real service does not know, is answered the fork by the server itself.
+        let forkChain = ChainResponse(account: account, links: Array(links.prefix(Int(kept) + 1)) + [fork], head: fork.hash)
+        fixture.transport.answer { request in
+            guard request.headers.first(where: { $0.0 == RequestSignature.deviceHeader })?.1 == tabletID else { return nil }
+            if request.target.contains("/chain") { return HTTPReply(status: 200, headers: [:], body: Array(try! JSONEncoder().encode(forkChain))) }
+            if request.target.contains("/boxes") { return HTTPReply(status: 200, headers: [:], body: Array(try! JSONEncoder().encode(["boxes": [forkBox]]))) }
+            return HTTPReply(status: 204, headers: [:], body: [])
+        }
+        let exchanged = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
+        let shown = try await screen.wait { screen.sas }
+        approvedForTheTablet.withLock { $0 = true }
+        // The laptop computes its digits over itself and its own value: the person's typing does not match.
+        #expect(exchanged.sas != shown)
+        await expectRefusal("sas_mismatch", kind: .rejected) { try await laptop.approve(exchanged, typedSAS: shown) }
+        try await laptop.sync()
+        #expect(try await laptop.chain.devices[request.device] == nil, "the laptop added the tablet")
+        // The tablet joined the fork, and names the device that added it: the revoked phone.
+        let joined = try await tablet.value
+        let me = try await joined.devices().first { $0.id == request.device }
+        #expect(me?.addedBy == phoneID)
+    }
+}
