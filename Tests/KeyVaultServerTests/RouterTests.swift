@@ -336,6 +336,13 @@ import Testing
         }
         let huge = try await client.signed(phone, .post, chainURI, body: [UInt8](repeating: 32, count: 2 << 20))
         #expect(huge.status == .contentTooLarge)
+        // Second review of the service, finding 3: who a request claims to be is judged before
+        // its body is read, so a stranger's large body is refused as the stranger's (not read
+        // up to the route's limit first: memory an anonymous connection could hold).
+        let unsigned = try await client.execute(uri: chainURI, method: .post, headers: [:], body: ByteBuffer(bytes: [UInt8](repeating: 32, count: 2 << 20)))
+        #expect(unsigned.status == .unauthorized && errorCode(unsigned) == "unsigned_request", "\(unsigned.status)")
+        let stranger = try await client.signed(TestDevice("stranger"), .post, chainURI, body: [UInt8](repeating: 32, count: 2 << 20))
+        #expect(stranger.status == .unauthorized && errorCode(stranger) == "unknown_device", "\(stranger.status)")
 
         // Second review of the service, finding 2: a device name with a control character (NUL,
         // which PostgreSQL's text refuses: a 500 there, stored on SQLite) is refused alike on

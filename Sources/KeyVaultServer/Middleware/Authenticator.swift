@@ -41,44 +41,64 @@ struct Authenticator: Sendable {
     }
 
     /// The request let in: its device, and its account's head as the nonce's statement saw it (a shared store).
-    func authenticate(_ request: Request, body: [UInt8], account: AccountID) async throws -> SignedCaller {
-        if let session = request.headers[Headers.session] {
-            return try await authenticateSession(session, request, body: body, account: account)
+    /// Who a signed request says it comes from, judged before a byte of its body is read:
+    /// an enrolled device of this account (or an open session of one) with well-formed
+    /// headers. Anyone else is refused with nothing buffered (the body of a whole
+    /// attachment may be tens of MiB); the signature or MAC over the body comes after.
+    struct Claimant: Sendable {
+        fileprivate enum Proof: Sendable {
+            case signature(RequestSignature.Claim)
+            case session(RequestMAC.Claim, SymmetricKey)
+        }
+        fileprivate let proof: Proof
+        fileprivate let device: StoredDevice
+        fileprivate let account: AccountID
+    }
+
+    func claimant(_ request: Request, account: AccountID) async throws -> Claimant {
+        if let id = request.headers[Headers.session] {
+            let now = Int64(Date().timeIntervalSince1970)
+            guard let session = try sessions.get(id, now: now) else {
+                throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
+            }
+            let claim = try RequestMAC.Claim(session: id, timestamp: request.headers[Headers.timestamp],
+                                             nonce: request.headers[Headers.nonce], mac: request.headers[Headers.mac])
+            return Claimant(proof: .session(claim, session.key), device: try await enrolled(session.device, in: account), account: account)
         }
         let claim = try RequestSignature.Claim(
             device: request.headers[Headers.device],
             timestamp: request.headers[Headers.timestamp],
             nonce: request.headers[Headers.nonce],
             signature: request.headers[Headers.signature])
-        var device = try await enrolled(claim.device, in: account)
-        guard let key = try? Ed25519.PublicKey(rawRepresentation: device.signingKey),
-              claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
-                            bodyHash: SHA256.hash(body), key: key)
-        else {
-            await refused(.badSignature, device, account)
-            throw ProtocolError(.badSignature, "the request signature does not verify")
-        }
-        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true, body: body)
+        return Claimant(proof: .signature(claim), device: try await enrolled(claim.device, in: account), account: account)
     }
 
-    /// A MAC-authenticated request: known, unexpired session of this account's device.
-    private func authenticateSession(_ id: String, _ request: Request, body: [UInt8], account: AccountID) async throws -> SignedCaller {
-        let now = Int64(Date().timeIntervalSince1970)
-        guard let session = try sessions.get(id, now: now) else {
-            throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
+    /// Checks the claimant's signature (or session MAC) over the request and its body, then
+    /// its revocation, timestamp and nonce.
+    func authenticate(_ claimant: Claimant, _ request: Request, body: [UInt8]) async throws -> SignedCaller {
+        var device = claimant.device
+        let account = claimant.account
+        switch claimant.proof {
+        case .signature(let claim):
+            guard let key = try? Ed25519.PublicKey(rawRepresentation: device.signingKey),
+                  claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
+                                bodyHash: SHA256.hash(body), key: key)
+            else {
+                await refused(.badSignature, device, account)
+                throw ProtocolError(.badSignature, "the request signature does not verify")
+            }
+            return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true, body: body)
+        case .session(let claim, let key):
+            guard try claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
+                                    bodyHash: SHA256.hash(body), key: key)
+            else {
+                await refused(.badSignature, device, account, detail: "session")
+                throw ProtocolError(.badSignature, "the request MAC does not verify")
+            }
+            // Sessions of a secret of this process alone end with it, and so may their nonces.
+            return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce,
+                                   persistNonce: sessions.outliveProcess, body: body)
         }
-        let claim = try RequestMAC.Claim(session: id, timestamp: request.headers[Headers.timestamp],
-                                         nonce: request.headers[Headers.nonce], mac: request.headers[Headers.mac])
-        var device = try await enrolled(session.device, in: account)
-        guard try claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
-                                bodyHash: SHA256.hash(body), key: session.key)
-        else {
-            await refused(.badSignature, device, account, detail: "session")
-            throw ProtocolError(.badSignature, "the request MAC does not verify")
-        }
-        // Sessions of a secret of this process alone end with it, and so may their nonces.
-        return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: sessions.outliveProcess,
-                               body: body)
     }
 
     /// The device, if it is enrolled in `account`: the copy its signature or MAC is checked with.

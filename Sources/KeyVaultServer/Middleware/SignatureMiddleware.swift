@@ -1,8 +1,10 @@
 import Hummingbird
 import KeyVaultModel
 
-/// Authenticates a signed route: reads the body within the route's limit, checks the
-/// request signature (or session MAC) against it, and hands the route a
+/// Authenticates a signed route: judges who the request claims to be (an enrolled device
+/// of the account, or its session) before reading a byte of the body, reads the body
+/// within the route's limit, checks the request signature (or session MAC) against it,
+/// and hands the route a
 /// ``SignedRequestContext`` (through ``KeyVaultRequestContext/caller``).
 struct SignatureMiddleware: RouterMiddleware {
     typealias Context = KeyVaultRequestContext
@@ -16,9 +18,11 @@ struct SignatureMiddleware: RouterMiddleware {
             throw APIError(.signatureRequired, "open a session with an Ed25519-signed request, not from another session")
         }
         let account = try context.parameters.account()
+        // Who it claims to be first: a stranger is refused before its body is read.
+        let claimant = try await authenticator.claimant(request, account: account)
         let body = try await request.collectBody(limit: bodyLimit)
         var context = context
-        context.caller = try await authenticator.authenticate(request, body: body, account: account)
+        context.caller = try await authenticator.authenticate(claimant, request, body: body)
         return try await next(request, context)
     }
 }
