@@ -32,7 +32,7 @@ func buildRoutes(_ service: ServiceState, metrics: ServiceMetrics = ServiceMetri
     let router = Router(context: KeyVaultRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(metrics: metrics))  // outside ErrorMiddleware: it sees each refusal's code
     router.add(middleware: ErrorMiddleware())
-    router.add(middleware: LogRequestsMiddleware(.debug))  // method and path only: no header values, no bodies
+    router.add(middleware: RequestLogMiddleware())  // method and route template only: no path, query, header values or bodies
     if service.database.isSharedWithOtherProcesses {
         router.add(middleware: DatabaseGateMiddleware(watch: service.databaseWatch))
     }

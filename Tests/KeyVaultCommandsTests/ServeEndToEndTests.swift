@@ -106,15 +106,23 @@ import Testing
 }
 
 /// Its log says when it stops, and a refused request's method and route (the
-/// route's template: no account id).
+/// route's template: no account id). At debug level too, no line holds a path: a link
+/// request's code is the capability of its unsigned routes (second review of the
+/// service, finding 6: Hummingbird's request log wrote the whole URI).
 @Test func serveLogsARefusalsRouteAndItsStop() async throws {
     let directory = try TemporaryDirectory("kv-log")
     let log = directory.url("serve.log")
-    let server = try await RunningServer(log: log)
+    let server = try await RunningServer(arguments: ["--log-level", "debug"], log: log)
     let (status, _) = try await server.request("GET", "/v1/accounts/00000000000000000000000000000000/chain")
     #expect(status == 401)
+    let (missing, _) = try await server.request("GET", "/v1/accounts/00000000000000000000000000000000/link-requests/ABCDEFGHJK?x=QUERYVALUE")
+    #expect(missing == 404)
+    _ = try await server.request("GET", "/v1/server")
     #expect(await server.stop(SIGTERM) == 0)
-    let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+    let text = try String(contentsOf: log, encoding: .utf8)
+    #expect(!text.contains("ABCDEFGHJK") && !text.contains("QUERYVALUE"), "a path is logged: \(text.suffix(2000))")
+    #expect(text.contains("/v1/server"), "the debug log names no route: \(text.suffix(2000))")
+    let lines = text.split(separator: "\n")
     let refused = try #require(lines.first { $0.contains("\"refused\"") }, "\(lines)")
     #expect(refused.contains("unsigned_request") && refused.contains("/v1/accounts/{account}/chain") && refused.contains("GET"), "\(refused)")
     #expect(!refused.contains("00000000000000000000000000000000"), "the account id is logged: \(refused)")

@@ -1,0 +1,16 @@
+import Hummingbird
+import Logging
+
+/// Logs each request at debug level by its method and route template (`/v1/accounts/{account}/link-requests/{code}`),
+/// never its path: a path carries a link code (the capability of that request's unsigned
+/// routes), account ids and content addresses, and the query more. Hummingbird's own
+/// request log writes the whole URI.
+struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let response = try await next(request, context)
+        context.logger.debug("request", metadata: ["method": .string(request.method.rawValue),
+                                                   "route": .string(context.endpointPath ?? "unmatched"),
+                                                   "status": .stringConvertible(response.status.code)])
+        return response
+    }
+}
