@@ -57,14 +57,14 @@ extension PostgresKeyVaultDatabase {
         return wraps
     }
 
-    package func shareBoxes(grantee: AccountID) async throws -> [(sharer: AccountID, box: ShareBox)] {
+    package func shareBoxes(grantee: AccountID, from sharer: AccountID) async throws -> [ShareBox] {
         let rows = try await client.query("""
-            SELECT account, box FROM share_boxes WHERE grantee = \(grantee.rawValue)
-            ORDER BY account COLLATE "C", member, member_generation, grant_seq
+            SELECT box FROM share_boxes WHERE grantee = \(grantee.rawValue) AND account = \(sharer.rawValue)
+            ORDER BY member, member_generation, grant_seq
             """, logger: logger)
-        var boxes: [(sharer: AccountID, box: ShareBox)] = []
-        for try await (sharer, box) in rows.decode((String, Data).self) {
-            boxes.append((AccountID(unchecked: sharer), try JSONDecoder().decode(ShareBox.self, from: box)))
+        var boxes: [ShareBox] = []
+        for try await box in rows.decode(Data.self) {
+            boxes.append(try JSONDecoder().decode(ShareBox.self, from: box))
         }
         return boxes
     }

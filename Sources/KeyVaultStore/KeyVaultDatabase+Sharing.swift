@@ -50,13 +50,11 @@ extension KeyVaultDatabase {
         }
     }
 
-    package func shareBoxes(grantee: AccountID) async throws -> [(sharer: AccountID, box: ShareBox)] {
+    package func shareBoxes(grantee: AccountID, from sharer: AccountID) async throws -> [ShareBox] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT account, box FROM share_boxes WHERE grantee = ? ORDER BY account, member, member_generation, grant_seq
-                """, arguments: [grantee.rawValue]).map { row in
-                (AccountID(unchecked: row["account"]), try JSONDecoder().decode(ShareBox.self, from: row["box"] as Data))
-            }
+            try Data.fetchAll(db, sql: """
+                SELECT box FROM share_boxes WHERE grantee = ? AND account = ? ORDER BY member, member_generation, grant_seq
+                """, arguments: [grantee.rawValue, sharer.rawValue]).map { try JSONDecoder().decode(ShareBox.self, from: $0) }
         }
     }
 

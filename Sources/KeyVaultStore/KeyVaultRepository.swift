@@ -84,10 +84,11 @@ package protocol KeyVaultRepository: Sendable {
     /// The head statements kept for the account's devices, by device.
     func headStatements(_ account: AccountID) async throws -> [HeadStatement]
 
-    /// Every share box naming `grantee`, with the account that stored it (the sharer),
-    /// ordered by sharer, member, member generation and grant. Whether each box's grant
-    /// is still in force is the caller's to judge, on the sharer's chain.
-    func shareBoxes(grantee: AccountID) async throws -> [(sharer: AccountID, box: ShareBox)]
+    /// The share boxes naming `grantee` that `sharer` stored, ordered by member, member
+    /// generation and grant. Read per sharer the grantee pinned: anyone may store boxes
+    /// naming any account, and a stranger's must cost the grantee's read nothing. Whether
+    /// each box's grant is still in force is the caller's to judge, on the sharer's chain.
+    func shareBoxes(grantee: AccountID, from sharer: AccountID) async throws -> [ShareBox]
 
     // MARK: Contact requests
 

@@ -407,7 +407,7 @@ extension StoreFixture {
         stale.shareBoxes = [box(1, grantee)]
         await #expect(throws: StoreError.staleChain(currentHead: "h0")) { try await store.database.append(store.account, stale) }
         #expect(try await store.database.identityWraps(store.account).isEmpty)
-        #expect(try await store.database.shareBoxes(grantee: grantee).isEmpty)
+        #expect(try await store.database.shareBoxes(grantee: grantee, from: store.account).isEmpty)
 
         var first = store.write(1, after: "h0")
         first.identityWraps = [IdentityWrap(identityGeneration: 1, masterGeneration: 2, envelope: "e1"),
@@ -421,16 +421,16 @@ extension StoreFixture {
 
         #expect(try await store.database.identityWraps(store.account) == [IdentityWrap(identityGeneration: 1, masterGeneration: 1, envelope: "e0"),
                                                                            IdentityWrap(identityGeneration: 1, masterGeneration: 2, envelope: "e2")])
-        let boxes = try await store.database.shareBoxes(grantee: grantee)
-        #expect(boxes.map(\.sharer) == [store.account, store.account] && boxes.map(\.box) == [box(1, grantee), box(2, grantee, signature: "t")])
+        #expect(try await store.database.shareBoxes(grantee: grantee, from: store.account) == [box(1, grantee), box(2, grantee, signature: "t")])
+        #expect(try await store.database.shareBoxes(grantee: grantee, from: other).isEmpty)
         #expect(try await store.database.identityWraps(grantee).isEmpty)
 
         try await store.database.deleteAccount(grantee)
-        #expect(try await store.database.shareBoxes(grantee: grantee).isEmpty)
-        #expect(try await store.database.shareBoxes(grantee: other).map(\.box) == [box(1, other)])
+        #expect(try await store.database.shareBoxes(grantee: grantee, from: store.account).isEmpty)
+        #expect(try await store.database.shareBoxes(grantee: other, from: store.account) == [box(1, other)])
         try await store.database.deleteAccount(store.account)
         #expect(try await store.database.identityWraps(store.account).isEmpty)
-        #expect(try await store.database.shareBoxes(grantee: other).isEmpty)
+        #expect(try await store.database.shareBoxes(grantee: other, from: store.account).isEmpty)
     }
 }
 

@@ -149,19 +149,21 @@ struct SharingController: Sendable {
     /// Per sharer, the share boxes naming this account whose grant is in force now on
     /// the sharer's chain (a box of a revoked grant is kept, but no longer listed).
     @Sendable func sharedWithAccount(_ request: Request, _ context: SignedRequestContext) async throws -> Response {
-        let stored = try await service.database.shareBoxes(grantee: context.account)
-        // Only sharers this account pinned: anyone may pin and grant to any account, and
-        // a stranger's boxes must not crowd out (or slow down) the ones it verified.
+        // Only sharers this account pinned, each read on its own: anyone may pin and grant to
+        // any account, and a stranger's boxes must not crowd out (or slow down) the ones it
+        // verified, nor be read at all.
         let pinned = try await service.chainState(context.account).contacts
         var shared: [SharedWithAccount] = []
-        for sharer in Set(stored.map(\.sharer)).filter({ pinned[$0] != nil }).sorted(by: { $0.rawValue < $1.rawValue }) {
+        for sharer in pinned.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            let stored = try await service.database.shareBoxes(grantee: context.account, from: sharer)
+            guard !stored.isEmpty else { continue }
             let chain: ChainState
             do {
                 chain = try await service.chainState(sharer)
             } catch let error as APIError where error.code == .notFound {
                 continue
             }
-            let boxes = stored.filter { $0.sharer == sharer }.map(\.box).filter {
+            let boxes = stored.filter {
                 chain.grants[ChainState.GrantKey(member: $0.member, grantee: context.account)]?.granted == $0.grant
             }
             if !boxes.isEmpty { shared.append(SharedWithAccount(sharer: sharer, boxes: boxes)) }
