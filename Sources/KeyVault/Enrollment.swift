@@ -262,7 +262,7 @@ extension Vault {
     private static func finishLink(home: DeviceHome, record: DeviceRecord, transport: any HTTPTransport,
                                    progress: @escaping ProgressReporter) async throws -> Vault {
         guard let approver = record.linkApprover else {
-            throw KeyVaultError(.linkRequestClosed, "the request was approved, but this device's home does not say which device answered it (an older version wrote it, or the server called it approved before any answer), so this device cannot check who added it and does not join: revoke it from a device of the account (keyctl device revoke \(record.device)) and link again from a new home",
+            throw KeyVaultError(.linkRequestClosed, "the request was approved, but this device's home does not say which device answered it (an older version wrote it, or the server called it approved before any answer), so this device cannot check who added it and does not join: revoke device \(record.device) from a device of the account and link again from a new home",
                                 kind: .rejected)
         }
         var record = record
