@@ -228,7 +228,7 @@ extension Vault {
                               approverNonce.count == LinkCommitment.nonceByteCount,
                               let sas = LinkSAS.compute(account: account, code: info.code, approver: approver, request: request,
                                                         deviceNonce: nonce, approverNonce: approverNonce)
-                        else { throw KeyVaultError(.badResponse, "the approver's value in link request \(info.code) is malformed") }
+                        else { throw KeyVaultError(.badResponse, "the server's answer to link request \(info.code) names no approving device, or a malformed value") }
                         // Kept before the reveal: an approval this device does not see end is
                         // finished later (a second `link`) against the same approver.
                         record.linkApprover = approver

@@ -192,7 +192,7 @@ public actor Vault {
         // Signed by that device itself: `addedBy` would also name it for a device.add the
         // recovery code signed, when that device set the code (an older code, on a fork).
         if let approver, chain.first(where: { $0.type == .deviceAdd && $0.body["device"] == record.device.rawValue })?.signer != approver.rawValue {
-            throw KeyVaultError(.chainInvalid, "in the account chain from \(source), this device was added by another device than the one whose digits it showed: it is not the chain the approval was made on", kind: .verification)
+            throw KeyVaultError(.chainInvalid, "in the account chain from \(source), this device was not added by device \(approver), the one its code was made with: it is not the chain the approval was made on", kind: .verification)
         }
         guard me.isActive else {
             throw KeyVaultError(.deviceRevoked, "this device was revoked from the account (link \(me.revoked ?? 0))")

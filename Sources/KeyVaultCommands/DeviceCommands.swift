@@ -180,14 +180,14 @@ extension Device {
                     }
                 }, progress: { lines?.report($0) })
             lines?.end()
-            // The device whose digits were typed: the person can tell whether it is the one they typed on.
+            // The device that added this one on the chain it joined: the person can tell whether it is the one the code was typed on.
             let devices = try await vault.devices()
             let approver = devices.first { $0.id == vault.device }?.addedBy.flatMap { id in devices.first { $0.id == id } }
             var answer: [String: Any] = ["account": vault.account.rawValue, "device": vault.device.rawValue, "status": "approved"]
             answer["approvedBy"] = approver.map { ["id": $0.id.rawValue, "name": $0.name] }
             options.result(answer, "Approved: this device (\(vault.device)) joined account \(vault.account), added by "
                            + (approver.map { "\($0.name.printable.debugDescription) (\($0.id))" } ?? "another device")
-                           + ". If that is not the device you typed the code on, revoke this one from a device you trust.\n")
+                           + ". If that is not the device you typed the code on, do not use this device: delete its home and link it again.\n")
         }
     }
 

@@ -59,4 +59,9 @@ import KeyVaultStore
         #expect(throws: (any Error).self, "\(what) was taken") { try after.apply(link) }
         #expect(after == state, "\(what) changed the state it was refused by")
     }
+    // A revocation refused at its last check: the last active device.
+    let alone = try ChainState(genesis: phone.genesis())
+    var after = alone
+    #expect(throws: (any Error).self) { try after.apply(phone.link(.deviceRevoke, after: alone, body: ["device": phone.id.rawValue])) }
+    #expect(after == alone, "a refused revocation changed the state")
 }

@@ -362,7 +362,7 @@ import Testing
                                             boxKey: Hex.encode(device.boxKey.publicKey.rawRepresentation), commitment: String(repeating: "ab", count: 32))
             let asked = try await client.execute(uri: "/v1/accounts/\(state.account)/link-requests", method: .post,
                                                  headers: [.contentType: "application/json"], body: try jsonBody(request))
-            #expect((400..<500).contains(asked.status.code) && errorCode(asked) != nil, "\(asked.status) \(String(buffer: asked.body))")
+            #expect(asked.status == .badRequest && errorCode(asked) == "bad_request", "\(asked.status) \(String(buffer: asked.body))")
         }
     }
 }

@@ -108,7 +108,7 @@ func startLink(_ fixture: Fixture, _ laptop: Vault, home: String = "tablet", scr
 /// relays the approver's value, learns the digits the new device shows from its
 /// reveal, then searches up to 2^24 candidate reveals for one that makes the
 /// approver compute the same digits. Under version 1 this got the server's device
-/// approved (the same double ground the unbound nonce); under version 2 the candidate
+/// approved (the same double ground the unbound nonce); since version 2 the candidate
 /// it finds does not open the commitment the approver saw, and revealing honestly
 /// gives other digits: either way the request is refused and nothing is signed.
 @Test(arguments: [true, false])
@@ -269,29 +269,33 @@ func grindReveal(account: AccountID, code: String, approver: DeviceID, request: 
     }
 }
 
-/// Third review, F2: a new device has seen no head of the chain, so a server could show
-/// it a fork from before a revocation, where the revoked phone (stolen, colluding) added
-/// it with a box of the master key generation it knew, while the person approved it on
-/// the laptop with matching digits. The new device would then trust the phone and seal
-/// everything new to it. The digits now name the approving device, and the new device
-/// joins only a chain where that device added it.
-@Test func aNewDeviceIsNotJoinedToAForkWhereARevokedDeviceAddedIt() async throws {
-    try await Fixture.run { fixture, laptop in
+/// The fork a server colluding with a stolen phone shows a device linked after the
+/// phone's revocation: the chain as it was before (`links`), then the phone's
+/// device.add of the new device's keys (public, in its request) and the phone's box of
+/// the master key generation it knew. The tablet's link is started; the laptop holds
+/// its request.
+struct RevokedPhoneFork {
+    let phone: DeviceID
+    let tablet: LinkScreen
+    let linking: Task<Vault, any Error>
+    let candidate: Vault.LinkCandidate
+    let chain: ChainResponse
+    let box: KeyBox
+    var tabletID: String { candidate.request.device.rawValue }
+
+    init(_ fixture: Fixture, _ laptop: Vault) async throws {
         let account = laptop.account
-        let phone = try await fixture.enroll("phone", in: account)
-        let phoneKeys = await phone.record.keys
-        phone.home.unlock()
+        let phoneVault = try await fixture.enroll("phone", in: account)
+        let phoneKeys = await phoneVault.record.keys
+        phoneVault.home.unlock()
         try await laptop.sync()
-        let before = try await laptop.chain
+        let before = try await laptop.chain, links = await laptop.links
         let (master, g) = try await laptop.masterKey()
         try await laptop.revoke(try laptop.device(matching: "phone"))
 
         let screen = LinkScreen()
-        let tablet = startLink(fixture, laptop, screen: screen)
-        let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
-        let exchanged = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
-        // The fork: the chain as it was before the revocation, then the phone's device.add of
-        // the tablet's keys (public, in the request), and the phone's box of generation g.
+        (tablet, linking) = (screen, startLink(fixture, laptop, screen: screen))
+        candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
         let request = candidate.request
         let boxKey = try X25519.PublicKey(rawRepresentation: Hex.decode(request.boxKey))
         var add = ChainLink(sequence: before.sequence + 1, previous: before.head, type: .deviceAdd, signer: phoneKeys.id.rawValue,
@@ -302,26 +306,39 @@ func grindReveal(account: AccountID, code: String, approver: DeviceID, request: 
         var box = KeyBox(generation: g, sequence: add.sequence, recipient: request.device.rawValue,
                          box: base64Encode(try boxKey.sealedBox(for: master)), signer: phoneKeys.id.rawValue, signature: "")
         box.sign(with: phoneKeys.signing, account: account)
-        let (fork, forkBox, tabletID) = (add, box, request.device.rawValue)
-        let kept = before.sequence
-        fixture.transport.tamper { request, reply in
-            guard request.headers.first(where: { $0.0 == RequestSignature.deviceHeader })?.1 == tabletID, request.method == "GET", reply.status == 200 else { return }
-            if request.target.contains("/chain") {
-                var chain = try JSONDecoder().decode(ChainResponse.self, from: Data(reply.body))
-                chain.links = chain.links.filter { $0.sequence <= kept } + [fork]
-                chain.head = fork.hash
-                reply.body = Array(try JSONEncoder().encode(chain))
-            } else if request.target.contains("/boxes") {
-                reply.body = Array(try JSONEncoder().encode(["boxes": [forkBox]]))
-            }
+        (phone, chain, self.box) = (phoneKeys.id, ChainResponse(account: account, links: Array(links.prefix(Int(before.sequence) + 1)) + [add], head: add.hash), box)
+    }
+
+    /// The server answers the tablet's signed reads of the chain and its boxes with the fork.
+    func serve(on transport: TamperingTransport) {
+        let (chain, box, tabletID) = (chain, box, tabletID)
+        transport.answer { request in
+            guard request.headers.first(where: { $0.0 == RequestSignature.deviceHeader })?.1 == tabletID else { return nil }
+            if request.target.contains("/chain") { return HTTPReply(status: 200, headers: [:], body: Array(try! JSONEncoder().encode(chain))) }
+            if request.target.contains("/boxes") { return HTTPReply(status: 200, headers: [:], body: Array(try! JSONEncoder().encode(["boxes": [box]]))) }
+            return HTTPReply(status: 204, headers: [:], body: [])
         }
-        try await laptop.approve(exchanged, typedSAS: try await screen.wait { screen.sas })
+    }
+}
+
+/// Third review, F2: a new device has seen no head of the chain, so a server could show
+/// it a fork from before a revocation, where the revoked phone (stolen, colluding) added
+/// it with a box of the master key generation it knew, while the person approved it on
+/// the laptop with matching digits. The new device would then trust the phone and seal
+/// everything new to it. The digits now name the approving device, and the new device
+/// joins only a chain where that device added it.
+@Test func aNewDeviceIsNotJoinedToAForkWhereARevokedDeviceAddedIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        let fork = try await RevokedPhoneFork(fixture, laptop)
+        let exchanged = try await laptop.exchange(fork.candidate, pollInterval: .milliseconds(10))
+        fork.serve(on: fixture.transport)
+        try await laptop.approve(exchanged, typedSAS: try await fork.tablet.wait { fork.tablet.sas })
         do {
-            let joined = try await tablet.value
-            let phoneActive = try await joined.chain.devices[phoneKeys.id]?.isActive == true
+            let joined = try await fork.linking.value
+            let phoneActive = try await joined.chain.devices[fork.phone]?.isActive == true
             Issue.record("the tablet joined a fork where the revoked phone added it (phone active there: \(phoneActive))")
         } catch let error as KeyVaultError {
-            #expect(error.kind == .verification && error.message.contains("added by another device"), "\(error)")
+            #expect(error.kind == .verification && error.message.contains("was not added by device"), "\(error)")
         }
         #expect(try fixture.home("tablet").load().enrolled == false, "the refused chain left the tablet enrolled")
     }
@@ -335,63 +352,30 @@ func grindReveal(account: AccountID, code: String, approver: DeviceID, request: 
 /// second code typed on the new device would close it: docs/formats/device-link.md).
 @Test func aServerNamingTheRevokedPhoneAsApproverIsRefusedOnTheApproverAndNamedOnTheNewDevice() async throws {
     try await Fixture.run { fixture, laptop in
-        let account = laptop.account
-        let phone = try await fixture.enroll("phone", in: account)
-        let phoneKeys = await phone.record.keys
-        phone.home.unlock()
-        try await laptop.sync()
-        let before = try await laptop.chain, links = await laptop.links
-        let (master, g) = try await laptop.masterKey()
-        try await laptop.revoke(try laptop.device(matching: "phone"))
-
-        let screen = LinkScreen()
-        let tablet = startLink(fixture, laptop, screen: screen)
-        let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
-        let request = candidate.request
-        let boxKey = try X25519.PublicKey(rawRepresentation: Hex.decode(request.boxKey))
-        var add = ChainLink(sequence: before.sequence + 1, previous: before.head, type: .deviceAdd, signer: phoneKeys.id.rawValue,
-                            time: Int64(Date().timeIntervalSince1970),
-                            body: ChainLink.deviceFields(signingKey: try Ed25519.PublicKey(rawRepresentation: Hex.decode(request.signingKey)),
-                                                         boxKey: boxKey, name: request.name))
-        add.sign(with: phoneKeys.signing)
-        var box = KeyBox(generation: g, sequence: add.sequence, recipient: request.device.rawValue,
-                         box: base64Encode(try boxKey.sealedBox(for: master)), signer: phoneKeys.id.rawValue, signature: "")
-        box.sign(with: phoneKeys.signing, account: account)
-        let (fork, forkBox, tabletID, phoneID) = (add, box, request.device.rawValue, phoneKeys.id)
-        let kept = before.sequence, phoneNonce = Hex.encode(SystemRandom.bytes(count: 32))
+        let fork = try await RevokedPhoneFork(fixture, laptop)
+        let (phone, phoneNonce) = (fork.phone, Hex.encode(SystemRandom.bytes(count: 32)))
         let approvedForTheTablet = Locked(false)
+        // The polls are unsigned: every answer names the phone and its value (the laptop reads
+        // neither: it computes over its own), and says approved once the laptop has its digits.
         fixture.transport.tamper { request, reply in
-            guard request.method == "GET", reply.status == 200 else { return }
-            // The polls are unsigned: every answer names the phone and its value (the laptop reads
-            // neither: it computes over its own), and says approved once the laptop has its digits.
-            if request.target.contains("/link-requests/") {
-                var info = try JSONDecoder().decode(LinkRequestInfo.self, from: Data(reply.body))
-                guard info.approverNonce != nil else { return }
-                (info.approver, info.approverNonce) = (phoneID, phoneNonce)
-                if approvedForTheTablet.withLock({ $0 }) { info.status = .approved }
-                reply.body = Array(try JSONEncoder().encode(info))
-                return
-            }
+            guard request.method == "GET", reply.status == 200, request.target.contains("/link-requests/") else { return }
+            var info = try JSONDecoder().decode(LinkRequestInfo.self, from: Data(reply.body))
+            guard info.approverNonce != nil else { return }
+            (info.approver, info.approverNonce) = (phone, phoneNonce)
+            if approvedForTheTablet.withLock({ $0 }) { info.status = .approved }
+            reply.body = Array(try JSONEncoder().encode(info))
         }
-        // The tablet, which the real service does not know, is answered the fork by the server itself.
-        let forkChain = ChainResponse(account: account, links: Array(links.prefix(Int(kept) + 1)) + [fork], head: fork.hash)
-        fixture.transport.answer { request in
-            guard request.headers.first(where: { $0.0 == RequestSignature.deviceHeader })?.1 == tabletID else { return nil }
-            if request.target.contains("/chain") { return HTTPReply(status: 200, headers: [:], body: Array(try! JSONEncoder().encode(forkChain))) }
-            if request.target.contains("/boxes") { return HTTPReply(status: 200, headers: [:], body: Array(try! JSONEncoder().encode(["boxes": [forkBox]]))) }
-            return HTTPReply(status: 204, headers: [:], body: [])
-        }
-        let exchanged = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
-        let shown = try await screen.wait { screen.sas }
+        fork.serve(on: fixture.transport)
+        let exchanged = try await laptop.exchange(fork.candidate, pollInterval: .milliseconds(10))
+        let shown = try await fork.tablet.wait { fork.tablet.sas }
         approvedForTheTablet.withLock { $0 = true }
         // The laptop computes its digits over itself and its own value: the person's typing does not match.
         #expect(exchanged.sas != shown)
         await expectRefusal("sas_mismatch", kind: .rejected) { try await laptop.approve(exchanged, typedSAS: shown) }
         try await laptop.sync()
-        #expect(try await laptop.chain.devices[request.device] == nil, "the laptop added the tablet")
+        #expect(try await laptop.chain.devices[fork.candidate.request.device] == nil, "the laptop added the tablet")
         // The tablet joined the fork, and names the device that added it: the revoked phone.
-        let joined = try await tablet.value
-        let me = try await joined.devices().first { $0.id == request.device }
-        #expect(me?.addedBy == phoneID)
+        let joined = try await fork.linking.value
+        #expect(try await joined.devices().first { $0.id == fork.candidate.request.device }?.addedBy == phone)
     }
 }

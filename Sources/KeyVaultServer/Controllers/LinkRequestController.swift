@@ -35,7 +35,7 @@ struct LinkRequestController: Sendable {
         let account = try context.parameters.account()
         let create = try decodeBody(LinkRequestCreate.self, from: try await request.collectBody(limit: 4096))
         guard create.isWellFormed else {
-            throw APIError.badRequest("a link request has hex public keys, the device id derived from the signing key, a 1-100 character name and a 32-byte hex commitment")
+            throw APIError.badRequest("a link request has hex public keys, the device id derived from the signing key, a 1-100 character name without control characters and a 32-byte hex commitment")
         }
         guard try await service.chainState(account).devices[create.device] == nil else {
             throw APIError(.deviceExists, "that device is already part of this account")

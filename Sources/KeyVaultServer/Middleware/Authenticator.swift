@@ -40,11 +40,7 @@ struct Authenticator: Sendable {
         return devices.get(id) ?? stored  // a revocation this process committed stays
     }
 
-    /// The request let in: its device, and its account's head as the nonce's statement saw it (a shared store).
-    /// Who a signed request says it comes from, judged before a byte of its body is read:
-    /// an enrolled device of this account (or an open session of one) with well-formed
-    /// headers. Anyone else is refused with nothing buffered (the body of a whole
-    /// attachment may be tens of MiB); the signature or MAC over the body comes after.
+    /// A signed request's claimed device (or session) with its proof, before the body is read.
     struct Claimant: Sendable {
         fileprivate enum Proof: Sendable {
             case signature(RequestSignature.Claim)
@@ -55,6 +51,11 @@ struct Authenticator: Sendable {
         fileprivate let account: AccountID
     }
 
+    /// Who a signed request says it comes from, judged before a byte of its body is read:
+    /// an enrolled device of this account (or an open session of one) with well-formed
+    /// headers. Anyone else is refused with nothing buffered (the body of a whole
+    /// attachment may be tens of MiB); the signature or MAC over the body comes after.
+    /// A session is looked up here, so one that expires while its body arrives still passes.
     func claimant(_ request: Request, account: AccountID) async throws -> Claimant {
         if let id = request.headers[Headers.session] {
             let now = Int64(Date().timeIntervalSince1970)
@@ -74,7 +75,8 @@ struct Authenticator: Sendable {
     }
 
     /// Checks the claimant's signature (or session MAC) over the request and its body, then
-    /// its revocation, timestamp and nonce.
+    /// its revocation, timestamp and nonce: the request let in, with its device and its
+    /// account's head as the nonce's statement saw it (a shared store).
     func authenticate(_ claimant: Claimant, _ request: Request, body: [UInt8]) async throws -> SignedCaller {
         var device = claimant.device
         let account = claimant.account

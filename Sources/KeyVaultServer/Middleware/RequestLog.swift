@@ -1,10 +1,11 @@
 import Hummingbird
 import Logging
 
-/// Logs each request at debug level by its method and route template (`/v1/accounts/{account}/link-requests/{code}`),
-/// never its path: a path carries a link code (the capability of that request's unsigned
-/// routes), account ids and content addresses, and the query more. Hummingbird's own
-/// request log writes the whole URI.
+/// Logs each answered request at debug level by its method, route template
+/// (`/v1/accounts/{account}/link-requests/{code}`) and status, never its path: a path
+/// carries a link code (the capability of that request's unsigned routes), account ids
+/// and content addresses, and the query more. Hummingbird's own request log wrote the
+/// whole URI. A refusal is logged by ``ErrorMiddleware`` (its code and route template).
 struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let response = try await next(request, context)

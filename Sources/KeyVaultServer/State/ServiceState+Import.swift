@@ -28,13 +28,14 @@ extension ServiceState {
         guard claim.timestamp >= now - window, claim.timestamp <= now + window else {
             throw ProtocolError(.staleTimestamp, "the request timestamp is more than \(window) seconds from the server's clock")
         }
-        // Whether the account is held here, and if not the invite, before anything costs:
-        // replaying a chain checks a signature per link, and an anonymous client must not
-        // make a server that takes accounts by invitation do that for nothing.
+        // Whether the account is held here (a point read: no links), and if not the invite,
+        // before the replay: it checks a signature per link, and an anonymous client must
+        // not make a server that takes accounts by invitation do that for nothing.
         guard let genesis = request.links.first else { throw APIError.badRequest("an import brings a chain of at least its genesis link") }
-        let account = try ChainState(genesis: genesis).account
-        let stored = try await database.links(account, after: nil)
-        if stored == nil { try invite() }
+        let founding = try ChainState(genesis: genesis)
+        let account = founding.account
+        let isHeld = try await database.links(account, after: UInt64(Int64.max)) != nil
+        if !isHeld { try invite() }
         let state = try ChainState.replay(request.links, checking: request.boxes)
         guard let signer = state.devices[claim.device], signer.isActive else {
             throw APIError(.wrongSigner, "an import is signed by a device active at the head of the chain it brings")
@@ -47,7 +48,10 @@ extension ServiceState {
             throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")
         }
 
-        // Where this server stands: no account yet, or a chain this one must extend.
+        // Where this server stands: no account yet, or a chain this one must extend (read
+        // whole only now, the request signed by a device of the chain it brings).
+        let stored = isHeld ? try await database.links(account, after: nil) : nil
+        if isHeld, stored == nil { try invite() }  // deleted meanwhile: founded again as any new account
         var held = 0
         if let stored {
             held = stored.links.count
@@ -66,7 +70,7 @@ extension ServiceState {
         let floor = request.links.last(where: { $0.type == .accountReset })?.body["masterGeneration"].flatMap { UInt32($0) } ?? 0
         let boxesAt = Dictionary(grouping: request.boxes.filter { $0.generation >= floor }, by: \.sequence)
         var writes = [ChainWrite]()
-        var replayed = try ChainState(genesis: genesis)
+        var replayed = founding
         for (index, link) in request.links.enumerated().dropFirst() {
             let change = try replayed.apply(link)
             guard index >= max(held, 1) else { continue }
@@ -81,7 +85,7 @@ extension ServiceState {
             writes[writes.count - 1].recovery = request.recovery
         }
         if held == 0 || !writes.isEmpty {
-            let create = held > 0 ? nil : try founding(try ChainState(genesis: genesis), genesis: genesis, boxes: boxesAt[0] ?? [],
+            let create = held > 0 ? nil : try self.founding(founding, genesis: genesis, boxes: boxesAt[0] ?? [],
                                                        importedBy: claim.device)
             do {
                 try await database.importAccount(account, create: create, writes: writes)

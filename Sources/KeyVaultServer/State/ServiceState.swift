@@ -73,13 +73,15 @@ struct ServiceState: Sendable {
     /// (nil for recovery enrollment, where the recovery key signed the link).
     func appendVerified(_ account: AccountID, _ append: AppendRequest, by device: StoredDevice?,
                         approving code: String? = nil, spending token: SingleUse? = nil) async throws -> Response {
+        // The chain, then the chain after the link (applied to this copy).
         var after = try await chainState(account)
         let change: ChainChange
         do {
             change = try after.apply(append.link)
         } catch {
-            // Refused against the cached state: if that state is behind the database,
-            // forget it and judge the link against the stored chain instead.
+            // Refused against the cached state (`after` is still it: a refused link changes
+            // nothing): if that state is behind the database, forget it and judge the link
+            // against the stored chain instead.
             guard let newer = try await database.links(account, after: after.sequence), !newer.links.isEmpty else { throw error }
             await chains.forget(account)
             after = try await chainState(account)
@@ -92,7 +94,7 @@ struct ServiceState: Sendable {
         // An enrollment (a link approval, or the recovery code adding a device) gives the new
         // device the current master key: without that box it would join and open nothing.
         if append.link.type == .deviceAdd, device == nil || code != nil, let added = change.addedDevice,
-           !append.boxes.contains(where: { $0.recipient == added.rawValue && $0.generation == after.masterGeneration }) {
+           !append.boxes.contains(where: { $0.recipient == added.id.rawValue && $0.generation == after.masterGeneration }) {
             throw APIError.badRequest("an enrollment's device.add comes with a box of the current master key (generation \(after.masterGeneration)) for the device it adds")
         }
         // A reset keeps one device and a new code: both get the new master key in the same append,
@@ -135,9 +137,7 @@ struct ServiceState: Sendable {
     /// same however large the account (an import of thousands of links stays linear).
     func chainWrite(_ link: ChainLink, change: ChainChange, after: ChainState, actor: String) throws -> ChainWrite {
         var write = ChainWrite(link: try stored(link), expectedHead: link.previous, audit: (.link(link.type), actor))
-        if let id = change.addedDevice, let added = after.devices[id] {
-            write.newDevices.append(try stored(added, of: after.account))
-        }
+        if let added = change.addedDevice { write.newDevices.append(try stored(added, of: after.account)) }
         write.removedMembers = change.removedMembers
         // A grant that let its grantee write and no longer does: the grantee's uploads in flight go.
         write.endedGrants = change.endedGrants.filter { !$0.readOnly }
@@ -187,7 +187,7 @@ struct ServiceState: Sendable {
     /// control character, before anything is written (PostgreSQL's text cannot hold NUL).
     func stored(_ device: ChainState.Device, of account: AccountID) throws -> StoredDevice {
         guard ChainLink.isStorableDeviceName(device.name) else {
-            throw APIError(.malformedLink, "a device name has no control characters")
+            throw APIError(.malformedLink, "device \(device.id)'s name must not contain control characters")
         }
         return StoredDevice(id: device.id, account: account, name: device.name, signingKey: device.signingKey.rawRepresentation,
                      boxKey: device.boxKey.rawRepresentation, added: device.added)
