@@ -94,6 +94,11 @@ extension TestClientProtocol {
                                                  body: ["member": Hex.encode(SystemRandom.bytes(count: 16)), "memberGeneration": "1"])
         let broken = try await client.importAccount(tampered, signedBy: exported.phone)
         #expect(broken.status == .conflict && errorCode(broken) == "stale_chain", "\(String(buffer: broken.body))")
+        // The request's signature is checked before the replay, with the key the chain gives
+        // the device it names: a stranger (no device of the chain) is refused as one, not
+        // after the server checked every link for it.
+        let byStranger = try await client.importAccount(tampered, signedBy: TestDevice("stranger"))
+        #expect(byStranger.status == .forbidden && errorCode(byStranger) == "wrong_signer", "\(String(buffer: byStranger.body))")
         // What goes beside the chain names the head's keys: a wrap of no member, a slot of another code.
         var stray = exported.request()
         stray.wraps[0].member = MemberID(unchecked: Hex.encode(SystemRandom.bytes(count: 16)))

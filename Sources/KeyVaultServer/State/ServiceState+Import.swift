@@ -36,12 +36,22 @@ extension ServiceState {
         let account = founding.account
         let isHeld = try await database.links(account, after: UInt64(Int64.max)) != nil
         if !isHeld { try invite() }
-        let state = try ChainState.replay(request.links, checking: request.boxes)
-        guard let signer = state.devices[claim.device], signer.isActive else {
+        // Then the request's signature, with the key the chain gives the device it names (the
+        // link that introduced it): one check, before the replay checks every link, so that
+        // nobody but a device of that chain has the server replay it.
+        guard let introduced = request.links.first(where: { ($0.type == .genesis || $0.type == .deviceAdd) && $0.body["device"] == claim.device.rawValue }),
+              let key = introduced.body["signingKey"].flatMap({ try? Hex.decode($0) }).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
+              deviceID(for: key) == claim.device
+        else {
             throw APIError(.wrongSigner, "an import is signed by a device active at the head of the chain it brings")
         }
-        guard claim.isValid(method: method, path: path, query: query, bodyHash: bodyHash, key: signer.signingKey) else {
+        guard claim.isValid(method: method, path: path, query: query, bodyHash: bodyHash, key: key) else {
             throw ProtocolError(.badSignature, "the request signature does not verify")
+        }
+        let state = try ChainState.replay(request.links, checking: request.boxes)
+        // The key checked is the one the replayed chain holds for that id (derived from it).
+        guard let signer = state.devices[claim.device], signer.isActive, signer.signingKey == key else {
+            throw APIError(.wrongSigner, "an import is signed by a device active at the head of the chain it brings")
         }
         try checkImported(request, at: state)
         guard try await database.useOnce(claim.nonce, kind: "import", expires: now + 2 * window, forgetBefore: now - 2 * window) else {
