@@ -52,6 +52,19 @@ extension PostgresKeyVaultDatabase {
         }
     }
 
+    package func attachmentLayout(_ account: AccountID, member: MemberID, address: String) async throws -> AttachmentLayout? {
+        // octet_length reads a stored value's size from its TOAST pointer: no content is loaded.
+        let rows = try await client.query("""
+            SELECT a.upload, CASE WHEN a.upload IS NOT NULL AND octet_length(a.data) = 2 THEN get_byte(a.data, 1) END, u.chunks
+            FROM attachments a LEFT JOIN attachment_uploads u ON u.upload = a.upload
+            WHERE a.account = \(account.rawValue) AND a.member = \(member.rawValue) AND a.address = \(address)
+            """, logger: logger).collect()
+        return try rows.first.map {
+            let (upload, shift, chunks) = try $0.decode((String?, Int32?, Int64?).self)
+            return AttachmentLayout(upload: upload, chunkShift: shift.map(Int.init), chunks: chunks.map(Int.init) ?? 0)
+        }
+    }
+
     package func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> StoredAttachment? {
         let rows = try await client.query("""
             SELECT a.key, a.data, a.upload, u.chunks FROM attachments a LEFT JOIN attachment_uploads u ON u.upload = a.upload

@@ -42,6 +42,20 @@ extension KeyVaultDatabase {
         }
     }
 
+    package func attachmentLayout(_ account: AccountID, member: MemberID, address: String) async throws -> AttachmentLayout? {
+        try await writer.read { db in
+            // length() of a blob is read from its record's header: no content is loaded.
+            try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT a.upload, CASE WHEN a.upload IS NOT NULL AND length(a.data) = 2 THEN substr(a.data, 2, 1) END AS shift, u.chunks
+                FROM attachments a LEFT JOIN attachment_uploads u ON u.upload = a.upload
+                WHERE a.account = ? AND a.member = ? AND a.address = ?
+                """), arguments: [account.rawValue, member.rawValue, address]).map {
+                AttachmentLayout(upload: $0["upload"], chunkShift: ($0["shift"] as Data?)?.first.map(Int.init),
+                                 chunks: ($0["chunks"] as Int64?).map(Int.init) ?? 0)
+            }
+        }
+    }
+
     package func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> StoredAttachment? {
         try await writer.read { db in
             try Row.fetchOne(db.cachedStatement(sql: """

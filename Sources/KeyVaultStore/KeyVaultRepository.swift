@@ -169,6 +169,10 @@ package protocol KeyVaultRepository: Sendable {
     /// (uploaded in chunks) its header in `data` and its chunks under `upload`.
     func attachment(_ account: AccountID, member: MemberID, address: String) async throws -> StoredAttachment?
 
+    /// Whether an attachment is there, and how it is kept, without reading its content (an
+    /// object put whole may be tens of MiB): the chunk list and an upload's start need no more.
+    func attachmentLayout(_ account: AccountID, member: MemberID, address: String) async throws -> AttachmentLayout?
+
     // MARK: Uploads in chunks (docs/api.md, "Attachments in chunks")
 
     /// Begins an upload of `chunks` sealed chunks: nothing is readable until it is

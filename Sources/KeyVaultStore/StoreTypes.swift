@@ -2,6 +2,20 @@ import Foundation
 import KeyVaultModel
 
 /// An attachment as the store holds it.
+/// How an attachment is kept, without its content: the upload whose chunks hold it, with
+/// their size exponent and count, or neither for one put whole (``KeyVaultRepository/attachmentLayout(_:member:address:)``).
+package struct AttachmentLayout: Sendable, Equatable {
+    package var upload: String?
+    package var chunkShift: Int?
+    package var chunks: Int
+
+    package init(upload: String?, chunkShift: Int?, chunks: Int) {
+        self.upload = upload
+        self.chunkShift = chunkShift
+        self.chunks = chunks
+    }
+}
+
 package struct StoredAttachment: Sendable, Equatable {
     /// The data key's wrap (the key part).
     package var key: Data

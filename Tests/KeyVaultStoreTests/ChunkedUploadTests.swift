@@ -44,6 +44,8 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
         #expect(info.existed == false && info.size == 99)
         let stored = try #require(try await database.attachment(account, member: member, address: address))
         #expect(stored == StoredAttachment(key: Data([7]), data: Data([2, 10]), upload: upload, chunks: 2))
+        // Its layout, read without its content.
+        #expect(try await database.attachmentLayout(account, member: member, address: address) == AttachmentLayout(upload: upload, chunkShift: 10, chunks: 2))
         #expect(try await database.attachmentChunk(upload: upload, index: 0) == Data([1, 1]))
         #expect(try await database.attachmentChunk(upload: upload, index: 1) == Data([2, 2]))
         // Complete now: no more chunks, no second completion.
@@ -51,6 +53,10 @@ private func createAccount(_ database: any KeyVaultRepository) async throws {
         #expect(try await database.completeUpload(account, member: member, address: address, upload: upload, startedBy: account, replace: false,
                                                   objectSize: 99, device: phone.id) == .unknown)
         #expect(try await database.attachments(account, member: member).map(\.size) == [99])
+        // One put whole has no chunk layout (its content is not read to say so); another address, no row.
+        _ = try await database.putAttachment(account, member: member, address: "ca1.1.whole", key: Data([7]), data: Data(repeating: 2, count: 3 << 20), device: phone.id)
+        #expect(try await database.attachmentLayout(account, member: member, address: "ca1.1.whole") == AttachmentLayout(upload: nil, chunkShift: nil, chunks: 0))
+        #expect(try await database.attachmentLayout(account, member: member, address: "ca1.1.none") == nil)
     }
 }
 

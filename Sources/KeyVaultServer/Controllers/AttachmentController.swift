@@ -113,16 +113,17 @@ struct AttachmentController: Sendable {
     }
 
     /// An attachment uploaded in chunks: its count, its chunk size, and chunk `i` from
-    /// its rows. One put whole (at most ``ServerConfiguration/maxWholeAttachmentBytes``)
-    /// is read whole: cutting chunks out of it would load it all for each.
+    /// its rows, learnt without reading its content. One put whole (at most
+    /// ``ServerConfiguration/maxWholeAttachmentBytes``) is read whole: cutting chunks out
+    /// of it would load it all for each.
     private func chunks(_ account: AccountID, member: MemberID, address: String) async throws -> (list: ChunkList, upload: String) {
-        guard let stored = try await service.database.attachment(account, member: member, address: address) else {
+        guard let layout = try await service.database.attachmentLayout(account, member: member, address: address) else {
             throw APIError.notFound("attachment")
         }
-        guard let upload = stored.upload, stored.data.count == 2 else {
+        guard let upload = layout.upload, let shift = layout.chunkShift else {
             throw APIError.badRequest("this attachment was put whole: GET it whole")
         }
-        return (ChunkList(chunks: stored.chunks, chunkShift: Int(stored.data[stored.data.startIndex + 1])), upload)
+        return (ChunkList(chunks: layout.chunks, chunkShift: shift), upload)
     }
 
     func listChunks(_ account: AccountID, member: MemberID, address: String) async throws -> Response {
@@ -208,7 +209,7 @@ struct AttachmentController: Sendable {
             throw APIError(.payloadTooLarge, "the attachment would be \(objectSize) bytes, over this server's \(service.configuration.maxAttachmentBytes)")
         }
         guard try await service.chainState(account).members[member] != nil else { throw APIError.notFound("member") }
-        if !replace, try await service.database.attachment(account, member: member, address: address) != nil {
+        if !replace, try await service.database.attachmentLayout(account, member: member, address: address) != nil {
             return try .json(UploadStarted(upload: nil, chunks: chunks, existed: true))
         }
         let upload = Hex.encode(SystemRandom.bytes(count: 16))
