@@ -1,7 +1,6 @@
 import Foundation
 import KeyVaultModel
 
-/// An attachment as the store holds it.
 /// How an attachment is kept, without its content: the upload whose chunks hold it, with
 /// their size exponent and count, or neither for one put whole (``KeyVaultRepository/attachmentLayout(_:member:address:)``).
 package struct AttachmentLayout: Sendable, Equatable {
@@ -16,6 +15,7 @@ package struct AttachmentLayout: Sendable, Equatable {
     }
 }
 
+/// An attachment as the store holds it.
 package struct StoredAttachment: Sendable, Equatable {
     /// The data key's wrap (the key part).
     package var key: Data

@@ -58,6 +58,13 @@ struct AccountController: Sendable {
             nonce: request.headers[Headers.nonce], signature: request.headers[Headers.signature])
         // Named for this service in the signed query, as a delete is: no other server replays it elsewhere.
         try namesThisServer(request, "an import")
+        // On a server that takes accounts by invitation, a caller without the token is read
+        // only when it names a device enrolled here (an account moved here before, brought
+        // forward): a stranger's body of up to 16 MiB is not held to be refused after.
+        if service.configuration.inviteToken != nil, (try? checkInvite(request)) == nil,
+           try await service.authenticator.device(claim.device) == nil {
+            try checkInvite(request)
+        }
         let body = try await request.collectBody(limit: ImportAccountRequest.maxBytes)
         let imported = try await service.importAccount(
             try decodeBody(ImportAccountRequest.self, from: body), signed: claim, method: request.method.rawValue,

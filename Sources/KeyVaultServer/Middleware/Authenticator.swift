@@ -147,7 +147,9 @@ struct Authenticator: Sendable {
             fresh = persistNonce
                 ? try await database.useNonce(nonce, device: device.id, timestamp: timestamp, forgetBefore: now - 2 * window)
                 : nonces.use(nonce, device: device.id, at: now)
-            current = shared ? try await self.device(device.id) : devices.get(device.id)
+            // Read again (the cache, or the store when the cache has it no more): a device
+            // whose account was deleted while its body arrived is no device at all.
+            current = try await self.device(device.id)
         }
         if shared {
             device = try storeCopy(current, of: device, account)
@@ -156,7 +158,10 @@ struct Authenticator: Sendable {
         }
         // Revoked before replayed, the documented order (the first check may have used a
         // cached copy that did not know of the revocation yet).
-        if let current { try await refuseIfRevoked(current, account) }
+        guard let current, current.account == account else {
+            throw ProtocolError(.unknownDevice, "this device is not enrolled in any account")
+        }
+        try await refuseIfRevoked(current, account)
         guard fresh else {
             await refused(.replayedNonce, device, account)
             throw ProtocolError(.replayedNonce, "this request was already received (nonce reused)")

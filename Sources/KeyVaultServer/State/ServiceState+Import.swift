@@ -37,8 +37,9 @@ extension ServiceState {
         let isHeld = try await database.links(account, after: UInt64(Int64.max)) != nil
         if !isHeld { try invite() }
         // Then the request's signature, with the key the chain gives the device it names (the
-        // link that introduced it): one check, before the replay checks every link, so that
-        // nobody but a device of that chain has the server replay it.
+        // link that introduced it, not yet checked itself): one check before the replay checks
+        // every link, so that a stranger's request costs one signature check; a holder of the
+        // chain who adds a link of its own still has it replayed once, and refused at its end.
         guard let introduced = request.links.first(where: { ($0.type == .genesis || $0.type == .deviceAdd) && $0.body["device"] == claim.device.rawValue }),
               let key = introduced.body["signingKey"].flatMap({ try? Hex.decode($0) }).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
               deviceID(for: key) == claim.device
