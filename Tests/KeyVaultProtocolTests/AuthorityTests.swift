@@ -128,6 +128,15 @@ private let scenarios: [LinkType: @Sendable (inout Account) throws -> Void] = [
         let row = try #require(type.authority, "\(type.rawValue) has no row in LinkAuthority.table: say what it grants and what revocation does to it")
         #expect(row.grants == .nothing || row.onRevocation != .nothing || type == .genesis,
                 "\(type.rawValue) grants \(row.grants.rawValue) but revocation does nothing to it")
+        // The plan carries out these two rules on one kind of grant each (it walks who added which
+        // device, and who set the code): a row that pairs one with another grant would be ignored
+        // by it (third review, F3).
+        if row.onRevocation == .revokedWithSigner {
+            #expect(row.grants == .device, "\(type.rawValue): the plan revokes devices with their signer, not a \(row.grants.rawValue)")
+        }
+        if row.onRevocation == .compromised {
+            #expect(row.grants == .recoveryCode, "\(type.rawValue): the plan compromises recovery codes, not a \(row.grants.rawValue)")
+        }
         // Every rule that takes something back when its signer is revoked is shown working.
         if [.revokedWithSigner, .compromised, .ended].contains(row.onRevocation) || type == .identitySet {
             let scenario = try #require(scenarios[type], "\(type.rawValue) says \(row.onRevocation.rawValue) but has no revocation scenario")

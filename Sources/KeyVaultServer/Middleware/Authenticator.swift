@@ -54,8 +54,8 @@ struct Authenticator: Sendable {
     /// Who a signed request says it comes from, judged before a byte of its body is read:
     /// an enrolled device of this account (or an open session of one) with well-formed
     /// headers. Anyone else is refused with nothing buffered (the body of a whole
-    /// attachment may be tens of MiB); the signature or MAC over the body comes after.
-    /// A session is looked up here, so one that expires while its body arrives still passes.
+    /// attachment may be tens of MiB); the signature or MAC over the body comes after (and a
+    /// session's expiry is judged again then).
     func claimant(_ request: Request, account: AccountID) async throws -> Claimant {
         if let id = request.headers[Headers.session] {
             let now = Int64(Date().timeIntervalSince1970)
@@ -91,6 +91,10 @@ struct Authenticator: Sendable {
             }
             return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true, body: body)
         case .session(let claim, let key):
+            // Still open once the body has arrived (a slow body does not outlive its session).
+            guard try sessions.get(claim.session, now: Int64(Date().timeIntervalSince1970)) != nil else {
+                throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
+            }
             guard try claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                                     bodyHash: SHA256.hash(body), key: key)
             else {
