@@ -129,12 +129,16 @@ extension Device {
 
                 Each side commits to its keys and randomness before it sees the
                 other's, so a server in the middle cannot choose keys that give the
-                same digits (docs/formats/device-link.md). If this command is stopped
-                before the answer, run it again in the same --home: a request that was
-                approved meanwhile is finished, otherwise a new one starts.
+                same digits (docs/formats/device-link.md). Once approved, it names the
+                device that added this one: if that is not the device the code was
+                typed on, do not use this device (delete its home, link it again). If
+                this command is stopped before the answer, run it again in the same
+                --home: a request that was approved meanwhile is finished, otherwise a
+                new one starts.
 
                 --json prints {"code", "expires"} at once, {"sas"} when the code to
-                type is known, then {"account", "device", "status"}.
+                type is known, then {"account", "device", "status", "approvedBy":
+                {"id", "name"}}.
                 """)
 
         @OptionGroup var server: ServerOptions

@@ -474,7 +474,7 @@ package struct ChainState: Sendable, Equatable {
         }
     }
 
-    static func newDevice(from link: ChainLink, sequence: UInt64) throws -> Device {
+    package static func newDevice(from link: ChainLink, sequence: UInt64) throws -> Device {
         let signingKey = try Ed25519.PublicKey(rawRepresentation: hexField(link, "signingKey", count: 32))
         let boxKey = try X25519.PublicKey(rawRepresentation: hexField(link, "boxKey", count: 32))
         let id = deviceID(for: signingKey)

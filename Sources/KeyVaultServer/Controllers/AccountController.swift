@@ -61,9 +61,10 @@ struct AccountController: Sendable {
         // On a server that takes accounts by invitation, a caller without the token is read
         // only when it names a device enrolled here (an account moved here before, brought
         // forward): a stranger's body of up to 16 MiB is not held to be refused after.
-        if service.configuration.inviteToken != nil, (try? checkInvite(request)) == nil,
-           try await service.authenticator.device(claim.device) == nil {
+        do {
             try checkInvite(request)
+        } catch {
+            guard try await service.authenticator.device(claim.device) != nil else { throw error }
         }
         let body = try await request.collectBody(limit: ImportAccountRequest.maxBytes)
         let imported = try await service.importAccount(

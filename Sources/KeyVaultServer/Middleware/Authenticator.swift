@@ -59,9 +59,7 @@ struct Authenticator: Sendable {
     func claimant(_ request: Request, account: AccountID) async throws -> Claimant {
         if let id = request.headers[Headers.session] {
             let now = Int64(Date().timeIntervalSince1970)
-            guard let session = try sessions.get(id, now: now) else {
-                throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
-            }
+            guard let session = try sessions.get(id, now: now) else { throw Self.unknownSession }
             let claim = try RequestMAC.Claim(session: id, timestamp: request.headers[Headers.timestamp],
                                              nonce: request.headers[Headers.nonce], mac: request.headers[Headers.mac])
             return Claimant(proof: .session(claim, session.key), device: try await enrolled(session.device, in: account), account: account)
@@ -72,6 +70,10 @@ struct Authenticator: Sendable {
             nonce: request.headers[Headers.nonce],
             signature: request.headers[Headers.signature])
         return Claimant(proof: .signature(claim), device: try await enrolled(claim.device, in: account), account: account)
+    }
+
+    private static var unknownSession: ProtocolError {
+        ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
     }
 
     /// Checks the claimant's signature (or session MAC) over the request and its body, then
@@ -92,9 +94,7 @@ struct Authenticator: Sendable {
             return try await admit(&device, account: account, timestamp: claim.timestamp, nonce: claim.nonce, persistNonce: true, body: body)
         case .session(let claim, let key):
             // Still open once the body has arrived (a slow body does not outlive its session).
-            guard try sessions.get(claim.session, now: Int64(Date().timeIntervalSince1970)) != nil else {
-                throw ProtocolError(.unknownSession, "this session is unknown or expired; open a new one (POST /v1/accounts/{account}/sessions)")
-            }
+            guard try sessions.get(claim.session, now: Int64(Date().timeIntervalSince1970)) != nil else { throw Self.unknownSession }
             guard try claim.isValid(method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "",
                                     bodyHash: SHA256.hash(body), key: key)
             else {

@@ -9,10 +9,9 @@ import KeyVaultStore
 /// trace or an empty 500, and logs each refusal with the request id (never a body
 /// or a header value).
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    /// A refusal's log fields: its code, the method and the route's template (never
-    /// the path itself, which holds account ids).
+    /// A refusal's log fields: its code, the method and the route's template (``logFields(of:_:)``).
     private func refusal(_ code: String, _ request: Request, _ context: Context) -> Logger.Metadata {
-        ["code": .string(code), "method": .string(request.method.rawValue), "route": .string(context.endpointPath ?? "unmatched")]
+        logFields(of: request, context).merging(["code": .string(code)]) { a, _ in a }
     }
 
     /// 503 `unavailable` with its `Retry-After`, logged at `level` with what the store said.

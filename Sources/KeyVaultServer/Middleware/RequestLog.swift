@@ -9,9 +9,13 @@ import Logging
 struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let response = try await next(request, context)
-        context.logger.debug("request", metadata: ["method": .string(request.method.rawValue),
-                                                   "route": .string(context.endpointPath ?? "unmatched"),
-                                                   "status": .stringConvertible(response.status.code)])
+        context.logger.debug("request", metadata: logFields(of: request, context).merging(["status": .stringConvertible(response.status.code)]) { a, _ in a })
         return response
     }
+}
+
+/// A request as the log names it: its method and its route's template (never the path
+/// itself, which holds account ids, link codes and content addresses).
+func logFields(of request: Request, _ context: some RequestContext) -> Logger.Metadata {
+    ["method": .string(request.method.rawValue), "route": .string(context.endpointPath ?? "unmatched")]
 }

@@ -41,8 +41,7 @@ extension ServiceState {
         // every link, so that a stranger's request costs one signature check; a holder of the
         // chain who adds a link of its own still has it replayed once, and refused at its end.
         guard let introduced = request.links.first(where: { ($0.type == .genesis || $0.type == .deviceAdd) && $0.body["device"] == claim.device.rawValue }),
-              let key = introduced.body["signingKey"].flatMap({ try? Hex.decode($0) }).flatMap({ try? Ed25519.PublicKey(rawRepresentation: $0) }),
-              deviceID(for: key) == claim.device
+              let key = (try? ChainState.newDevice(from: introduced, sequence: introduced.sequence))?.signingKey
         else {
             throw APIError(.wrongSigner, "an import is signed by a device active at the head of the chain it brings")
         }
