@@ -74,7 +74,7 @@ package func buildApplication(
     }
     let database = try KeyVaultDatabase.open(path: path)
     return try buildApplication(configuration, database: database, logger: logger, services: [], secret: nil,
-                                server: try httpServer(tls: try configuration.tlsConfiguration()), metrics: ServiceMetrics(),
+                                server: try httpServer(configuration, tls: try configuration.tlsConfiguration()), metrics: ServiceMetrics(),
                                 onServerRunning: onServerRunning)
 }
 
@@ -90,15 +90,16 @@ package func buildApplication(
     secret: ServerSecret? = nil,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
-    try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret, server: .http1(),
-                         metrics: ServiceMetrics(), onServerRunning: onServerRunning)
+    try buildApplication(configuration, database: database, logger: logger, services: services, secret: secret,
+                         server: try httpServer(configuration, tls: nil), metrics: ServiceMetrics(), onServerRunning: onServerRunning)
 }
 
-/// HTTP/1.1, inside TLS when `tls` is given.
+/// HTTP/1.1, inside TLS when `tls` is given, closing connections silent for the configuration's idle timeout.
 ///
 /// - Throws: NIOSSL's error for a configuration it cannot make a context of.
-func httpServer(tls: TLSConfiguration?) throws -> HTTPServerBuilder {
-    if let tls { try .tls(.http1(), tlsConfiguration: tls) } else { .http1() }
+func httpServer(_ configuration: ServerConfiguration, tls: TLSConfiguration?) throws -> HTTPServerBuilder {
+    let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds))))
+    if let tls { return try .tls(http1, tlsConfiguration: tls) } else { return http1 }
 }
 
 /// The same with `metrics` behind `GET /metrics`, on `server`.
@@ -137,7 +138,7 @@ package func runServer(_ configuration: ServerConfiguration, logger: Logger,
     let tls = try configuration.tlsConfiguration()
     let server: HTTPServerBuilder
     do {
-        server = try httpServer(tls: tls)
+        server = try httpServer(configuration, tls: tls)
     } catch {
         throw ConfigurationError("\(ServerConfiguration.tlsCertificateSetting): TLS cannot be set up with these files")
     }

@@ -20,6 +20,9 @@ package struct ServerConfiguration: Sendable {
     package var maxJSONBytes = 1024 * 1024
     /// Accepted clock difference for signed requests, in seconds.
     package var signatureWindowSeconds: Int64 = 300
+    /// How long a connection may send nothing (before a request, in the middle of its
+    /// body, or between requests) before it is closed. Answers being written are not cut.
+    package var idleTimeoutSeconds = 60
     /// When set, creating an account needs `KeyVault-Invite: <token>`.
     package var inviteToken: String?
     /// A bearer token that opens GET /metrics to clients off this machine
@@ -49,6 +52,7 @@ package struct ServerConfiguration: Sendable {
         ("KEYVAULT_DATABASE_PASSWORD_FILE", "file holding the PostgreSQL password (instead of putting it in the URL)"),
         ("KEYVAULT_MAX_ATTACHMENT_BYTES", "largest attachment (default 10485760)"),
         ("KEYVAULT_SIGNATURE_WINDOW", "accepted clock difference in seconds (default 300)"),
+        ("KEYVAULT_IDLE_TIMEOUT", "seconds a connection may send nothing, mid-request or between requests, before it is closed (default 60)"),
         ("KEYVAULT_INVITE_TOKEN", "if set, account creation needs this token (KeyVault-Invite header)"),
         ("KEYVAULT_METRICS_TOKEN", "if set, GET /metrics also answers clients off this machine that send it as a bearer token"),
         ("KEYVAULT_LOG_LEVEL", "trace, debug, info, notice, warning, error or critical (default info)"),
@@ -71,6 +75,9 @@ package struct ServerConfiguration: Sendable {
         }
         if let value = environment["KEYVAULT_SIGNATURE_WINDOW"] {
             signatureWindowSeconds = Int64(try Self.integer(value, "KEYVAULT_SIGNATURE_WINDOW", 10...3600))
+        }
+        if let value = environment["KEYVAULT_IDLE_TIMEOUT"] {
+            idleTimeoutSeconds = try Self.integer(value, "KEYVAULT_IDLE_TIMEOUT", 1...3600)
         }
         if let value = environment["KEYVAULT_INVITE_TOKEN"] { inviteToken = value }
         if let value = environment["KEYVAULT_METRICS_TOKEN"] { metricsToken = value }

@@ -45,6 +45,7 @@ import Testing
         (["serve", "--database", "/nonexistent-dir/kv.sqlite"], [:], "does not exist"),
         (["serve"], ["KEYVAULT_PORT": "eighty"], "KEYVAULT_PORT=eighty"),
         (["serve"], ["KEYVAULT_LOG_LEVEL": "loud"], "log level"),
+        (["serve"], ["KEYVAULT_IDLE_TIMEOUT": "0"], "KEYVAULT_IDLE_TIMEOUT=0"),
         (["serve", "--trusted-proxy", "10.0.0.0/8,10.1.2.0/33"], [:], "--trusted-proxy: '10.1.2.0/33'"),
         (["serve"], ["KEYVAULT_TRUSTED_PROXIES": "fd00::/8, proxy.local"], "KEYVAULT_TRUSTED_PROXIES: 'proxy.local'"),
     ] {
