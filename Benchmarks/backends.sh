@@ -49,7 +49,7 @@ wrk_run() {  # wrk_run LABEL URL FILE SERVER-PID: "label|rps|p50|p99|non2xx|serv
   local after_s after_p requests rps p50 p99 bad
   after_s=$(cpu_ticks "$server"); after_p=$(cpu_ticks $(pgrep -x postgres))
   requests=$(awk '/requests in/ {print $1}' <<<"$out")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  rps=$(replay_rate "$out" "$work/wrk.err")
   p50=$(awk '$1=="50%" {print $2}' <<<"$out")
   p99=$(awk '$1=="99%" {print $2}' <<<"$out")
   bad=$(awk '/Non-2xx/ {print $5}' <<<"$out"); bad=${bad:-0}
@@ -73,7 +73,7 @@ for backend in SQLite PostgreSQL; do
   "$bin/keyvault-bench" sign-requests "$work/all.json" $((accounts - 1)) append "$work/append.req"
   rows+=("$(wrk_run "$backend|signed chain append (member.add, one per account)" http://127.0.0.1:18093 "$work/append.req" $server)")
   # As server.sh's upload row: 6,000 signed 64 KiB uploads of new content to one member, 5 s.
-  "$bin/keyvault-bench" sign-requests "$work/devices.json" 6000 upload "$work/upload.req"
+  "$bin/keyvault-bench" sign-requests "$work/devices.json" 15000 upload "$work/upload.req"  # up to 3,000/s
   rows+=("$(duration=5 wrk_run "$backend|signed 64 KiB attachment upload (new content each)" http://127.0.0.1:18093 "$work/upload.req" $server)")
   kill -TERM $server; wait $server 2>/dev/null || true
   rm -f "$work"/*.req

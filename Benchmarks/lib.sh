@@ -26,3 +26,11 @@ start_server() {
   fi
   url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out" | head -n1)
 }
+
+# replay_rate WRK-OUT WRK-ERR: wrk's requests per second, written "≥ N (ran out)" when
+# Benchmarks/replay.lua ran out of pre-signed requests before the run ended (wrk then
+# still divides by the whole duration: the rate is the file's size, not the server's).
+replay_rate() {
+  local rps; rps=$(awk '/Requests\/sec/ {print $2}' <<<"$1")
+  if grep -q "replay.lua: ran out" "$2" 2>/dev/null; then echo "≥ $rps (ran out)"; else echo "$rps"; fi
+}

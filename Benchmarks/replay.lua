@@ -1,8 +1,10 @@
 -- wrk script: sends each pre-signed request (keyvault-bench sign-requests) exactly
--- once, in order; stops the thread when they run out. Nonces are single use, so a
--- request can never be sent twice.
+-- once, in order; stops the thread when they run out, and says so on stderr: wrk
+-- still divides by the whole duration, so a run that ran out measured the file's
+-- size, not the server (the scripts mark such a rate as a lower bound). Nonces are
+-- single use, so a request can never be sent twice.
 --   wrk -t1 -c32 -d10s --latency -s Benchmarks/replay.lua URL -- FILE
-local requests, index = {}, 0
+local requests, index, ranOut = {}, 0, false
 
 function init(args)
   local f = assert(io.open(args[1], "rb"))
@@ -17,6 +19,10 @@ end
 function request()
   index = index + 1
   if index > #requests then
+    if not ranOut then
+      ranOut = true
+      io.stderr:write("replay.lua: ran out after all " .. #requests .. " requests\n")
+    end
     wrk.thread:stop()
     index = #requests
   end

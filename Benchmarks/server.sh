@@ -4,9 +4,10 @@
 #
 #   bash Benchmarks/server.sh            # ~3 minutes; prints a Markdown table
 #
-# Needs wrk and nginx (apt-get install wrk nginx-light) and ~1 GiB of disk.
+# Needs wrk and nginx (apt-get install wrk nginx-light) and ~2 GiB of disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/lib.sh
 duration=${BENCH_DURATION:-10}
 connections=${BENCH_CONNECTIONS:-32}
 command -v wrk >/dev/null && command -v nginx >/dev/null || {
@@ -23,7 +24,7 @@ wrk_run() {  # wrk_run LABEL URL [FILE]: prints "label|rps|p50|p99|non2xx"
   [ -n "$file" ] && args+=(-s Benchmarks/replay.lua "$url" -- "$file") || args+=("$url")
   local out; out=$(taskset -c 1 wrk "${args[@]}" 2>"$work/wrk.err")
   local rps p50 p99 bad
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  rps=$(replay_rate "$out" "$work/wrk.err")
   p50=$(awk '$1=="50%" {print $2}' <<<"$out")
   p99=$(awk '$1=="99%" {print $2}' <<<"$out")
   bad=$(awk '/Non-2xx/ {print $5}' <<<"$out"); bad=${bad:-0}
@@ -56,7 +57,7 @@ for accounts in 100 100000; do
   "$bin/keyvault-bench" session-requests "$work/devices.json" $((duration * 40000)) http://127.0.0.1:18091 "$work/session.req"
   rows+=("$(wrk_run "read of this device's key boxes, session MAC per request, $accounts accounts" http://127.0.0.1:18091 "$work/session.req")")
   if [ "$accounts" = 100 ]; then
-    "$bin/keyvault-bench" sign-requests "$work/devices.json" 6000 upload "$work/uploads.req"
+    "$bin/keyvault-bench" sign-requests "$work/devices.json" 15000 upload "$work/uploads.req"  # up to 3,000/s
     rows+=("$(duration=5 wrk_run "signed 64 KiB attachment upload (new content each)" http://127.0.0.1:18091 "$work/uploads.req")")
   fi
   kill -TERM $server; wait $server 2>/dev/null || true

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Signed 64 KiB uploads (server.sh's upload row) with several builds of keyctl taking
 # turns in one sitting, for a before-and-after: each build's keyvault-bench sets up
-# its own database (100 accounts) and signs 6,000 uploads of new content to one
+# its own database (100 accounts) and signs 15,000 uploads (enough for 3,000/s) of new content to one
 # member; its `keyctl serve` (SQLite) runs on core 0, `wrk -t1 -c32 -d5s` on core 1.
 # Prints, per build and round, the uploads per second and the service's CPU per upload.
 #
@@ -38,14 +38,14 @@ for round in $(seq "$rounds"); do
     "$dir/keyvault-bench" server-setup "$work/kv.sqlite" 100 "$work/devices.json" >"$work/setup.out" 2>&1 ||
       { echo "uploads.sh: setup failed:" >&2; cat "$work/setup.out" >&2; exit 1; }
     start_server "$work/serve.out" taskset -c 0 "$dir/keyctl" serve --port 0 --database "$work/kv.sqlite" --log-level warning
-    "$dir/keyvault-bench" sign-requests "$work/devices.json" 6000 upload "$work/upload.req" >/dev/null
+    "$dir/keyvault-bench" sign-requests "$work/devices.json" 15000 upload "$work/upload.req" >/dev/null
     before=$(cpu_ticks "$server")
-    out=$(taskset -c 1 wrk -t1 -c32 -d5s -s Benchmarks/replay.lua "$url" -- "$work/upload.req" 2>/dev/null)
+    out=$(taskset -c 1 wrk -t1 -c32 -d5s -s Benchmarks/replay.lua "$url" -- "$work/upload.req" 2>"$work/wrk.err")
     after=$(cpu_ticks "$server")
     kill "$server"; wait "$server" 2>/dev/null || true
     server=""
     requests=$(awk '/requests in/ {print $1}' <<<"$out")
-    rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+    rps=$(replay_rate "$out" "$work/wrk.err")
     bad=$(awk '/Non-2xx/ {print $5}' <<<"$out")
     us=$(awk -v t=$((after - before)) -v n="$requests" -v hz="$hz" 'BEGIN {printf "%.0f", t / hz * 1e6 / n}')
     echo "| $dir | $round | $rps | $us µs | ${bad:-0} |"
