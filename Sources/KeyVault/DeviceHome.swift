@@ -26,6 +26,10 @@ package struct DeviceRecord: Sendable {
     /// The device that answered that request, once this one revealed its value: the
     /// digits it showed name it, and only a chain where it added this device is joined.
     package var linkApprover: DeviceID?
+    /// The confirmation code (version 4) this device computed with that approver: the
+    /// approver shows its own once it approved, and this device joins only when the
+    /// person types one equal to this.
+    package var linkConfirmation: String?
     /// The newest head this device verified of each contact's chain (a sharer's, a
     /// grantee's), so that a server cannot show it an older one unseen.
     package var seenChains: [AccountID: SeenHead] = [:]
@@ -224,6 +228,7 @@ package final class DeviceHome: Sendable {
             record.written = stored.written ?? []
             record.movedFrom = stored.movedFrom
             record.instance = stored.instance
+            record.linkConfirmation = stored.linkConfirmation
             return record
         } catch {
             throw corrupt("its keys are damaged (\(error))")
@@ -271,6 +276,7 @@ package final class DeviceHome: Sendable {
         var stored = StoredHome(format: 1, server: record.server, account: record.account.rawValue, device: record.device.rawValue,
                                 name: record.name, head: record.head, sequence: record.sequence, enrolled: record.enrolled,
                                 linkCode: record.linkCode, linkApprover: record.linkApprover?.rawValue,
+                                linkConfirmation: record.linkConfirmation,
                                 seenChains: record.seenChains.isEmpty ? nil
                                     : Dictionary(uniqueKeysWithValues: record.seenChains.map { ($0.key.rawValue, $0.value) }),
                                 chain: record.chain.isEmpty ? nil : KeptChain(links: record.chain), noticed: record.noticed,
@@ -392,6 +398,7 @@ struct StoredHome: Codable {
     var enrolled: Bool
     var linkCode: String?
     var linkApprover: String?
+    var linkConfirmation: String?
     var seenChains: [String: DeviceRecord.SeenHead]?
     var chain: KeptChain?
     var noticed: UInt64?

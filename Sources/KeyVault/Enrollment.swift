@@ -167,15 +167,22 @@ extension Vault {
         case resumed(code: String)
     }
 
+    /// How many times a new device asks for the approver's confirmation code before it
+    /// stops (its home keeps the request: `link` again asks anew).
+    public static let confirmationAttempts = 3
+
     /// Asks a device of the account to add this one: posts a request with a commitment
     /// to this device's keys and a random value r_N, waits for the approver's value,
     /// reveals r_N, reports the SAS through `events`, and waits until the request is
-    /// approved, refused or expired.
+    /// approved, refused or expired; then asks `typeConfirmation` (attempt 1, 2, 3) for
+    /// the code the approving device shows, and joins only when it is the one this
+    /// device computed.
     ///
     /// A home left by an earlier `link` that never saw its request end is looked at
-    /// first: if that request was approved, the device joins with its keys.
+    /// first: if that request was approved, the device asks for the code and joins with its keys.
     package static func link(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID, name: String,
                             pollInterval: Duration = .seconds(1), events: (LinkEvent) -> Void,
+                            typeConfirmation: (_ attempt: Int) async throws -> String?,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
             let leftover = try await prepareNewDevice(home: home, name: name)
@@ -193,7 +200,8 @@ extension Vault {
                     }
                     if let info, info.status == .approved, info.request.device == earlier.device {
                         events(.resumed(code: code))
-                        return try await finishLink(home: home, record: earlier, transport: transport, progress: progress)
+                        return try await finishLink(home: home, record: earlier, transport: transport, typeConfirmation: typeConfirmation,
+                                                    progress: progress)
                     }
                 }
             }
@@ -227,11 +235,13 @@ extension Vault {
                         guard let approver = status.approver, let approverNonce = try? Hex.decode(answer),
                               approverNonce.count == LinkCommitment.nonceByteCount,
                               let sas = LinkSAS.compute(account: account, code: info.code, approver: approver, request: request,
-                                                        deviceNonce: nonce, approverNonce: approverNonce)
+                                                        deviceNonce: nonce, approverNonce: approverNonce),
+                              let confirmation = LinkSAS.confirmation(account: account, code: info.code, approver: approver,
+                                                                      request: request, deviceNonce: nonce, approverNonce: approverNonce)
                         else { throw KeyVaultError(.badResponse, "the server's answer to link request \(info.code) names no approving device, or a malformed value") }
                         // Kept before the reveal: an approval this device does not see end is
                         // finished later (a second `link`) against the same approver.
-                        record.linkApprover = approver
+                        (record.linkApprover, record.linkConfirmation) = (approver, confirmation)
                         try home.save(record)
                         try await api.revealLinkRequest(info.code, nonce: nonce)
                         revealed = true
@@ -245,30 +255,51 @@ extension Vault {
                 case .expired:
                     throw linkExpired
                 case .approved:
-                    return try await finishLink(home: home, record: record, transport: transport, progress: progress)
+                    return try await finishLink(home: home, record: record, transport: transport, typeConfirmation: typeConfirmation,
+                                                progress: progress)
                 }
             }
         }
+    }
+
+    /// Asks for the approver's confirmation code up to ``confirmationAttempts`` times;
+    /// returns once one typed equals `expected` (compared in constant time).
+    private static func checkConfirmation(_ expected: String, _ typeConfirmation: (_ attempt: Int) async throws -> String?) async throws {
+        for attempt in 1...confirmationAttempts {
+            guard let typed = try await typeConfirmation(attempt) else {
+                throw KeyVaultError(.linkRequestClosed, "no confirmation code was typed, so this device did not join; run the link again in the same home to type the code the approving device shows",
+                                    kind: .rejected)
+            }
+            if let digits = LinkSAS.digits(typed), constantTimeEquals(Array(digits.utf8), Array(expected.utf8)) { return }
+        }
+        throw KeyVaultError(.sasMismatch, "the confirmation code typed \(confirmationAttempts) times does not match the one this device computed, so it did not join. If you typed what the approving device showed, the server named another device to this one as its approver: do not use this device (delete its home) and revoke it from a device of the account. Otherwise run the link again in the same home and type the code once more",
+                            kind: .rejected)
     }
 
     static var linkExpired: KeyVaultError {
         KeyVaultError(.linkRequestClosed, "the request expired before it was approved", kind: .rejected)
     }
 
-    /// Joins after an approval: the chain must now hold this device with its keys,
-    /// added by the device whose value the digits it showed were made with. A new device
-    /// has seen no head of the chain, so without that a server could show it a fork from
-    /// before a revocation, where the revoked device (colluding) added it.
+    /// Joins after an approval: the person types the confirmation code the approving
+    /// device shows, which must be the one this device computed with the approver the
+    /// server named to it; then the chain must hold this device with its keys, added by
+    /// that approver. A new device has seen no head of the chain, so without both a server
+    /// could show it a fork from before a revocation, where the revoked device (colluding)
+    /// added it: the code says that the device the person approved on is the one the
+    /// chain must show (docs/formats/device-link.md, version 4).
     private static func finishLink(home: DeviceHome, record: DeviceRecord, transport: any HTTPTransport,
+                                   typeConfirmation: (_ attempt: Int) async throws -> String?,
                                    progress: @escaping ProgressReporter) async throws -> Vault {
-        guard let approver = record.linkApprover else {
+        guard let approver = record.linkApprover, let expected = record.linkConfirmation.flatMap(LinkSAS.digits) else {
             throw KeyVaultError(.linkRequestClosed, "the request was approved, but this device's home does not say which device answered it (an older version wrote it, or the server called it approved before any answer), so this device cannot check who added it and does not join: revoke device \(record.device) from a device of the account and link again from a new home",
                                 kind: .rejected)
         }
+        try await checkConfirmation(expected, typeConfirmation)
         var record = record
         record.enrolled = true
         record.linkCode = nil
         record.linkApprover = nil
+        record.linkConfirmation = nil
         let vault = Vault(home: home, record: record, transport: transport, progress: progress)
         try await vault.sync(addedBy: approver)
         _ = try await vault.masterKey()
@@ -286,6 +317,9 @@ extension Vault {
         /// Not public: it stays inside the library, compared only with what the person
         /// types (an app that could read it could approve with it, a yes/no in disguise).
         package internal(set) var sas: String?
+        /// The confirmation code (version 4) computed with the SAS: ``Vault/approve(_:typedSAS:)``
+        /// returns it once the device is added, for the person to type on the new device.
+        package internal(set) var confirmation: String?
         /// The name the new device gives itself (show it with the question "add this device?").
         public var deviceName: String { request.name }
         /// The id the new device will have.
@@ -311,7 +345,7 @@ extension Vault {
         guard info.status == .pending, info.approverNonce == nil else {
             throw KeyVaultError(.linkRequestClosed, "link request \(code) is \(info.status == .pending ? "already being answered by another device" : info.status.rawValue)", kind: .rejected)
         }
-        return LinkCandidate(code: code, request: info.request, sas: nil)
+        return LinkCandidate(code: code, request: info.request, sas: nil, confirmation: nil)
     }
 
     /// The link requests waiting for a device of this account to answer them (a new
@@ -320,7 +354,7 @@ extension Vault {
     public func pendingLinkRequests() async throws -> [LinkCandidate] {
         try await api.pendingLinkRequests()
             .filter { $0.status == .pending && $0.approverNonce == nil && $0.request.isWellFormed }
-            .map { LinkCandidate(code: $0.code, request: $0.request, sas: nil) }
+            .map { LinkCandidate(code: $0.code, request: $0.request, sas: nil, confirmation: nil) }
     }
 
     /// Posts this device's random value r_A, waits for the new device to reveal r_N,
@@ -346,14 +380,16 @@ extension Vault {
             guard let deviceNonce = try? Hex.decode(reveal),
                   LinkCommitment.opens(account: account, request: candidate.request, nonce: deviceNonce),
                   let sas = LinkSAS.compute(account: account, code: candidate.code, approver: device, request: candidate.request,
-                                            deviceNonce: deviceNonce, approverNonce: approverNonce)
+                                            deviceNonce: deviceNonce, approverNonce: approverNonce),
+                  let confirmation = LinkSAS.confirmation(account: account, code: candidate.code, approver: device,
+                                                          request: candidate.request, deviceNonce: deviceNonce, approverNonce: approverNonce)
             else {
                 try? await api.refuseLinkRequest(candidate.code)
                 throw KeyVaultError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
                                   kind: .verification)
             }
             var done = candidate
-            done.sas = sas
+            (done.sas, done.confirmation) = (sas, confirmation)
             return done
         }
     }
@@ -381,10 +417,12 @@ extension Vault {
     /// Appends `device.add` (with the new device's master-key box) when the codes match;
     /// nothing on a mismatch.
     ///
+    /// - Returns: the confirmation code ("ddd ddd") to show the person, who types it on
+    ///   the new device: it joins only then (docs/formats/device-link.md, version 4).
     /// - Throws: `sas_mismatch` (kind `.rejected`) on a mismatch; `invalid_input` before `exchange`.
-    public func approve(_ candidate: LinkCandidate, typedSAS: String) async throws {
+    public func approve(_ candidate: LinkCandidate, typedSAS: String) async throws -> String {
         try await exclusively {
-            guard let sas = candidate.sas, let expected = LinkSAS.digits(sas) else {
+            guard let sas = candidate.sas, let expected = LinkSAS.digits(sas), let confirmation = candidate.confirmation else {
                 throw KeyVaultError(.invalidInput, "exchange values with the new device before approving it")
             }
             guard let typed = LinkSAS.digits(typedSAS), constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
@@ -407,6 +445,7 @@ extension Vault {
                 let link = makeLink(.deviceAdd, fields, after: state)
                 return (AppendRequest(link: link, boxes: [try box(master, generation: g, at: link.sequence, to: newDevice.rawValue, boxKey: boxKey)]), {})
             }
+            return confirmation
         }
     }
 

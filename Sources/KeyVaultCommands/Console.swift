@@ -147,6 +147,8 @@ public final class BufferConsole: Console, Sendable {
         var input: [UInt8] = []
         var output = ""
         var errorOutput = ""
+        /// More input may come (``feed(_:)``): a read waits for a whole line.
+        var awaiting = false
     }
 
     /// The buffers behind an NSLock, which ThreadSanitizer sees (ARCHITECTURE.md).
@@ -164,8 +166,10 @@ public final class BufferConsole: Console, Sendable {
     public let outputIsTerminal: Bool
     public let errorIsTerminal: Bool
 
-    public init(input: String = "", terminal: Bool = false) {
-        buffers.withLock { $0 = Buffers(input: Array(input.utf8)) }
+    /// - Parameter awaitingInput: reads wait (up to 30 s) for a line that ``feed(_:)``
+    ///   gives later, as a person typing would, instead of ending at the input's end.
+    public init(input: String = "", terminal: Bool = false, awaitingInput: Bool = false) {
+        buffers.withLock { $0 = Buffers(input: Array(input.utf8), awaiting: awaitingInput) }
         inputIsTerminal = terminal
         outputIsTerminal = terminal
         errorIsTerminal = terminal
@@ -181,8 +185,12 @@ public final class BufferConsole: Console, Sendable {
         }
     }
 
+    /// Types more input, as a person would, for a console made with `awaitingInput`.
+    public func feed(_ text: String) { buffers.withLock { $0.input += Array(text.utf8) } }
+
     public func readLine() throws -> [UInt8]? {
-        buffers.withLock { buffers in
+        for _ in 0..<3000 where buffers.withLock({ $0.awaiting && !$0.input.contains(10) }) { usleep(10_000) }
+        return buffers.withLock { buffers in
             guard !buffers.input.isEmpty else { return nil }
             let newline = buffers.input.firstIndex(of: 10) ?? buffers.input.endIndex
             let line = Array(buffers.input[..<newline])

@@ -125,19 +125,23 @@ extension Device {
                 Prints a request code. On a device of the account, run
                 `keyctl device approve CODE`; once it answers, this device shows a
                 6-digit code to type there. Waits until the request is approved,
-                refused, or expires (10 minutes).
+                refused, or expires (10 minutes). Once approved, the other device
+                shows a second 6-digit code: type it here (a prompt on a terminal;
+                otherwise one line on standard input, up to 3 tries). This device
+                joins only when it matches, so the device you approved on is the one
+                that adds it.
 
                 Each side commits to its keys and randomness before it sees the
                 other's, so a server in the middle cannot choose keys that give the
-                same digits (docs/formats/device-link.md). Once approved, it names the
-                device that added this one: if that is not the device the code was
-                typed on, do not use this device (delete its home, link it again). If
-                this command is stopped before the answer, run it again in the same
-                --home: a request that was approved meanwhile is finished, otherwise a
-                new one starts.
+                same digits (docs/formats/device-link.md). Once joined, it names the
+                device that added this one. If this command is stopped before the
+                answer, or before the second code was typed, run it again in the same
+                --home: a request that was approved meanwhile is finished (the second
+                code is asked again), otherwise a new one starts.
 
                 --json prints {"code", "expires"} at once, {"sas"} when the code to
-                type is known, then {"account", "device", "status", "approvedBy":
+                type is known, {"confirm": ATTEMPT} each time it reads the second code
+                from standard input, then {"account", "device", "status", "approvedBy":
                 {"id", "name"}}.
                 """)
 
@@ -182,6 +186,9 @@ extension Device {
                     case (.resumed(let code), false):
                         console.write("The earlier request \(code.printable) was approved; finishing it.\n")
                     }
+                }, typeConfirmation: { attempt in
+                    lines?.end()
+                    return try readConfirmation(attempt: attempt, json: json)
                 }, progress: { lines?.report($0) })
             lines?.end()
             // The device that added this one on the chain it joined: the person can tell whether it is the one the code was typed on.
@@ -190,8 +197,20 @@ extension Device {
             var answer: [String: Any] = ["account": vault.account.rawValue, "device": vault.device.rawValue, "status": "approved"]
             answer["approvedBy"] = approver.map { ["id": $0.id.rawValue, "name": $0.name] }
             options.result(answer, "Approved: this device (\(vault.device)) joined account \(vault.account), added by "
-                           + (approver.map { "\($0.name.printable.debugDescription) (\($0.id))" } ?? "another device")
-                           + ". If that is not the device you typed the code on, do not use this device: delete its home and link it again.\n")
+                           + (approver.map { "\($0.name.printable.debugDescription) (\($0.id))" } ?? "another device") + ".\n")
+        }
+
+        /// The approver's confirmation code, as the person types it (one line; a prompt on a terminal).
+        private func readConfirmation(attempt: Int, json: Bool) throws -> String? {
+            let console = KeyctlMain.console
+            if json {
+                console.write(jsonLine(["confirm": attempt]))
+            } else if console.inputIsTerminal {
+                console.writeError(attempt == 1
+                    ? "The other device approved. Type the 6-digit code it shows now: "
+                    : "That is not the code this device expects. Type the code the other device shows (try \(attempt) of \(Vault.confirmationAttempts)): ")
+            }
+            return try console.readLine().map { String(decoding: $0, as: UTF8.self) }
         }
     }
 
@@ -205,9 +224,11 @@ extension Device {
                 input, for scripts). Only if it equals the code this device computed is
                 the new device added; anything else refuses the request and adds nothing
                 (exit 1). There is no yes/no: the digits must be typed, because a
-                person glancing at two screens is what an attacker counts on.
+                person glancing at two screens is what an attacker counts on. Once
+                added, this device prints a second 6-digit code to type on the new
+                device, which joins only then.
 
-                --json prints {"approved", "device", "name"}.
+                --json prints {"approved", "device", "name", "confirmation"}.
                 """)
 
         @Argument(help: "The request code the new device shows (10 letters and digits).")
@@ -238,9 +259,9 @@ extension Device {
                                   exitCode: .rejected)
             }
             typed = String(decoding: line, as: UTF8.self)
-            try await vault.approve(exchanged, typedSAS: typed)
-            options.result(["approved": true, "device": candidate.device.rawValue, "name": candidate.deviceName],
-                           "Approved \(name.debugDescription); it now has the account's keys.\n")
+            let confirmation = try await vault.approve(exchanged, typedSAS: typed)
+            options.result(["approved": true, "device": candidate.device.rawValue, "name": candidate.deviceName, "confirmation": confirmation],
+                           "Approved \(name.debugDescription). On the new device, type this code:  \(confirmation)\n")
         }
     }
 

@@ -1,7 +1,7 @@
 import KeyVaultCrypto
 import KeyVaultModel
 
-// docs/formats/device-link.md (version 3) is the specification of everything in this file.
+// docs/formats/device-link.md (version 4) is the specification of everything in this file.
 
 /// The new device's commitment to its keys and its random value r_N, posted before
 /// the approver contributes r_A: SHA-256 over the account, the device's id, keys and
@@ -51,17 +51,38 @@ package enum LinkSAS {
 
     package static func compute(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate, deviceNonce: [UInt8],
                                approverNonce: [UInt8]) -> String? {
+        digits(sasDomain, account: account, code: code, approver: approver, request: request, deviceNonce: deviceNonce,
+               approverNonce: approverNonce)
+    }
+
+    /// The confirmation code (version 4): six digits over the same transcript as the
+    /// SAS under another domain, which the approver shows once it has approved and the
+    /// person types on the new device. The new device joins only when they equal its
+    /// own: the device the person approved on is then the one the new device was told
+    /// adds it (a server that named it another device, a revoked one on a fork, gets
+    /// digits nobody is shown).
+    package static func confirmation(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate,
+                                     deviceNonce: [UInt8], approverNonce: [UInt8]) -> String? {
+        digits("keyvault/v4/link-confirm", account: account, code: code, approver: approver, request: request,
+               deviceNonce: deviceNonce, approverNonce: approverNonce)
+    }
+
+    static let sasDomain = "keyvault/v3/link-sas"
+
+    private static func digits(_ domain: String, account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate,
+                               deviceNonce: [UInt8], approverNonce: [UInt8]) -> String? {
         guard deviceNonce.count == LinkCommitment.nonceByteCount, approverNonce.count == LinkCommitment.nonceByteCount,
-              let before = digestInput(account: account, code: code, approver: approver, request: request)
+              let before = digestInput(domain, account: account, code: code, approver: approver, request: request)
         else { return nil }
         return sixDigits(SHA256.hash(before + deviceNonce + approverNonce))
     }
 
     /// The digest's input before the two nonces, or nil for a malformed request (its
     /// own function for a test that searches nonces as a dishonest server would).
-    static func digestInput(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate) -> [UInt8]? {
+    static func digestInput(_ domain: String = sasDomain, account: AccountID, code: String, approver: DeviceID,
+                            request: LinkRequestCreate) -> [UInt8]? {
         guard let keys = LinkKeys(request), let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else { return nil }
-        var w = CanonicalWriter(domain: "keyvault/v3/link-sas")
+        var w = CanonicalWriter(domain: domain)
         w.short(account.rawValue)
         w.short(code)
         w.short(approver.rawValue)

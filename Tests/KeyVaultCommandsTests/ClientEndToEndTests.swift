@@ -107,10 +107,14 @@ func realBinariesTellTheWholeStory() async throws {
     let approval = await tablet.approver.finish()
     #expect(approval.code == 0, "\(approval.err)")
     #expect(try lastJSON(approval.out)["approved"] as? Bool == true)
+    // Then the person types on the new device the code the approver shows (version 4).
+    let confirmation = try #require(try lastJSON(approval.out)["confirmation"] as? String)
+    #expect(try await tablet.newDevice.nextJSON()["confirm"] as? Int == 1)
+    tablet.newDevice.type(confirmation)
     let linked = await tablet.newDevice.finish()
     #expect(linked.code == 0, "\(linked.err)")
     #expect(try lastJSON(linked.out)["status"] as? String == "approved")
-    // It names the device the code was typed on (device link version 3).
+    // It names the device that added it.
     #expect((try lastJSON(linked.out)["approvedBy"] as? [String: Any])?["name"] as? String == "laptop", "\(linked.out)")
     _ = try await run(["attachment", "get", "--member", "Alice", address, "-o", path("tablet.pdf")], "tablet")
     #expect(try Data(contentsOf: URL(fileURLWithPath: path("tablet.pdf"))) == scan)

@@ -41,7 +41,7 @@ func theLinkCountdownStaysOnOneLineUnderTheDigits() async throws {
     let story = try await Story("link-countdown")
     let created = try await story.run(["init", "--server", story.url, "--name", "laptop", "--recovery-file", story.path("code"), "--yes"], "laptop")
     let account = try #require(created["account"] as? String)
-    let console = BufferConsole(terminal: true)
+    let console = BufferConsole(terminal: true, awaitingInput: true)
     let link = Task {
         await KeyctlMain.run(["device", "link", "--server", story.url, "--account", account, "--name", "tablet", "--poll", "0.1",
                               "--home", story.path("tablet")], console: console)
@@ -58,8 +58,13 @@ func theLinkCountdownStaysOnOneLineUnderTheDigits() async throws {
     try await Task.sleep(for: .milliseconds(2500))
     let digits = try #require(console.output.split(separator: "\n").first { $0.contains("Type this code") }?.split(separator: " ").suffix(2).joined(separator: " "))
     approver.type(digits)
-    #expect(await approver.finish().code == 0)
+    let approval = await approver.finish()
+    #expect(approval.code == 0)
+    // The code the approver shows once it approved, typed on the new device (version 4).
+    let confirmation = try #require(try lastJSON(approval.out)["confirmation"] as? String)
+    console.feed(confirmation + "\n")
     #expect(await link.value == 0, "\(console.errorOutput)")
+    #expect(console.errorOutput.contains("The other device approved. Type the 6-digit code it shows now: "))
     let countdown = console.errorOutput.components(separatedBy: "waiting for the code to be typed")
     #expect(countdown.count > 2, "no countdown was shown: \(console.errorOutput)")
     // Every countdown report rewrote the same line (\r and erase), none began a new one.

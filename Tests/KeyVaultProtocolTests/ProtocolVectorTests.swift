@@ -178,16 +178,16 @@ struct MACFile: Decodable {
 struct DeviceLinkFile: Decodable {
     struct Case: Decodable {
         let account: String, code: String, approver: DeviceID, request: LinkRequestCreate
-        let deviceNonce: String, approverNonce: String, sas: String, wrongNonce: String
+        let deviceNonce: String, approverNonce: String, sas: String, confirmation: String, wrongNonce: String
     }
     let tests: [Case]
 }
 
-/// docs/formats/device-link.md, version 3: the commitment and the SAS as an
-/// independent implementation computes them; a reveal that does not open the
+/// docs/formats/device-link.md, version 4: the commitment, the SAS and the confirmation
+/// code as an independent implementation computes them; a reveal that does not open the
 /// commitment, or any changed key, name, code or approving device, gives something else.
 @Test func deviceLinkCommitmentAndSASMatchTheIndependentImplementation() throws {
-    let file = try vectors.load("device-link-v3", as: DeviceLinkFile.self)
+    let file = try vectors.load("device-link-v4", as: DeviceLinkFile.self)
     #expect(file.tests.count == 3)
     for v in file.tests {
         let account = try #require(AccountID(rawValue: v.account))
@@ -208,6 +208,14 @@ struct DeviceLinkFile: Decodable {
         #expect(sas(code: "0000000000") != v.sas)
         #expect(sas(approverNonce: rN) != v.sas)
         #expect(sas(approver: v.request.device) != v.sas)
+
+        func confirmation(approver: DeviceID? = nil) -> String? {
+            LinkSAS.confirmation(account: account, code: v.code, approver: approver ?? v.approver, request: v.request,
+                                 deviceNonce: rN, approverNonce: rA)
+        }
+        #expect(confirmation() == v.confirmation)
+        #expect(v.confirmation != v.sas)
+        #expect(confirmation(approver: v.request.device) != v.confirmation)
     }
 }
 

@@ -6,15 +6,37 @@ import KeyVaultTestSupport
 @testable import KeyVaultProtocol
 import Testing
 
-// Device link, version 3 (docs/formats/device-link.md), against the real in-process
+// Device link, version 4 (docs/formats/device-link.md), against the real in-process
 // service, with a double that does what a dishonest server would.
 
-/// What the new device showed, as the events came.
+/// What the new device showed, as the events came, and the confirmation codes the
+/// person types on it (``type(_:)``), taken one per attempt.
 final class LinkScreen: Sendable {
-    private let state = Locked<(code: String?, sas: String?, resumed: Bool)>((nil, nil, false))
+    private let state = Locked<(code: String?, sas: String?, resumed: Bool, typing: [String], attempts: [Int], stopped: Bool)>(
+        (nil, nil, false, [], [], false))
     var code: String? { state.withLock { $0.code } }
     var sas: String? { state.withLock { $0.sas } }
     var resumed: Bool { state.withLock { $0.resumed } }
+    /// The attempts the new device asked for a confirmation code on.
+    var attempts: [Int] { state.withLock { $0.attempts } }
+
+    /// The person types `code` on the new device (the next time it asks).
+    func type(_ code: String) { state.withLock { $0.typing.append(code) } }
+
+    /// The person types nothing more: once the codes typed are used up, the device is told to stop.
+    func stopTyping() { state.withLock { $0.stopped = true } }
+
+    /// What the new device is given when it asks: the next code typed (waiting for one
+    /// a bounded while), or nil (the person stops) when none comes.
+    func typed(_ attempt: Int) async throws -> String? {
+        state.withLock { $0.attempts.append(attempt) }
+        for _ in 0..<500 {
+            let (code, stopped) = state.withLock { ($0.typing.isEmpty ? nil : $0.typing.removeFirst(), $0.stopped) }
+            if code != nil || stopped { return code }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
+    }
 
     func show(_ event: Vault.LinkEvent) {
         state.withLock { screen in
@@ -39,8 +61,20 @@ final class LinkScreen: Sendable {
 func startLink(_ fixture: Fixture, _ laptop: Vault, home: String = "tablet", screen: LinkScreen) -> Task<Vault, any Error> {
     Task {
         try await Vault.link(home: fixture.home(home), server: "test", transport: fixture.transport, account: laptop.account,
-                             name: home, pollInterval: .milliseconds(10), events: { screen.show($0) })
+                             name: home, pollInterval: .milliseconds(10), events: { screen.show($0) },
+                             typeConfirmation: { try await screen.typed($0) })
     }
+}
+
+/// A link started and answered: the new device's screen and task, the approver's side
+/// once the values are exchanged, and the digits the new device shows.
+func startExchange(_ fixture: Fixture, _ laptop: Vault) async throws
+    -> (screen: LinkScreen, tablet: Task<Vault, any Error>, exchanged: Vault.LinkCandidate, shown: String) {
+    let screen = LinkScreen()
+    let tablet = startLink(fixture, laptop, screen: screen)
+    let exchanged = try await laptop.exchange(try await laptop.linkCandidate(code: try await screen.wait { screen.code }),
+                                              pollInterval: .milliseconds(10))
+    return (screen, tablet, exchanged, try await screen.wait { screen.sas })
 }
 
 @Test func aDeviceLinkedByTypingItsCodeOpensTheAccountsKeys() async throws {
@@ -52,8 +86,11 @@ func startLink(_ fixture: Fixture, _ laptop: Vault, home: String = "tablet", scr
         let exchanged = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
         let shown = try await screen.wait { screen.sas }
         #expect(exchanged.sas == shown)
-        try await laptop.approve(exchanged, typedSAS: shown.replacingOccurrences(of: " ", with: ""))
+        let confirmation = try await laptop.approve(exchanged, typedSAS: shown.replacingOccurrences(of: " ", with: ""))
+        #expect(confirmation != shown)
+        screen.type(confirmation)
         let joined = try await tablet.value
+        #expect(screen.attempts == [1])
         #expect(try await joined.masterKey().key == laptop.masterKey().key)
         #expect(try fixture.home("tablet").load().linkCode == nil)
     }
@@ -61,15 +98,11 @@ func startLink(_ fixture: Fixture, _ laptop: Vault, home: String = "tablet", scr
 
 @Test func aMistypedCodeRefusesTheRequestAndAddsNothing() async throws {
     try await Fixture.run { fixture, laptop in
-        let screen = LinkScreen()
-        let tablet = startLink(fixture, laptop, screen: screen)
-        let exchanged = try await laptop.exchange(try await laptop.linkCandidate(code: try await screen.wait { screen.code }),
-                                                  pollInterval: .milliseconds(10))
-        let shown = try await screen.wait { screen.sas }
+        let (_, tablet, exchanged, shown) = try await startExchange(fixture, laptop)
         // Every digit different: not a typo, and said so (someone may have swapped the keys).
         let wrong = String(shown.map { $0.isNumber ? Character(String((Int(String($0))! + 5) % 10)) : $0 })
         do {
-            try await laptop.approve(exchanged, typedSAS: wrong)
+            _ = try await laptop.approve(exchanged, typedSAS: wrong)
             Issue.record("a wrong code was approved")
         } catch let error as KeyVaultError {
             #expect(error.code == .sasMismatch && error.kind == .rejected && error.message.contains("not a typo"), "\(error)")
@@ -93,7 +126,7 @@ func startLink(_ fixture: Fixture, _ laptop: Vault, home: String = "tablet", scr
         var digits = Array(try await screen.wait { screen.sas }.filter(\.isNumber))
         digits[2] = digits[2] == "9" ? "0" : Character(String(Int(String(digits[2]))! + 1))
         do {
-            try await laptop.approve(exchanged, typedSAS: String(digits))
+            _ = try await laptop.approve(exchanged, typedSAS: String(digits))
             Issue.record("a mistyped code was approved")
         } catch let error as KeyVaultError {
             #expect(error.code == .sasMismatch && error.message.contains("most likely a typo"), "\(error)")
@@ -167,7 +200,7 @@ func aServerThatGrindsTheSASCannotGetItsDeviceApproved(grind: Bool) async throws
             let exchanged = try await exchange.value
             #expect(!grind, "a reveal that does not open the commitment was accepted (after \(tried) candidates)")
             // The person types what the real new device shows.
-            await expectRefusal("sas_mismatch", kind: .rejected) { try await laptop.approve(exchanged, typedSAS: shown) }
+            await expectRefusal("sas_mismatch", kind: .rejected) { _ = try await laptop.approve(exchanged, typedSAS: shown) }
         } catch let error as KeyVaultError {
             #expect(grind && error.code.rawValue == "bad_reveal", "\(error.code.rawValue): \(error.message)")
         }
@@ -218,8 +251,8 @@ func grindReveal(account: AccountID, code: String, approver: DeviceID, request: 
         let shown = try await screen.wait { screen.sas }
         first.cancel()
         _ = try? await first.value
-        try await laptop.approve(exchanged, typedSAS: shown)
         let again = LinkScreen()
+        again.type(try await laptop.approve(exchanged, typedSAS: shown))
         let joined = try await startLink(fixture, laptop, screen: again).value
         #expect(again.resumed && again.code == screen.code)
         #expect(try await joined.masterKey().key == laptop.masterKey().key)
@@ -239,7 +272,7 @@ func grindReveal(account: AccountID, code: String, approver: DeviceID, request: 
         let again2 = try await laptop.linkCandidate(code: code)
         #expect(again2.request.device == candidate.request.device)
         let answered = try await laptop.exchange(again2, pollInterval: .milliseconds(10))
-        try await laptop.approve(answered, typedSAS: try await retry.wait { retry.sas })
+        retry.type(try await laptop.approve(answered, typedSAS: try await retry.wait { retry.sas }))
         #expect(try await phone.value.device == candidate.request.device)
     }
 }
@@ -332,7 +365,7 @@ struct RevokedPhoneFork {
         let fork = try await RevokedPhoneFork(fixture, laptop)
         let exchanged = try await laptop.exchange(fork.candidate, pollInterval: .milliseconds(10))
         fork.serve(on: fixture.transport)
-        try await laptop.approve(exchanged, typedSAS: try await fork.tablet.wait { fork.tablet.sas })
+        fork.tablet.type(try await laptop.approve(exchanged, typedSAS: try await fork.tablet.wait { fork.tablet.sas }))
         do {
             let joined = try await fork.linking.value
             let phoneActive = try await joined.chain.devices[fork.phone]?.isActive == true
@@ -344,13 +377,15 @@ struct RevokedPhoneFork {
     }
 }
 
-/// Third review of the change (F1): what version 3 does not stop, and how it shows. A
-/// server may name the revoked phone to the new device as its approver, with a value of
-/// the phone's, and serve it the fork where the phone added it: the new device cannot
-/// tell (the person compares digits on the approver only), but the approver the person
-/// typed on computes other digits and refuses, and the new device says who added it (a
-/// second code typed on the new device would close it: docs/formats/device-link.md).
-@Test func aServerNamingTheRevokedPhoneAsApproverIsRefusedOnTheApproverAndNamedOnTheNewDevice() async throws {
+/// Third review of the change (F1): what version 3 did not stop. A server may name the
+/// revoked phone to the new device as its approver, with a value of the phone's, and
+/// serve it the fork where the phone added it: under version 3 the new device joined that
+/// fork (the person compares digits on the approver only) while the laptop refused. Since
+/// version 4 the new device joins only once the person types the confirmation code the
+/// approver shows, over the approver the new device was told of: the laptop shows none
+/// (it refused), and neither the digits the tablet showed nor the code the laptop would
+/// have shown (computed over itself) is the tablet's.
+@Test func aServerNamingTheRevokedPhoneAsApproverGetsTheNewDeviceJoinedNowhere() async throws {
     try await Fixture.run { fixture, laptop in
         let fork = try await RevokedPhoneFork(fixture, laptop)
         let (phone, phoneNonce) = (fork.phone, Hex.encode(SystemRandom.bytes(count: 32)))
@@ -371,11 +406,52 @@ struct RevokedPhoneFork {
         approvedForTheTablet.withLock { $0 = true }
         // The laptop computes its digits over itself and its own value: the person's typing does not match.
         #expect(exchanged.sas != shown)
-        await expectRefusal("sas_mismatch", kind: .rejected) { try await laptop.approve(exchanged, typedSAS: shown) }
+        await expectRefusal("sas_mismatch", kind: .rejected) { _ = try await laptop.approve(exchanged, typedSAS: shown) }
         try await laptop.sync()
         #expect(try await laptop.chain.devices[fork.candidate.request.device] == nil, "the laptop added the tablet")
-        // The tablet joined the fork, and names the device that added it: the revoked phone.
-        let joined = try await fork.linking.value
-        #expect(try await joined.devices().first { $0.id == fork.candidate.request.device }?.addedBy == phone)
+        // The person types what they have: the digits the tablet showed, the code the laptop
+        // would have shown had it approved, and a guess. None is the tablet's; it joins nothing.
+        for code in [shown, try #require(exchanged.confirmation), "000 000"] { fork.tablet.type(code) }
+        do {
+            let joined = try await fork.linking.value
+            let addedBy = try await joined.devices().first { $0.id == fork.candidate.request.device }?.addedBy
+            Issue.record("the tablet joined the fork (added by \(addedBy.map(\.rawValue) ?? "nobody"); the phone is \(phone))")
+        } catch let error as KeyVaultError {
+            #expect(error.code == .sasMismatch && error.kind == .rejected, "\(error)")
+        }
+        #expect(fork.tablet.attempts == [1, 2, 3])
+        #expect(try fixture.home("tablet").load().enrolled == false, "the tablet's home says enrolled")
+    }
+}
+
+/// Version 4: the new device joins only once the person types the code the approving
+/// device shows after it approved. Wrong three times, it stops without joining, and its
+/// home keeps the request: running the link again asks anew, and the right code joins.
+@Test func aNewDeviceJoinsOnlyWhenTheApproversConfirmationCodeIsTypedOnIt() async throws {
+    try await Fixture.run { fixture, laptop in
+        let (screen, tablet, exchanged, shown) = try await startExchange(fixture, laptop)
+        let confirmation = try await laptop.approve(exchanged, typedSAS: shown)
+        // One digit off, the SAS itself, and not digits at all.
+        var slip = Array(confirmation)
+        slip[0] = slip[0] == "9" ? "0" : Character(String(Int(String(slip[0]))! + 1))
+        for code in [String(slip), shown, "tablet"] { screen.type(code) }
+        await expectRefusal("sas_mismatch", kind: .rejected) { _ = try await tablet.value }
+        #expect(screen.attempts == [1, 2, 3])
+        let kept = try fixture.home("tablet").load()
+        #expect(!kept.enrolled && kept.linkConfirmation != nil && kept.linkApprover == laptop.device)
+
+        // Nothing typed: it stops, and keeps the request still.
+        let silent = LinkScreen()
+        silent.stopTyping()
+        await expectRefusal("link_request_closed", kind: .rejected) { _ = try await startLink(fixture, laptop, screen: silent).value }
+        #expect(silent.resumed && silent.attempts == [1])
+
+        let again = LinkScreen()
+        again.type(confirmation.replacingOccurrences(of: " ", with: ""))
+        let joined = try await startLink(fixture, laptop, screen: again).value
+        #expect(again.resumed && again.attempts == [1])
+        #expect(try await joined.masterKey().key == laptop.masterKey().key)
+        let home = try fixture.home("tablet").load()
+        #expect(home.enrolled && home.linkConfirmation == nil && home.linkApprover == nil)
     }
 }

@@ -52,7 +52,7 @@ func linkDevice(_ fixture: Fixture, by approver: Vault, _ name: String) async th
     let task = startLink(fixture, approver, home: name, screen: screen)
     let exchanged = try await approver.exchange(try await approver.linkCandidate(code: try await screen.wait { screen.code }),
                                                 pollInterval: .milliseconds(10))
-    try await approver.approve(exchanged, typedSAS: try await screen.wait { screen.sas })
+    screen.type(try await approver.approve(exchanged, typedSAS: try await screen.wait { screen.sas }))
     return try await task.value
 }
 
