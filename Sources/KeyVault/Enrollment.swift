@@ -267,12 +267,12 @@ extension Vault {
     private static func checkConfirmation(_ expected: String, _ typeConfirmation: (_ attempt: Int) async throws -> String?) async throws {
         for attempt in 1...confirmationAttempts {
             guard let typed = try await typeConfirmation(attempt) else {
-                throw KeyVaultError(.linkRequestClosed, "no confirmation code was typed, so this device did not join; run the link again in the same home to type the code the approving device shows",
+                throw KeyVaultError(.linkRequestClosed, "no confirmation code was typed, so this device did not join; run the link again in the same home to type the code the approving device showed. If it showed none (its answer was lost), delete this home and link again, then revoke the unused device from a device of the account if it is listed",
                                     kind: .rejected)
             }
             if let digits = LinkSAS.digits(typed), constantTimeEquals(Array(digits.utf8), Array(expected.utf8)) { return }
         }
-        throw KeyVaultError(.sasMismatch, "the confirmation code typed \(confirmationAttempts) times does not match the one this device computed, so it did not join. If you typed what the approving device showed, the server named another device to this one as its approver: do not use this device (delete its home) and revoke it from a device of the account. Otherwise run the link again in the same home and type the code once more",
+        throw KeyVaultError(.sasMismatch, "the confirmation code typed \(confirmationAttempts) times does not match the one this device computed, so it did not join. If you typed what the approving device showed, the server named another device to this one as its approver: do not use this device (delete its home) and revoke it from a device of the account. Otherwise run the link again in the same home and type the code once more (only the code the approving device showed after it approved; a code in an error message or a device name is not it)",
                             kind: .rejected)
     }
 
@@ -291,7 +291,7 @@ extension Vault {
                                    typeConfirmation: (_ attempt: Int) async throws -> String?,
                                    progress: @escaping ProgressReporter) async throws -> Vault {
         guard let approver = record.linkApprover, let expected = record.linkConfirmation.flatMap(LinkSAS.digits) else {
-            throw KeyVaultError(.linkRequestClosed, "the request was approved, but this device's home does not say which device answered it (an older version wrote it, or the server called it approved before any answer), so this device cannot check who added it and does not join: revoke device \(record.device) from a device of the account and link again from a new home",
+            throw KeyVaultError(.linkRequestClosed, "the request was approved, but this device's home does not say which device answered it (an older version wrote it, or the server called it approved before any answer), so this device cannot check who added it and does not join: link again from a new home, and revoke device \(record.device) from a device of the account if it is listed",
                                 kind: .rejected)
         }
         try await checkConfirmation(expected, typeConfirmation)
@@ -329,6 +329,23 @@ extension Vault {
     /// Fetches the pending link request the new device shows `code` for (it touches no
     /// state of this vault, so it does not hold it).
     public func linkCandidate(code raw: String) async throws -> LinkCandidate {
+        try await inTheApproversOwnWords { try await self.fetchCandidate(code: raw) }
+    }
+
+    /// Runs a step of an approval so that a refusal from the server comes out without
+    /// the server's own words (its error code and HTTP status only). The person reads
+    /// the approving device's screen for the confirmation code to type on the new one
+    /// (version 4): text a server chose, printed there, could pass for it.
+    func inTheApproversOwnWords<T>(_ step: () async throws -> T) async throws -> T {
+        do {
+            return try await step()
+        } catch let error as KeyVaultError where error.status != nil {
+            throw KeyVaultError(error.code, "the server refused (\(error.code.rawValue), HTTP \(error.status!))", kind: error.kind,
+                                status: error.status)
+        }
+    }
+
+    private func fetchCandidate(code raw: String) async throws -> LinkCandidate {
         let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
         guard LinkCode.isValid(code) else {
             throw KeyVaultError(.invalidInput, "\(code.printable.debugDescription) is not a link code")
@@ -363,6 +380,10 @@ extension Vault {
     /// no state of this vault, so it does not hold it: while it waits for a person at
     /// the new device, other calls go on.
     public func exchange(_ candidate: LinkCandidate, pollInterval: Duration = .seconds(1)) async throws -> LinkCandidate {
+        try await inTheApproversOwnWords { try await self.exchangeValues(candidate, pollInterval: pollInterval) }
+    }
+
+    private func exchangeValues(_ candidate: LinkCandidate, pollInterval: Duration) async throws -> LinkCandidate {
         let approverNonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
         try await api.respondToLinkRequest(candidate.code, nonce: approverNonce)
         let deadline = Int64(Date().timeIntervalSince1970) + 15 * 60
@@ -421,12 +442,17 @@ extension Vault {
     ///   the new device: it joins only then (docs/formats/device-link.md, version 4).
     /// - Throws: `sas_mismatch` (kind `.rejected`) on a mismatch; `invalid_input` before `exchange`.
     public func approve(_ candidate: LinkCandidate, typedSAS: String) async throws -> String {
+        try await inTheApproversOwnWords { try await self.approveTyped(candidate, typedSAS: typedSAS) }
+    }
+
+    private func approveTyped(_ candidate: LinkCandidate, typedSAS: String) async throws -> String {
         try await exclusively {
             guard let sas = candidate.sas, let expected = LinkSAS.digits(sas), let confirmation = candidate.confirmation else {
                 throw KeyVaultError(.invalidInput, "exchange values with the new device before approving it")
             }
             guard let typed = LinkSAS.digits(typedSAS), constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
-                try await refuse(candidate)
+                // Whatever the server answers the refusal, the error is this one: its words are the device's own.
+                try? await refuse(candidate)
                 throw KeyVaultError(.sasMismatch, "the code typed does not match" + Self.howCodesDiffer(typed: LinkSAS.digits(typedSAS), expected: expected)
                                     + ": the request was refused and no device was added (a code gets one try)")
             }

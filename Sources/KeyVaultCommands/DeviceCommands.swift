@@ -126,10 +126,10 @@ extension Device {
                 `keyctl device approve CODE`; once it answers, this device shows a
                 6-digit code to type there. Waits until the request is approved,
                 refused, or expires (10 minutes). Once approved, the other device
-                shows a second 6-digit code: type it here (a prompt on a terminal;
-                otherwise one line on standard input, up to 3 tries). This device
-                joins only when it matches, so the device you approved on is the one
-                that adds it.
+                prints "Confirmation code for the new device" and 6 digits: type them
+                here (a prompt on a terminal; otherwise one line on standard input, up
+                to 3 tries). This device joins only when they match, so the device you
+                approved on is the one that adds it.
 
                 Each side commits to its keys and randomness before it sees the
                 other's, so a server in the middle cannot choose keys that give the
@@ -197,7 +197,8 @@ extension Device {
             var answer: [String: Any] = ["account": vault.account.rawValue, "device": vault.device.rawValue, "status": "approved"]
             answer["approvedBy"] = approver.map { ["id": $0.id.rawValue, "name": $0.name] }
             options.result(answer, "Approved: this device (\(vault.device)) joined account \(vault.account), added by "
-                           + (approver.map { "\($0.name.printable.debugDescription) (\($0.id))" } ?? "another device") + ".\n")
+                           + (approver.map { "\($0.name.printable.debugDescription) (\($0.id))" } ?? "another device")
+                           + ". If that is not the device you approved on, do not use this device: delete its home and link it again.\n")
         }
 
         /// The approver's confirmation code, as the person types it (one line; a prompt on a terminal).
@@ -207,8 +208,8 @@ extension Device {
                 console.write(jsonLine(["confirm": attempt]))
             } else if console.inputIsTerminal {
                 console.writeError(attempt == 1
-                    ? "The other device approved. Type the 6-digit code it shows now: "
-                    : "That is not the code this device expects. Type the code the other device shows (try \(attempt) of \(Vault.confirmationAttempts)): ")
+                    ? "The other device approved. Type its confirmation code (the line \"Confirmation code for the new device\" there; never a code from an error message or a name): "
+                    : "That is not the code this device expects. Type the other device's confirmation code (try \(attempt) of \(Vault.confirmationAttempts)): ")
             }
             return try console.readLine().map { String(decoding: $0, as: UTF8.self) }
         }
@@ -225,8 +226,10 @@ extension Device {
                 the new device added; anything else refuses the request and adds nothing
                 (exit 1). There is no yes/no: the digits must be typed, because a
                 person glancing at two screens is what an attacker counts on. Once
-                added, this device prints a second 6-digit code to type on the new
-                device, which joins only then.
+                added, this device prints "Confirmation code for the new device" and 6
+                digits to type there: the new device joins only then. While it
+                approves, it prints no words of the server's (a refusal is its code
+                and HTTP status), so no code but that one comes from here.
 
                 --json prints {"approved", "device", "name", "confirmation"}.
                 """)
@@ -261,7 +264,7 @@ extension Device {
             typed = String(decoding: line, as: UTF8.self)
             let confirmation = try await vault.approve(exchanged, typedSAS: typed)
             options.result(["approved": true, "device": candidate.device.rawValue, "name": candidate.deviceName, "confirmation": confirmation],
-                           "Approved \(name.debugDescription). On the new device, type this code:  \(confirmation)\n")
+                           "Approved \(name.debugDescription).\nConfirmation code for the new device:  \(confirmation)\n")
         }
     }
 

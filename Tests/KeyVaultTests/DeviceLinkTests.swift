@@ -455,3 +455,42 @@ struct RevokedPhoneFork {
         #expect(home.enrolled && home.linkConfirmation == nil && home.linkApprover == nil)
     }
 }
+
+/// Cold review of version 4 (finding 1): the person reads the confirmation code off the
+/// approving device's screen, so no text a server chose may be printed there. A server
+/// answered the refusal of a mistyped SAS with an error whose words were a fake
+/// "Confirmation code for the new device: …" line, and that error replaced the device's
+/// own; a failing step of the exchange quoted the server likewise.
+@Test func theApproverPrintsNoWordsOfTheServersThatCouldPassForTheConfirmationCode() async throws {
+    try await Fixture.run { fixture, laptop in
+        let fake = #"{"error": {"code": "bad_request", "message": "Approved \"tablet\". Confirmation code for the new device:  482 113"}}"#
+        fixture.transport.tamper { request, reply in
+            guard request.method == "POST", request.target.hasSuffix("/refuse") else { return }
+            (reply.status, reply.body) = (400, Array(fake.utf8))
+        }
+        let (_, tablet, exchanged, shown) = try await startExchange(fixture, laptop)
+        defer { tablet.cancel() }
+        do {
+            _ = try await laptop.approve(exchanged, typedSAS: shown == "000 000" ? "000 001" : "000 000")
+            Issue.record("a wrong code was approved")
+        } catch let error as KeyVaultError {
+            #expect(error.code == .sasMismatch && !error.message.contains("482"), "\(error)")
+        }
+
+        // A step of the exchange the server refuses, in words of its own.
+        let screen = LinkScreen()
+        let phone = startLink(fixture, laptop, home: "phone", screen: screen)
+        defer { phone.cancel() }
+        let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
+        fixture.transport.tamper { request, reply in
+            guard request.method == "POST", request.target.hasSuffix("/respond") else { return }
+            (reply.status, reply.body) = (400, Array(fake.utf8))
+        }
+        do {
+            _ = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
+            Issue.record("the exchange went on")
+        } catch let error as KeyVaultError {
+            #expect(error.status == 400 && !error.message.contains("482") && !error.message.contains("Confirmation"), "\(error)")
+        }
+    }
+}
