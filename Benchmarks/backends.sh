@@ -12,7 +12,7 @@
 # Needs wrk (apt-get install wrk) and Debian's postgresql.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source Benchmarks/lib.sh  # cpu_ticks, start_server
+source Benchmarks/lib.sh  # cpu_ticks, start_server, replay_rate
 if [ -z "${KEYVAULT_TEST_DATABASE_URL:-}" ]; then
   exec env KEYVAULT_PG_DURABLE=1 bash Scripts/with-postgres.sh bash "$0" "$@"
 fi
@@ -72,7 +72,7 @@ for backend in SQLite PostgreSQL; do
   rows+=("$(wrk_run "$backend|session-MAC read of this device's key boxes" http://127.0.0.1:18093 "$work/session.req" $server)")
   "$bin/keyvault-bench" sign-requests "$work/all.json" $((accounts - 1)) append "$work/append.req"
   rows+=("$(wrk_run "$backend|signed chain append (member.add, one per account)" http://127.0.0.1:18093 "$work/append.req" $server)")
-  # As server.sh's upload row: 6,000 signed 64 KiB uploads of new content to one member, 5 s.
+  # As server.sh's upload row: 15,000 signed 64 KiB uploads of new content to one member, 5 s.
   "$bin/keyvault-bench" sign-requests "$work/devices.json" 15000 upload "$work/upload.req"  # up to 3,000/s
   rows+=("$(duration=5 wrk_run "$backend|signed 64 KiB attachment upload (new content each)" http://127.0.0.1:18093 "$work/upload.req" $server)")
   kill -TERM $server; wait $server 2>/dev/null || true

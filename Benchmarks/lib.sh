@@ -32,5 +32,8 @@ start_server() {
 # still divides by the whole duration: the rate is the file's size, not the server's).
 replay_rate() {
   local rps; rps=$(awk '/Requests\/sec/ {print $2}' <<<"$1")
-  if grep -q "replay.lua: ran out" "$2" 2>/dev/null; then echo "≥ $rps (ran out)"; else echo "$rps"; fi
+  if [ -z "$rps" ]; then
+    echo "replay_rate: wrk printed no Requests/sec:" >&2; cat "$2" >&2 2>/dev/null; echo "n/a"; return 1
+  fi
+  if grep -qF "replay.lua: ran out" "$2" 2>/dev/null; then echo "≥ $rps (ran out)"; else echo "$rps"; fi
 }

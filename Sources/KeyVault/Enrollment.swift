@@ -174,7 +174,7 @@ extension Vault {
     /// Asks a device of the account to add this one: posts a request with a commitment
     /// to this device's keys and a random value r_N, waits for the approver's value,
     /// reveals r_N, reports the SAS through `events`, and waits until the request is
-    /// approved, refused or expired; then asks `typeConfirmation` (attempt 1, 2, 3) for
+    /// approved, refused or expired; then asks `askConfirmation` (attempt 1, 2, 3) for
     /// the code the approving device shows, and joins only when it is the one this
     /// device computed.
     ///
@@ -182,7 +182,7 @@ extension Vault {
     /// first: if that request was approved, the device asks for the code and joins with its keys.
     package static func link(home: DeviceHome, server: String, transport: any HTTPTransport, account: AccountID, name: String,
                             pollInterval: Duration = .seconds(1), events: (LinkEvent) -> Void,
-                            typeConfirmation: (_ attempt: Int) async throws -> String?,
+                            askConfirmation: (_ attempt: Int) async throws -> String?,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await locked(home) {
             let leftover = try await prepareNewDevice(home: home, name: name)
@@ -200,7 +200,7 @@ extension Vault {
                     }
                     if let info, info.status == .approved, info.request.device == earlier.device {
                         events(.resumed(code: code))
-                        return try await finishLink(home: home, record: earlier, transport: transport, typeConfirmation: typeConfirmation,
+                        return try await finishLink(home: home, record: earlier, transport: transport, askConfirmation: askConfirmation,
                                                     progress: progress)
                     }
                 }
@@ -234,18 +234,16 @@ extension Vault {
                         // this one, and only a chain where that device did is joined (finishLink).
                         guard let approver = status.approver, let approverNonce = try? Hex.decode(answer),
                               approverNonce.count == LinkCommitment.nonceByteCount,
-                              let sas = LinkSAS.compute(account: account, code: info.code, approver: approver, request: request,
-                                                        deviceNonce: nonce, approverNonce: approverNonce),
-                              let confirmation = LinkSAS.confirmation(account: account, code: info.code, approver: approver,
-                                                                      request: request, deviceNonce: nonce, approverNonce: approverNonce)
+                              let codes = LinkSAS.codes(account: account, code: info.code, approver: approver,
+                                                        request: request, deviceNonce: nonce, approverNonce: approverNonce)
                         else { throw KeyVaultError(.badResponse, "the server's answer to link request \(info.code) names no approving device, or a malformed value") }
                         // Kept before the reveal: an approval this device does not see end is
                         // finished later (a second `link`) against the same approver.
-                        (record.linkApprover, record.linkConfirmation) = (approver, confirmation)
+                        (record.linkApprover, record.linkConfirmation) = (approver, codes.confirmation)
                         try home.save(record)
                         try await api.revealLinkRequest(info.code, nonce: nonce)
                         revealed = true
-                        events(.sas(sas))
+                        events(.sas(codes.sas))
                     }
                     let left = max(0, status.expires - Int64(Date().timeIntervalSince1970))
                     progress(.waitingForApproval(codeShown: revealed, secondsLeft: left))
@@ -255,7 +253,7 @@ extension Vault {
                 case .expired:
                     throw linkExpired
                 case .approved:
-                    return try await finishLink(home: home, record: record, transport: transport, typeConfirmation: typeConfirmation,
+                    return try await finishLink(home: home, record: record, transport: transport, askConfirmation: askConfirmation,
                                                 progress: progress)
                 }
             }
@@ -264,9 +262,9 @@ extension Vault {
 
     /// Asks for the approver's confirmation code up to ``confirmationAttempts`` times;
     /// returns once one typed equals `expected` (compared in constant time).
-    private static func checkConfirmation(_ expected: String, _ typeConfirmation: (_ attempt: Int) async throws -> String?) async throws {
+    private static func checkConfirmation(_ expected: String, _ askConfirmation: (_ attempt: Int) async throws -> String?) async throws {
         for attempt in 1...confirmationAttempts {
-            guard let typed = try await typeConfirmation(attempt) else {
+            guard let typed = try await askConfirmation(attempt) else {
                 throw KeyVaultError(.linkRequestClosed, "no confirmation code was typed, so this device did not join; run the link again in the same home to type the code the approving device showed. If it showed none (its answer was lost), delete this home and link again, then revoke the unused device from a device of the account if it is listed",
                                     kind: .rejected)
             }
@@ -288,13 +286,17 @@ extension Vault {
     /// added it: the code says that the device the person approved on is the one the
     /// chain must show (docs/formats/device-link.md, version 4).
     private static func finishLink(home: DeviceHome, record: DeviceRecord, transport: any HTTPTransport,
-                                   typeConfirmation: (_ attempt: Int) async throws -> String?,
+                                   askConfirmation: (_ attempt: Int) async throws -> String?,
                                    progress: @escaping ProgressReporter) async throws -> Vault {
-        guard let approver = record.linkApprover, let expected = record.linkConfirmation.flatMap(LinkSAS.digits) else {
-            throw KeyVaultError(.linkRequestClosed, "the request was approved, but this device's home does not say which device answered it (an older version wrote it, or the server called it approved before any answer), so this device cannot check who added it and does not join: link again from a new home, and revoke device \(record.device) from a device of the account if it is listed",
+        guard let approver = record.linkApprover else {
+            throw KeyVaultError(.linkRequestClosed, "the request was approved, but this device's home does not say which device answered it (the server called it approved before any answer), so this device cannot check who added it and does not join: link again from a new home, and revoke device \(record.device) from a device of the account if it is listed",
                                 kind: .rejected)
         }
-        try await checkConfirmation(expected, typeConfirmation)
+        guard let expected = record.linkConfirmation.flatMap(LinkSAS.digits) else {
+            throw KeyVaultError(.linkRequestClosed, "the request was approved, but this device's home was written by an older version that keeps no confirmation code, so this device cannot check that the device you approved on added it and does not join: link again from a new home, and revoke device \(record.device) from a device of the account if it is listed",
+                                kind: .rejected)
+        }
+        try await checkConfirmation(expected, askConfirmation)
         var record = record
         record.enrolled = true
         record.linkCode = nil
@@ -329,23 +331,6 @@ extension Vault {
     /// Fetches the pending link request the new device shows `code` for (it touches no
     /// state of this vault, so it does not hold it).
     public func linkCandidate(code raw: String) async throws -> LinkCandidate {
-        try await inTheApproversOwnWords { try await self.fetchCandidate(code: raw) }
-    }
-
-    /// Runs a step of an approval so that a refusal from the server comes out without
-    /// the server's own words (its error code and HTTP status only). The person reads
-    /// the approving device's screen for the confirmation code to type on the new one
-    /// (version 4): text a server chose, printed there, could pass for it.
-    func inTheApproversOwnWords<T>(_ step: () async throws -> T) async throws -> T {
-        do {
-            return try await step()
-        } catch let error as KeyVaultError where error.status != nil {
-            throw KeyVaultError(error.code, "the server refused (\(error.code.rawValue), HTTP \(error.status!))", kind: error.kind,
-                                status: error.status)
-        }
-    }
-
-    private func fetchCandidate(code raw: String) async throws -> LinkCandidate {
         let code = raw.uppercased().filter { !$0.isWhitespace && $0 != "-" }
         guard LinkCode.isValid(code) else {
             throw KeyVaultError(.invalidInput, "\(code.printable.debugDescription) is not a link code")
@@ -380,10 +365,6 @@ extension Vault {
     /// no state of this vault, so it does not hold it: while it waits for a person at
     /// the new device, other calls go on.
     public func exchange(_ candidate: LinkCandidate, pollInterval: Duration = .seconds(1)) async throws -> LinkCandidate {
-        try await inTheApproversOwnWords { try await self.exchangeValues(candidate, pollInterval: pollInterval) }
-    }
-
-    private func exchangeValues(_ candidate: LinkCandidate, pollInterval: Duration) async throws -> LinkCandidate {
         let approverNonce = SystemRandom.bytes(count: LinkCommitment.nonceByteCount)
         try await api.respondToLinkRequest(candidate.code, nonce: approverNonce)
         let deadline = Int64(Date().timeIntervalSince1970) + 15 * 60
@@ -400,17 +381,15 @@ extension Vault {
             }
             guard let deviceNonce = try? Hex.decode(reveal),
                   LinkCommitment.opens(account: account, request: candidate.request, nonce: deviceNonce),
-                  let sas = LinkSAS.compute(account: account, code: candidate.code, approver: device, request: candidate.request,
-                                            deviceNonce: deviceNonce, approverNonce: approverNonce),
-                  let confirmation = LinkSAS.confirmation(account: account, code: candidate.code, approver: device,
-                                                          request: candidate.request, deviceNonce: deviceNonce, approverNonce: approverNonce)
+                  let codes = LinkSAS.codes(account: account, code: candidate.code, approver: device,
+                                            request: candidate.request, deviceNonce: deviceNonce, approverNonce: approverNonce)
             else {
                 try? await api.refuseLinkRequest(candidate.code)
                 throw KeyVaultError(.badReveal, "the new device's revealed value does not open the commitment it made: someone in between changed the request; it was refused and no device was added",
                                   kind: .verification)
             }
             var done = candidate
-            (done.sas, done.confirmation) = (sas, confirmation)
+            (done.sas, done.confirmation) = (codes.sas, codes.confirmation)
             return done
         }
     }
@@ -442,19 +421,16 @@ extension Vault {
     ///   the new device: it joins only then (docs/formats/device-link.md, version 4).
     /// - Throws: `sas_mismatch` (kind `.rejected`) on a mismatch; `invalid_input` before `exchange`.
     public func approve(_ candidate: LinkCandidate, typedSAS: String) async throws -> String {
-        try await inTheApproversOwnWords { try await self.approveTyped(candidate, typedSAS: typedSAS) }
-    }
-
-    private func approveTyped(_ candidate: LinkCandidate, typedSAS: String) async throws -> String {
         try await exclusively {
             guard let sas = candidate.sas, let expected = LinkSAS.digits(sas), let confirmation = candidate.confirmation else {
                 throw KeyVaultError(.invalidInput, "exchange values with the new device before approving it")
             }
             guard let typed = LinkSAS.digits(typedSAS), constantTimeEquals(Array(typed.utf8), Array(expected.utf8)) else {
                 // Whatever the server answers the refusal, the error is this one: its words are the device's own.
-                try? await refuse(candidate)
+                let refused = (try? await refuse(candidate)) != nil
                 throw KeyVaultError(.sasMismatch, "the code typed does not match" + Self.howCodesDiffer(typed: LinkSAS.digits(typedSAS), expected: expected)
-                                    + ": the request was refused and no device was added (a code gets one try)")
+                                    + ": no device was added" + (refused ? " and the request was refused" : ", and the request ends when it expires (the server did not take its refusal)")
+                                    + " (a code gets one try)")
             }
             let request = candidate.request
             let signingKey: Ed25519.PublicKey, boxKey: X25519.PublicKey

@@ -108,7 +108,7 @@ extension Vault {
     /// Asks a device of `account` to add this one (docs/formats/device-link.md), and
     /// returns once it has. `events` reports the code to show (``LinkEvent/requested(code:expires:)``)
     /// and then the six digits the person types on the approving device
-    /// (``LinkEvent/sas(_:)``). Once that device approved, `typeConfirmation` is asked
+    /// (``LinkEvent/sas(_:)``). Once that device approved, `askConfirmation` is asked
     /// (attempt 1 to ``confirmationAttempts``) for the six digits it shows then (what
     /// ``approve(_:typedSAS:)`` returned there), as the person types them here; the
     /// device joins only when they are the ones it computed, so that the device the
@@ -126,11 +126,11 @@ extension Vault {
     public static func link(server: URL, account: AccountID, deviceName: String, storage: any DeviceStorage,
                             transport: (any HTTPTransport)? = nil, passphrase: SecureBytes? = nil,
                             askPassphrase: (@Sendable () throws -> SecureBytes)? = nil, pollInterval: Duration = .seconds(1),
-                            events: (LinkEvent) -> Void, typeConfirmation: (_ attempt: Int) async throws -> String?,
+                            events: (LinkEvent) -> Void, askConfirmation: (_ attempt: Int) async throws -> String?,
                             progress: @escaping ProgressReporter = { _ in }) async throws -> Vault {
         try await link(home: try await home(storage, sealedUnder: passphrase, asking: askPassphrase), server: server.absoluteString,
                        transport: transport ?? defaultTransport(server), account: account, name: deviceName,
-                       pollInterval: pollInterval, events: events, typeConfirmation: typeConfirmation, progress: progress)
+                       pollInterval: pollInterval, events: events, askConfirmation: askConfirmation, progress: progress)
     }
 
     /// Opens the device kept in `storage` and verifies the account chain against the

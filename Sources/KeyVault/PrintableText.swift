@@ -9,6 +9,25 @@ extension String {
         String(prefix(500)).terminalSafe()
     }
 
+    /// ``printable`` with every number character (digits of any script, superscripts,
+    /// numerals: Unicode's N categories) shown as "#", and runs of
+    /// spaces as one: how a server's own words are shown (its refusals, a decoding
+    /// error that quotes what it sent) and a name it relays before anything vouches for
+    /// it. People type codes they read off a device's screen (a link's confirmation
+    /// code, device link version 4), and a server can compute the one a new device
+    /// expects: no words of its choosing may show one, nor pad a line so that the
+    /// terminal starts a new one where it likes.
+    public var printableWithoutDigits: String {
+        var out = String.UnicodeScalarView(), spaced = false
+        for scalar in printable.unicodeScalars {
+            let space = scalar.properties.isWhitespace
+            if space && spaced { continue }
+            spaced = space
+            out.append([.decimalNumber, .otherNumber, .letterNumber].contains(scalar.properties.generalCategory) ? "#" : space ? " " : scalar)
+        }
+        return String(out)
+    }
+
     /// The whole text made safe for a terminal, as ``printable`` without the cut;
     /// with `keepingNewlines`, line feeds stay (for output the app laid out itself).
     public func terminalSafe(keepingNewlines: Bool = false) -> String {

@@ -96,7 +96,7 @@ package struct ServerAPI: Sendable {
         guard let error = try? JSONDecoder().decode(ErrorBody.self, from: Data(reply.body)) else {
             return KeyVaultError(.badResponse, "the server answered HTTP \(reply.status) without a KeyVault error body")
         }
-        let text = error.error.code.printable, message = error.error.message.printable
+        let text = error.error.code.printableWithoutDigits, message = error.error.message.printableWithoutDigits
         // Only the service's own codes: a server naming one of the client's (`home_damaged`,
         // `wrong_passphrase`, …) would borrow its kind and its advice. The default case quotes the text.
         let wire = ErrorCode(rawValue: text)
@@ -110,7 +110,7 @@ package struct ServerAPI: Sendable {
         case .unknownDevice:
             return KeyVaultError(code, "the server does not know this device: \(message)", status: reply.status)
         case .rateLimited, .tooManyLinkRequests, .tooManyContactRequests, .unavailable:
-            let wait = reply.headers["retry-after"].map { " (try again in \($0) seconds)" } ?? ""
+            let wait = reply.headers["retry-after"].flatMap { Int($0) }.map { " (try again in \($0) seconds)" } ?? ""
             return KeyVaultError(code, "the server refused: \(message)\(wait)", status: reply.status)
         default:
             return KeyVaultError(code, "the server refused: \(message) (\(text), HTTP \(reply.status))",
@@ -122,7 +122,7 @@ package struct ServerAPI: Sendable {
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
-            throw KeyVaultError(.badResponse, "the server's \(what) is not what the protocol says: \(error)")
+            throw KeyVaultError(.badResponse, "the server's \(what) is not what the protocol says: \(String(describing: error).printableWithoutDigits)")
         }
     }
 

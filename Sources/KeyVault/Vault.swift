@@ -153,7 +153,7 @@ public actor Vault {
     }
 
     /// ``sync()``; with `approver`, the chain must also be one where that device added
-    /// this one (a device joining by a link: ``link(home:server:transport:account:name:pollInterval:events:typeConfirmation:progress:)``).
+    /// this one (a device joining by a link: ``link(home:server:transport:account:name:pollInterval:events:askConfirmation:progress:)``).
     package func sync(addedBy approver: DeviceID?) async throws {
         try await exclusively {
             let kept = links.count

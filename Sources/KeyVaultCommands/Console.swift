@@ -189,7 +189,8 @@ public final class BufferConsole: Console, Sendable {
     public func feed(_ text: String) { buffers.withLock { $0.input += Array(text.utf8) } }
 
     public func readLine() throws -> [UInt8]? {
-        for _ in 0..<3000 where buffers.withLock({ $0.awaiting && !$0.input.contains(10) }) { usleep(10_000) }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while buffers.withLock({ $0.awaiting && !$0.input.contains(10) }), ContinuousClock.now < deadline { usleep(10_000) }
         return buffers.withLock { buffers in
             guard !buffers.input.isEmpty else { return nil }
             let newline = buffers.input.firstIndex(of: 10) ?? buffers.input.endIndex

@@ -186,7 +186,7 @@ extension Device {
                     case (.resumed(let code), false):
                         console.write("The earlier request \(code.printable) was approved; finishing it.\n")
                     }
-                }, typeConfirmation: { attempt in
+                }, askConfirmation: { attempt in
                     lines?.end()
                     return try readConfirmation(attempt: attempt, json: json)
                 }, progress: { lines?.report($0) })
@@ -227,9 +227,10 @@ extension Device {
                 (exit 1). There is no yes/no: the digits must be typed, because a
                 person glancing at two screens is what an attacker counts on. Once
                 added, this device prints "Confirmation code for the new device" and 6
-                digits to type there: the new device joins only then. While it
-                approves, it prints no words of the server's (a refusal is its code
-                and HTTP status), so no code but that one comes from here.
+                digits to type there: the new device joins only then. keyctl shows
+                every word a server chose (a refusal, the new device's name, which
+                the server relays) with its digits as #, so no other code can come
+                from here.
 
                 --json prints {"approved", "device", "name", "confirmation"}.
                 """)
@@ -246,7 +247,8 @@ extension Device {
             let console = KeyctlMain.console
             let vault = try await options.openVault()
             let candidate = try await vault.linkCandidate(code: code)
-            let name = candidate.deviceName.printable
+            // The name comes with the request, which the server relays: no digits of its choosing on this screen.
+            let name = candidate.deviceName.printableWithoutDigits
             if !options.json {
                 console.writeError("New device \(name.debugDescription) (\(candidate.device)) asks to join; waiting for it to show its code…\n")
             }

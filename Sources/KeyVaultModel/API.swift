@@ -322,7 +322,7 @@ extension ChainResponse: Equatable {}
 // MARK: Device links
 
 /// `POST …/link-requests`: a new device asks to join, with its public keys and a
-/// commitment to its random value (docs/formats/device-link.md, version 3).
+/// commitment to its random value (docs/formats/device-link.md, version 4).
 package struct LinkRequestCreate: Sendable, Codable, Equatable {
     package var device: DeviceID
     package var name: String

@@ -41,9 +41,11 @@ package enum LinkCommitment {
 /// known: six digits, uniform over 000000-999999, which the person types on the
 /// approver. Neither side's value is known to the other when it commits, so a server
 /// in the middle cannot steer it (docs/formats/device-link.md). It names the approving
-/// device too: equal digits tell the new device which device will add it, and it joins
-/// only a chain where that device did (a server cannot pass the approval of one device
-/// off as another's, a revoked one's on a fork say).
+/// device too, as does the confirmation code drawn from the same transcript, which the
+/// approver shows once it approved and the person types on the new device: equal codes
+/// tell the new device that the device the person approved on is the one it was told
+/// of, and it joins only a chain where that device added it (a server cannot pass the
+/// approval of one device off as another's, a revoked one's on a fork say).
 package enum LinkSAS {
     /// 4 294 000 000: the largest multiple of 10^6 below 2^32. A 32-bit chunk below
     /// it, reduced mod 10^6, is exactly uniform.
@@ -51,8 +53,19 @@ package enum LinkSAS {
 
     package static func compute(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate, deviceNonce: [UInt8],
                                approverNonce: [UInt8]) -> String? {
-        digits(sasDomain, account: account, code: code, approver: approver, request: request, deviceNonce: deviceNonce,
-               approverNonce: approverNonce)
+        draw(sasDomain, account: account, code: code, approver: approver, request: request, deviceNonce: deviceNonce,
+             approverNonce: approverNonce)
+    }
+
+    /// The SAS and the confirmation code of one transcript, as both devices use them.
+    package static func codes(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate, deviceNonce: [UInt8],
+                              approverNonce: [UInt8]) -> (sas: String, confirmation: String)? {
+        guard let sas = compute(account: account, code: code, approver: approver, request: request, deviceNonce: deviceNonce,
+                                approverNonce: approverNonce),
+              let confirmation = confirmation(account: account, code: code, approver: approver, request: request,
+                                              deviceNonce: deviceNonce, approverNonce: approverNonce)
+        else { return nil }
+        return (sas, confirmation)
     }
 
     /// The confirmation code (version 4): six digits over the same transcript as the
@@ -63,13 +76,15 @@ package enum LinkSAS {
     /// digits nobody is shown).
     package static func confirmation(account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate,
                                      deviceNonce: [UInt8], approverNonce: [UInt8]) -> String? {
-        digits("keyvault/v4/link-confirm", account: account, code: code, approver: approver, request: request,
-               deviceNonce: deviceNonce, approverNonce: approverNonce)
+        draw(confirmationDomain, account: account, code: code, approver: approver, request: request,
+             deviceNonce: deviceNonce, approverNonce: approverNonce)
     }
 
     static let sasDomain = "keyvault/v3/link-sas"
+    static let confirmationDomain = "keyvault/v4/link-confirm"
 
-    private static func digits(_ domain: String, account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate,
+    /// Six digits over the transcript under `domain`.
+    private static func draw(_ domain: String, account: AccountID, code: String, approver: DeviceID, request: LinkRequestCreate,
                                deviceNonce: [UInt8], approverNonce: [UInt8]) -> String? {
         guard deviceNonce.count == LinkCommitment.nonceByteCount, approverNonce.count == LinkCommitment.nonceByteCount,
               let before = digestInput(domain, account: account, code: code, approver: approver, request: request)

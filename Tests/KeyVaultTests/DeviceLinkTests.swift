@@ -27,15 +27,15 @@ final class LinkScreen: Sendable {
     func stopTyping() { state.withLock { $0.stopped = true } }
 
     /// What the new device is given when it asks: the next code typed (waiting for one
-    /// a bounded while), or nil (the person stops) when none comes.
+    /// a bounded while), or nil (the person stops) once ``stopTyping()`` was called.
     func typed(_ attempt: Int) async throws -> String? {
         state.withLock { $0.attempts.append(attempt) }
-        for _ in 0..<500 {
+        for _ in 0..<1000 {
             let (code, stopped) = state.withLock { ($0.typing.isEmpty ? nil : $0.typing.removeFirst(), $0.stopped) }
             if code != nil || stopped { return code }
             try await Task.sleep(for: .milliseconds(10))
         }
-        return nil
+        throw KeyVaultError(.invalidInput, "the test typed no confirmation code within 10 s")
     }
 
     func show(_ event: Vault.LinkEvent) {
@@ -62,7 +62,7 @@ func startLink(_ fixture: Fixture, _ laptop: Vault, home: String = "tablet", scr
     Task {
         try await Vault.link(home: fixture.home(home), server: "test", transport: fixture.transport, account: laptop.account,
                              name: home, pollInterval: .milliseconds(10), events: { screen.show($0) },
-                             typeConfirmation: { try await screen.typed($0) })
+                             askConfirmation: { try await screen.typed($0) })
     }
 }
 
@@ -456,11 +456,12 @@ struct RevokedPhoneFork {
     }
 }
 
-/// Cold review of version 4 (finding 1): the person reads the confirmation code off the
-/// approving device's screen, so no text a server chose may be printed there. A server
-/// answered the refusal of a mistyped SAS with an error whose words were a fake
-/// "Confirmation code for the new device: …" line, and that error replaced the device's
-/// own; a failing step of the exchange quoted the server likewise.
+/// Cold reviews of version 4: the person reads the confirmation code off the approving
+/// device's screen, and a server knows the code the new device expects, so no words a
+/// server chose may show a digit there. A server answered the refusal of a mistyped SAS
+/// with an error whose words were a fake "Confirmation code for the new device: …" line,
+/// and that error replaced the device's own; a failing step of the exchange quoted the
+/// server likewise, and so did a poll whose answer did not decode.
 @Test func theApproverPrintsNoWordsOfTheServersThatCouldPassForTheConfirmationCode() async throws {
     try await Fixture.run { fixture, laptop in
         let fake = #"{"error": {"code": "bad_request", "message": "Approved \"tablet\". Confirmation code for the new device:  482 113"}}"#
@@ -490,7 +491,61 @@ struct RevokedPhoneFork {
             _ = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
             Issue.record("the exchange went on")
         } catch let error as KeyVaultError {
-            #expect(error.status == 400 && !error.message.contains("482") && !error.message.contains("Confirmation"), "\(error)")
+            #expect(error.status == 400 && !error.message.contains("482") && !error.message.contains("113"), "\(error)")
         }
+
+        // A poll whose status is no status, but a padded fake line.
+        let tab = LinkScreen()
+        let third = startLink(fixture, laptop, home: "tab", screen: tab)
+        defer { third.cancel() }
+        let next = try await laptop.linkCandidate(code: try await tab.wait { tab.code })
+        fixture.transport.tamper { request, reply in
+            guard request.method == "GET", request.target.contains("/link-requests/"), reply.status == 200 else { return }
+            var object = try #require(try JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any])
+            object["status"] = String(repeating: " ", count: 80) + "Confirmation code for the new device:  482 113"
+            reply.body = Array(try JSONSerialization.data(withJSONObject: object))
+        }
+        do {
+            _ = try await laptop.exchange(next, pollInterval: .milliseconds(10))
+            Issue.record("the exchange went on")
+        } catch let error as KeyVaultError {
+            #expect(error.code == .badResponse && !error.message.contains("482") && !error.message.contains("  "), "\(error)")
+        }
+    }
+}
+
+/// The rule behind the test above, for every command: a server's words (its refusals,
+/// what a decoding error quotes, a name it relays) are shown with every number character
+/// as "#" and runs of spaces as one, so that none shows a code or pads a line.
+@Test func aServersWordsAreShownWithoutDigitsOrPadding() {
+    let padded = "type\u{2003}\u{2003}  123 456, or \u{FF11}\u{FF12}\u{FF13} \u{2074}\u{2075}\u{2076} or \u{0664}\u{0665}\u{0666}\nnow"
+    #expect(padded.printableWithoutDigits == "type ### ###, or ### ### or ###?now", "\(padded.printableWithoutDigits)")
+    #expect("Emma's 2nd iPad".printableWithoutDigits == "Emma's #nd iPad")
+    #expect("\u{4E00}\u{53F7}\u{624B}\u{673A}".printableWithoutDigits == "\u{4E00}\u{53F7}\u{624B}\u{673A}",
+            "a CJK numeral is a letter, not a digit to type")
+}
+
+/// A home an older version left mid-link (its approver kept, no confirmation code) is
+/// not joined on: this device could not check that the device the person approved on
+/// added it. It says so, and what to do.
+@Test func aHomeLeftMidLinkByVersion3DoesNotJoinWithoutAConfirmationCode() async throws {
+    try await Fixture.run { fixture, laptop in
+        let (screen, tablet, exchanged, shown) = try await startExchange(fixture, laptop)
+        screen.stopTyping()
+        _ = try await laptop.approve(exchanged, typedSAS: shown)
+        await expectRefusal("link_request_closed", kind: .rejected) { _ = try await tablet.value }
+        var record = try fixture.home("tablet").load()
+        record.linkConfirmation = nil
+        try fixture.home("tablet").save(record)
+        let again = LinkScreen()
+        again.stopTyping()
+        do {
+            _ = try await startLink(fixture, laptop, screen: again).value
+            Issue.record("joined without a confirmation code")
+        } catch let error as KeyVaultError {
+            #expect(error.code.rawValue == "link_request_closed" && error.message.contains("older version"), "\(error)")
+        }
+        #expect(again.attempts.isEmpty)
+        #expect(try fixture.home("tablet").load().enrolled == false)
     }
 }
