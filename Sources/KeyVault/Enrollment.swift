@@ -245,7 +245,8 @@ extension Vault {
                         revealed = true
                         events(.sas(codes.sas))
                     }
-                    let left = max(0, status.expires - Int64(Date().timeIntervalSince1970))
+                    // The server's expiry, bounded by this device's own deadline: no number of its choosing on the screen.
+                    let left = max(0, min(status.expires, deadline) - Int64(Date().timeIntervalSince1970))
                     progress(.waitingForApproval(codeShown: revealed, secondsLeft: left))
                 case .refused:
                     throw KeyVaultError(.linkRequestClosed, "the request was refused on the other device",

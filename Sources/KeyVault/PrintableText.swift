@@ -20,7 +20,8 @@ extension String {
     public var printableWithoutDigits: String {
         var out = String.UnicodeScalarView(), spaced = false
         for scalar in printable.unicodeScalars {
-            let space = scalar.properties.isWhitespace
+            // Blank characters that are not whitespace (a Braille blank, Hangul fillers) pad a line as well.
+            let space = scalar.properties.isWhitespace || ["\u{2800}", "\u{3164}", "\u{FFA0}", "\u{115F}", "\u{1160}"].contains(scalar)
             if space && spaced { continue }
             spaced = space
             out.append([.decimalNumber, .otherNumber, .letterNumber].contains(scalar.properties.generalCategory) ? "#" : space ? " " : scalar)

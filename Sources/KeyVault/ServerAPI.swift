@@ -110,7 +110,8 @@ package struct ServerAPI: Sendable {
         case .unknownDevice:
             return KeyVaultError(code, "the server does not know this device: \(message)", status: reply.status)
         case .rateLimited, .tooManyLinkRequests, .tooManyContactRequests, .unavailable:
-            let wait = reply.headers["retry-after"].flatMap { Int($0) }.map { " (try again in \($0) seconds)" } ?? ""
+            // A number the server chose, so at most four digits of it: never a code.
+            let wait = reply.headers["retry-after"].flatMap { Int($0) }.map { (0...3600).contains($0) ? " (try again in \($0) seconds)" : " (try again later)" } ?? ""
             return KeyVaultError(code, "the server refused: \(message)\(wait)", status: reply.status)
         default:
             return KeyVaultError(code, "the server refused: \(message) (\(text), HTTP \(reply.status))",

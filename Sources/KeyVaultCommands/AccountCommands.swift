@@ -154,7 +154,8 @@ struct Status: AsyncParsableCommand {
                 + ". If they are lost or no longer used, revoke them: `keyctl device prune --unseen-for \(days)d`\n"
         }
         for request in pending {
-            text += "link request \(request.code) from \(request.deviceName.printable.debugDescription): approve with `keyctl device approve \(request.code)`\n"
+            // A pending request's name is the server's word until its SAS is typed: no digits of its choosing.
+            text += "link request \(request.code) from \(request.deviceName.printableWithoutDigits.debugDescription): approve with `keyctl device approve \(request.code)`\n"
         }
         if !rotation.ends.isEmpty {
             text += "a revoked device pinned or shared with \(Set(rotation.ends.map(\.account.rawValue)).sorted().joined(separator: ", ")), still in force: run `keyctl master rotate` to end it\n"

@@ -99,9 +99,9 @@ extension Audit {
                 text += "\nThe server says it refused \(refusals.count) request(s) for this account (its word, unchecked):\n"
                 for refusal in refusals.suffix(20) {
                     // The server's words: one line each, no control characters (no fake event lines).
-                    text += "  \(StaleDevices.day(refusal.time))  \(refusal.code.printable)"
+                    text += "  \(StaleDevices.day(refusal.time))  \(refusal.code.printableWithoutDigits)"
                         + (refusal.device.map { " from device \($0.prefix(8).description.printable)" } ?? "")
-                        + (refusal.detail.map { ": \($0.printable)" } ?? "") + "\n"
+                        + (refusal.detail.map { ": \($0.printableWithoutDigits)" } ?? "") + "\n"
                 }
                 if refusals.count > 20 { text += "  (the newest 20 shown; --json has them all)\n" }
             }

@@ -208,7 +208,7 @@ extension Device {
                 console.write(jsonLine(["confirm": attempt]))
             } else if console.inputIsTerminal {
                 console.writeError(attempt == 1
-                    ? "The other device approved. Type its confirmation code (the line \"Confirmation code for the new device\" there; never a code from an error message or a name): "
+                    ? "The server says the other device approved. Type the code on its line \"Confirmation code for the new device\" (never a code from an error message or a name; if it shows none, press Ctrl-D): "
                     : "That is not the code this device expects. Type the other device's confirmation code (try \(attempt) of \(Vault.confirmationAttempts)): ")
             }
             return try console.readLine().map { String(decoding: $0, as: UTF8.self) }
@@ -227,10 +227,10 @@ extension Device {
                 (exit 1). There is no yes/no: the digits must be typed, because a
                 person glancing at two screens is what an attacker counts on. Once
                 added, this device prints "Confirmation code for the new device" and 6
-                digits to type there: the new device joins only then. keyctl shows
-                every word a server chose (a refusal, the new device's name, which
-                the server relays) with its digits as #, so no other code can come
-                from here.
+                digits to type there: the new device joins only then. Read it from
+                that line only: keyctl shows a server's free words (a refusal, the
+                new device's name, which the server relays) with their digits as #,
+                but a server may still write letters shaped like digits.
 
                 --json prints {"approved", "device", "name", "confirmation"}.
                 """)
@@ -250,7 +250,8 @@ extension Device {
             // The name comes with the request, which the server relays: no digits of its choosing on this screen.
             let name = candidate.deviceName.printableWithoutDigits
             if !options.json {
-                console.writeError("New device \(name.debugDescription) (\(candidate.device)) asks to join; waiting for it to show its code…\n")
+                // Not its id: the server may have made the request up, grinding keys for an id that shows digits.
+                console.writeError("New device \(name.debugDescription) asks to join; waiting for it to show its code…\n")
             }
             let exchanged = try await vault.exchange(candidate, pollInterval: .milliseconds(Int(max(0.05, poll) * 1000)))
             let typed: String
@@ -266,7 +267,7 @@ extension Device {
             typed = String(decoding: line, as: UTF8.self)
             let confirmation = try await vault.approve(exchanged, typedSAS: typed)
             options.result(["approved": true, "device": candidate.device.rawValue, "name": candidate.deviceName, "confirmation": confirmation],
-                           "Approved \(name.debugDescription).\nConfirmation code for the new device:  \(confirmation)\n")
+                           "Approved \(name.debugDescription) (\(candidate.device)).\nConfirmation code for the new device:  \(confirmation)\n")
         }
     }
 

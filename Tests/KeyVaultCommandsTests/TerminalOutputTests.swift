@@ -74,7 +74,7 @@ func theLinkCountdownStaysOnOneLineUnderTheDigits() async throws {
     try await waitUntil { console.errorOutput.contains("(try 2 of 3)") }
     console.feed(confirmation + "\n")
     #expect(await link.value == 0, "\(console.errorOutput)")
-    #expect(console.errorOutput.contains("The other device approved. Type its confirmation code"))
+    #expect(console.errorOutput.contains("The server says the other device approved. Type the code on its line"))
     #expect(console.errorOutput.contains("(try 2 of 3)"))
     let countdown = console.errorOutput.components(separatedBy: "waiting for the code to be typed")
     #expect(countdown.count > 2, "no countdown was shown: \(console.errorOutput)")

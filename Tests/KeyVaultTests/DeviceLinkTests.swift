@@ -485,13 +485,15 @@ struct RevokedPhoneFork {
         let candidate = try await laptop.linkCandidate(code: try await screen.wait { screen.code })
         fixture.transport.tamper { request, reply in
             guard request.method == "POST", request.target.hasSuffix("/respond") else { return }
-            (reply.status, reply.body) = (400, Array(fake.utf8))
+            // Rate limited, with a wait that is the code.
+            let limited = fake.replacingOccurrences(of: "bad_request", with: "rate_limited")
+            (reply.status, reply.headers, reply.body) = (429, ["retry-after": "482113"], Array(limited.utf8))
         }
         do {
             _ = try await laptop.exchange(candidate, pollInterval: .milliseconds(10))
             Issue.record("the exchange went on")
         } catch let error as KeyVaultError {
-            #expect(error.status == 400 && !error.message.contains("482") && !error.message.contains("113"), "\(error)")
+            #expect(error.status == 429 && !error.message.contains("482") && !error.message.contains("113"), "\(error)")
         }
 
         // A poll whose status is no status, but a padded fake line.
@@ -518,7 +520,7 @@ struct RevokedPhoneFork {
 /// what a decoding error quotes, a name it relays) are shown with every number character
 /// as "#" and runs of spaces as one, so that none shows a code or pads a line.
 @Test func aServersWordsAreShownWithoutDigitsOrPadding() {
-    let padded = "type\u{2003}\u{2003}  123 456, or \u{FF11}\u{FF12}\u{FF13} \u{2074}\u{2075}\u{2076} or \u{0664}\u{0665}\u{0666}\nnow"
+    let padded = "type\u{2003}\u{2003}\u{2800}\u{3164}  123 456, or \u{FF11}\u{FF12}\u{FF13} \u{2074}\u{2075}\u{2076} or \u{0664}\u{0665}\u{0666}\nnow"
     #expect(padded.printableWithoutDigits == "type ### ###, or ### ### or ###?now", "\(padded.printableWithoutDigits)")
     #expect("Emma's 2nd iPad".printableWithoutDigits == "Emma's #nd iPad")
     #expect("\u{4E00}\u{53F7}\u{624B}\u{673A}".printableWithoutDigits == "\u{4E00}\u{53F7}\u{624B}\u{673A}",
