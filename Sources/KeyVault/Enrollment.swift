@@ -323,9 +323,13 @@ extension Vault {
         /// The confirmation code (version 4) computed with the SAS: ``Vault/approve(_:typedSAS:)``
         /// returns it once the device is added, for the person to type on the new device.
         package internal(set) var confirmation: String?
-        /// The name the new device gives itself (show it with the question "add this device?").
+        /// The name the new device gives itself. Until the SAS is typed it is the server's
+        /// word (it relays the request, and may make one up): show it as
+        /// `deviceName.printableWithoutDigits`, so that no code of the server's choosing
+        /// appears where the person will read the confirmation code (device link version 4).
         public var deviceName: String { request.name }
-        /// The id the new device will have.
+        /// The id the new device will have (the server's word too until the SAS is typed:
+        /// it may grind keys for an id that shows digits, so show it after ``Vault/approve(_:typedSAS:)``).
         public var device: DeviceID { request.device }
     }
 
