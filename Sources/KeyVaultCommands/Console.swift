@@ -208,3 +208,14 @@ public final class BufferConsole: Console, Sendable {
     public func write(_ text: String) { buffers.withLock { $0.output += text } }
     public func writeError(_ text: String) { buffers.withLock { $0.errorOutput += text } }
 }
+
+extension Console {
+    /// ``readLine()`` on a thread of its own: waiting for a person to type, asked from
+    /// inside async work (a link's confirmation code), holds none of the concurrency
+    /// pool's few threads (two on a 2-core machine, shared with whatever else runs).
+    func readLineOffThePool() async throws -> [UInt8]? {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try self.readLine() }) }
+        }
+    }
+}

@@ -188,7 +188,7 @@ extension Device {
                     }
                 }, askConfirmation: { attempt in
                     lines?.end()
-                    return try readConfirmation(attempt: attempt, json: json)
+                    return try await readConfirmation(attempt: attempt, json: json)
                 }, progress: { lines?.report($0) })
             lines?.end()
             // The device that added this one on the chain it joined: the person can tell whether it is the one the code was typed on.
@@ -202,7 +202,7 @@ extension Device {
         }
 
         /// The approver's confirmation code, as the person types it (one line; a prompt on a terminal).
-        private func readConfirmation(attempt: Int, json: Bool) throws -> String? {
+        private func readConfirmation(attempt: Int, json: Bool) async throws -> String? {
             let console = KeyctlMain.console
             if json {
                 console.write(jsonLine(["confirm": attempt]))
@@ -211,7 +211,7 @@ extension Device {
                     ? "The server says the other device approved. Type the code on its line \"Confirmation code for the new device\" (never a code from an error message or a name; if it shows none, press Ctrl-D): "
                     : "That is not the code this device expects. Type the other device's confirmation code (try \(attempt) of \(Vault.confirmationAttempts)): ")
             }
-            return try console.readLine().map { String(decoding: $0, as: UTF8.self) }
+            return try await console.readLineOffThePool().map { String(decoding: $0, as: UTF8.self) }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeyVaultCrypto
 import KeyVaultTestSupport
 import Testing
 #if canImport(Glibc)
@@ -13,28 +14,35 @@ import Glibc
 func aSilentConnectionIsClosedAfterTheIdleTimeoutAndOneThatTalksIsServed() async throws {
     let server = try await RunningServer(environment: ["KEYVAULT_IDLE_TIMEOUT": "1"])
 
-    // Says nothing at all.
-    let silent = try LoopbackConnection(port: server.port)
-    // Sends the head of an account's creation and the start of its body, then stalls.
-    let stalled = try LoopbackConnection(port: server.port)
-    try stalled.send("POST /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     + "Content-Length: 100000\r\n\r\n{\"chain\": [")
-    // Asks for something and gets it, then stays quiet on the kept-open connection.
-    let talking = try LoopbackConnection(port: server.port)
-    try talking.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    let answer = try #require(talking.receiveSome(within: 10))
-    #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
-
-    for (name, connection) in [("silent", silent), ("stalled", stalled), ("talking", talking)] {
-        let start = ContinuousClock.now
-        #expect(connection.waitForClose(within: 10), "the \(name) connection was not closed within 10 s")
-        #expect(ContinuousClock.now - start < .seconds(8), "the \(name) connection")
+    // The sockets block: they talk on a thread of their own, none of the concurrency pool's.
+    let port = server.port
+    let (answer, closed) = try await onThreadOfItsOwn { () throws -> ([UInt8]?, [(String, Bool, Duration)]) in
+        // Says nothing at all.
+        let silent = try LoopbackConnection(port: port)
+        // Sends the head of an account's creation and the start of its body, then stalls.
+        let stalled = try LoopbackConnection(port: port)
+        try stalled.send("POST /v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         + "Content-Length: 100000\r\n\r\n{\"chain\": [")
+        // Asks for something and gets it, then stays quiet on the kept-open connection.
+        let talking = try LoopbackConnection(port: port)
+        try talking.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let answer = talking.receiveSome(within: 10)
+        let closed = [("silent", silent), ("stalled", stalled), ("talking", talking)].map { name, connection in
+            let start = ContinuousClock.now
+            return (name, connection.waitForClose(within: 10), ContinuousClock.now - start)
+        }
+        return (answer, closed)
+    }
+    #expect(String(decoding: try #require(answer), as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+    for (name, wasClosed, took) in closed {
+        #expect(wasClosed, "the \(name) connection was not closed within 10 s")
+        #expect(took < .seconds(8), "the \(name) connection")
     }
     #expect(await server.stop() == 0)
 }
 
 /// One TCP connection to a loopback port, with blocking reads bounded in time.
-private final class LoopbackConnection {
+private final class LoopbackConnection: @unchecked Sendable {
     let socket: Int32
 
     init(port: Int) throws {
